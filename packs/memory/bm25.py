@@ -1,0 +1,281 @@
+"""Incremental Okapi BM25 index keyed by integer note ids.
+
+Layout
+------
+* Each document gets a *row* (append-only).  Per term, the postings are two
+  ``array.array`` buffers (rows as int32, term frequencies as float32) that grow
+  by amortised appends; a query views them with ``np.frombuffer`` (no copy).
+* Adding one document costs O(#distinct terms of that document); nothing is
+  rebuilt.  Re-adding an existing id (an update) tombstones the old row and
+  appends a new one.
+* ``remove`` tombstones rows and fixes document frequencies at once; when more
+  than a third of the rows are dead the postings are compacted (amortised O(1)
+  per removal).
+* Term frequencies may be fractional (``add_weighted``): that is how a caller
+  expands a note with down-weighted text of its neighbours.
+
+Scoring: ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` (always positive),
+``score = Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl))`` over the
+distinct query terms, OR semantics.  A query is cut to its first
+``max_query_terms`` distinct tokens (default 16) so a pasted paragraph cannot
+become a full scan; the cap is applied after stopword removal.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .text import tokenize, tokenize_query
+
+__all__ = ["BM25Index"]
+
+
+def _allowed_filter(allowed, ids: np.ndarray) -> np.ndarray:
+    """Boolean mask over ``ids`` telling which are allowed.
+
+    ``allowed`` is either a boolean array indexed by note id (ids past its end
+    are not allowed) or an array/sequence/set of allowed ids.
+    """
+    if isinstance(allowed, (set, frozenset)):
+        allowed = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
+    a = np.asarray(allowed)
+    if a.dtype == np.bool_:
+        ok = ids < a.shape[0]
+        out = np.zeros(ids.shape[0], dtype=bool)
+        out[ok] = a[ids[ok]]
+        return out
+    return np.isin(ids, a.astype(np.int64, copy=False))
+
+
+class BM25Index:
+    """Okapi BM25 over integer ids; see the module docstring."""
+
+    def __init__(
+        self,
+        k1: float = 1.2,
+        b: float = 0.75,
+        *,
+        tokenizer: Callable[[str], list[str]] = tokenize,
+        max_query_terms: int = 16,
+    ) -> None:
+        if k1 < 0 or not (0.0 <= b <= 1.0):
+            raise ValueError("need k1 >= 0 and 0 <= b <= 1")
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.max_query_terms = int(max_query_terms)
+        self._tokenize = tokenizer
+        self._vocab: dict[str, int] = {}
+        self._post_rows: list[array] = []
+        self._post_tf: list[array] = []
+        self._df: list[int] = []
+        self._row_of: dict[int, int] = {}
+        self._ids = np.zeros(1024, dtype=np.int64)
+        self._dl = np.zeros(1024, dtype=np.float32)
+        self._alive = np.zeros(1024, dtype=bool)
+        self._row_terms: list[tuple[np.ndarray, np.ndarray] | None] = []
+        self._n_rows = 0
+        self._n_alive = 0
+        self._total_len = 0.0
+        self._n_dead = 0
+        self._last: tuple[str, np.ndarray | None] | None = None
+
+    # ------------------------------------------------------------------ size
+    def __len__(self) -> int:
+        return self._n_alive
+
+    def __contains__(self, note_id: int) -> bool:
+        return int(note_id) in self._row_of
+
+    @property
+    def avgdl(self) -> float:
+        return self._total_len / self._n_alive if self._n_alive else 0.0
+
+    # ----------------------------------------------------------------- write
+    def _grow(self, need: int) -> None:
+        cap = self._ids.shape[0]
+        if need <= cap:
+            return
+        new = max(need, cap * 2)
+        for name in ("_ids", "_dl", "_alive"):
+            old = getattr(self, name)
+            arr = np.zeros(new, dtype=old.dtype)
+            arr[: self._n_rows] = old[: self._n_rows]
+            setattr(self, name, arr)
+
+    def add(self, ids: Sequence[int] | np.ndarray, texts: Sequence[str]) -> None:
+        """Index ``texts`` under ``ids`` (an existing id is replaced)."""
+        if len(ids) != len(texts):
+            raise ValueError("ids and texts differ in length")
+        self.add_weighted(ids, [Counter(self._tokenize(t)) for t in texts])
+
+    def add_tokens(self, ids: Sequence[int] | np.ndarray, token_lists: Sequence[Iterable[str]]) -> None:
+        """Index already tokenised documents."""
+        self.add_weighted(ids, [Counter(toks) for toks in token_lists])
+
+    def add_weighted(self, ids: Sequence[int] | np.ndarray, bags: Sequence[Mapping[str, float]]) -> None:
+        """Index bags of ``{term: weight}``; weights act as (fractional) term frequencies.
+
+        The document length is the sum of the weights.
+        """
+        if len(ids) != len(bags):
+            raise ValueError("ids and bags differ in length")
+        self._grow(self._n_rows + len(ids))
+        vocab = self._vocab
+        for note_id, bag in zip(ids, bags):
+            note_id = int(note_id)
+            if note_id in self._row_of:
+                self._remove_one(note_id)
+            row = self._n_rows
+            self._n_rows += 1
+            tids = []
+            tfs = []
+            for term, w in bag.items():
+                w = float(w)
+                if w <= 0.0:
+                    continue
+                tid = vocab.get(term)
+                if tid is None:
+                    tid = len(vocab)
+                    vocab[term] = tid
+                    self._post_rows.append(array("i"))
+                    self._post_tf.append(array("f"))
+                    self._df.append(0)
+                self._post_rows[tid].append(row)
+                self._post_tf[tid].append(w)
+                self._df[tid] += 1
+                tids.append(tid)
+                tfs.append(w)
+            dl = float(sum(tfs))
+            self._ids[row] = note_id
+            self._dl[row] = dl
+            self._alive[row] = True
+            self._row_terms.append((np.asarray(tids, dtype=np.int32), np.asarray(tfs, dtype=np.float32)))
+            self._row_of[note_id] = row
+            self._n_alive += 1
+            self._total_len += dl
+        self._last = None
+
+    def _remove_one(self, note_id: int) -> bool:
+        row = self._row_of.pop(note_id, None)
+        if row is None:
+            return False
+        tids, tfs = self._row_terms[row]
+        for tid in tids.tolist():
+            self._df[tid] -= 1
+        self._alive[row] = False
+        self._row_terms[row] = None
+        self._n_alive -= 1
+        self._total_len -= float(self._dl[row])
+        self._n_dead += 1
+        return True
+
+    def remove(self, ids: Iterable[int]) -> int:
+        """Remove ids (unknown ids are ignored); returns how many were removed."""
+        n = sum(self._remove_one(int(i)) for i in ids)
+        if self._n_dead > 1024 and self._n_dead * 3 > self._n_rows:
+            self._compact()
+        self._last = None
+        return n
+
+    def _compact(self) -> None:
+        live = [r for r in range(self._n_rows) if self._alive[r]]
+        ids = self._ids[live].copy()
+        dl = self._dl[live].copy()
+        terms = [self._row_terms[r] for r in live]
+        n_terms = len(self._vocab)
+        self._post_rows = [array("i") for _ in range(n_terms)]
+        self._post_tf = [array("f") for _ in range(n_terms)]
+        for new_row, (tids, tfs) in enumerate(terms):
+            for tid, tf in zip(tids.tolist(), tfs.tolist()):
+                self._post_rows[tid].append(new_row)
+                self._post_tf[tid].append(tf)
+        n = len(live)
+        self._n_rows = n
+        self._ids[:n] = ids
+        self._dl[:n] = dl
+        self._alive[:n] = True
+        self._alive[n:] = False
+        self._row_terms = terms
+        self._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
+        self._n_dead = 0
+
+    # ------------------------------------------------------------------ read
+    def query_terms(self, query: str) -> list[str]:
+        """The distinct tokens of ``query`` that the index would use (capped)."""
+        return tokenize_query(query, self.max_query_terms) if self._tokenize is tokenize else list(
+            dict.fromkeys(self._tokenize(query))
+        )[: self.max_query_terms]
+
+    def _score_rows(self, query: str) -> np.ndarray | None:
+        """Dense score per row (dead rows may hold garbage); None when no term is known."""
+        last = self._last
+        if last is not None and last[0] == query:
+            return last[1]
+        n = self._n_rows
+        if n == 0 or self._n_alive == 0:
+            return None
+        avgdl = self.avgdl or 1.0
+        k1, b = self.k1, self.b
+        rows_parts = []
+        w_parts = []
+        N = self._n_alive
+        for term in self.query_terms(query):
+            tid = self._vocab.get(term)
+            if tid is None:
+                continue
+            df = self._df[tid]
+            if df <= 0:
+                continue
+            rows = np.frombuffer(self._post_rows[tid], dtype=np.int32)
+            tf = np.frombuffer(self._post_tf[tid], dtype=np.float32)
+            idf = np.log1p((N - df + 0.5) / (df + 0.5))
+            norm = k1 * (1.0 - b + b * (self._dl[rows] / avgdl))
+            rows_parts.append(rows)
+            w_parts.append((idf * (k1 + 1.0)) * tf / (tf + norm))
+        if not rows_parts:
+            scores = None
+        else:
+            rows = np.concatenate(rows_parts) if len(rows_parts) > 1 else rows_parts[0]
+            w = np.concatenate(w_parts) if len(w_parts) > 1 else w_parts[0]
+            scores = np.bincount(rows, weights=w, minlength=n)
+        self._last = (query, scores)
+        return scores
+
+    def search(self, query: str, k: int = 10, allowed=None) -> list[tuple[int, float]]:
+        """Top-``k`` ``(id, score)`` by BM25, best first; only scores > 0.
+
+        ``allowed``: ``None`` (all ids), a boolean array indexed by note id, or
+        an array/sequence/set of allowed ids.
+        """
+        if k <= 0:
+            return []
+        scores = self._score_rows(query)
+        if scores is None:
+            return []
+        cand = np.flatnonzero((scores > 0) & self._alive[: self._n_rows])
+        if allowed is not None and cand.size:
+            cand = cand[_allowed_filter(allowed, self._ids[cand])]
+        if cand.size == 0:
+            return []
+        s = scores[cand]
+        if cand.size > k:
+            part = np.argpartition(-s, k - 1)[:k]
+            cand, s = cand[part], s[part]
+        order = np.lexsort((self._ids[cand], -s))
+        return [(int(self._ids[cand[i]]), float(s[i])) for i in order]
+
+    def score_ids(self, query: str, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """BM25 score of ``query`` for each of ``ids`` (0.0 for unknown ids or no match)."""
+        out = np.zeros(len(ids), dtype=np.float64)
+        scores = self._score_rows(query)
+        if scores is None:
+            return out
+        for j, i in enumerate(ids):
+            r = self._row_of.get(int(i))
+            if r is not None:
+                out[j] = scores[r]
+        return out

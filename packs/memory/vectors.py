@@ -1,0 +1,164 @@
+"""Exact cosine vector index over integer note ids (numpy, no ANN).
+
+Rows are stored in one float32 matrix with amortised (doubling) growth, so an
+insert copies only the new rows.  Rows must be L2-normalised (``add``
+normalises defensively; zero rows stay zero and never match).  Cosine is then
+a matrix-vector product; top-k uses ``argpartition``.  Removal tombstones a
+row; more than a third dead rows triggers compaction.
+
+At 100k x 256 a query is one 100 MB/s-class GEMV (~2-4 ms on 2 cores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from .bm25 import _allowed_filter
+
+__all__ = ["VectorIndex", "l2_normalize"]
+
+
+def l2_normalize(m: np.ndarray) -> np.ndarray:
+    """Row-wise L2 normalisation to float32 (zero rows stay zero)."""
+    m = np.asarray(m, dtype=np.float32)
+    if m.ndim == 1:
+        n = float(np.linalg.norm(m))
+        return m / n if n > 0 else m.copy()
+    n = np.linalg.norm(m, axis=1, keepdims=True)
+    n[n == 0] = 1.0
+    return (m / n).astype(np.float32, copy=False)
+
+
+class VectorIndex:
+    """Exact cosine search; see module docstring."""
+
+    def __init__(self, dim: int, initial_capacity: int = 1024) -> None:
+        if dim <= 0:
+            raise ValueError("dim must be positive")
+        self.dim = int(dim)
+        cap = max(16, int(initial_capacity))
+        self._mat = np.zeros((cap, self.dim), dtype=np.float32)
+        self._ids = np.zeros(cap, dtype=np.int64)
+        self._alive = np.zeros(cap, dtype=bool)
+        self._row_of: dict[int, int] = {}
+        self._n_rows = 0
+        self._n_dead = 0
+
+    def __len__(self) -> int:
+        return len(self._row_of)
+
+    def __contains__(self, note_id: int) -> bool:
+        return int(note_id) in self._row_of
+
+    def _grow(self, need: int) -> None:
+        cap = self._mat.shape[0]
+        if need <= cap:
+            return
+        new = max(need, cap * 2)
+        mat = np.zeros((new, self.dim), dtype=np.float32)
+        mat[: self._n_rows] = self._mat[: self._n_rows]
+        ids = np.zeros(new, dtype=np.int64)
+        ids[: self._n_rows] = self._ids[: self._n_rows]
+        alive = np.zeros(new, dtype=bool)
+        alive[: self._n_rows] = self._alive[: self._n_rows]
+        self._mat, self._ids, self._alive = mat, ids, alive
+
+    def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray) -> None:
+        """Add rows (an existing id is replaced)."""
+        m = np.asarray(matrix, dtype=np.float32)
+        if m.ndim == 1:
+            m = m[None, :]
+        if m.shape != (len(ids), self.dim):
+            raise ValueError(f"matrix shape {m.shape} != ({len(ids)}, {self.dim})")
+        m = l2_normalize(m)
+        # last occurrence of a duplicated id wins
+        self.remove([i for i in ids if int(i) in self._row_of], _compact=False)
+        self._grow(self._n_rows + len(ids))
+        start = self._n_rows
+        self._mat[start : start + len(ids)] = m
+        for j, i in enumerate(ids):
+            i = int(i)
+            old = self._row_of.get(i)
+            if old is not None:  # duplicate inside this batch
+                self._alive[old] = False
+                self._n_dead += 1
+            self._row_of[i] = start + j
+            self._ids[start + j] = i
+            self._alive[start + j] = True
+        self._n_rows += len(ids)
+
+    def remove(self, ids: Iterable[int], _compact: bool = True) -> int:
+        n = 0
+        for i in ids:
+            r = self._row_of.pop(int(i), None)
+            if r is not None:
+                self._alive[r] = False
+                self._n_dead += 1
+                n += 1
+        if _compact and self._n_dead > 1024 and self._n_dead * 3 > self._n_rows:
+            self._compact()
+        return n
+
+    def _compact(self) -> None:
+        live = np.flatnonzero(self._alive[: self._n_rows])
+        n = live.size
+        self._mat[:n] = self._mat[live]
+        self._ids[:n] = self._ids[live]
+        self._alive[:n] = True
+        self._alive[n:] = False
+        self._n_rows = n
+        self._n_dead = 0
+        self._row_of = {int(i): r for r, i in enumerate(self._ids[:n].tolist())}
+
+    def get(self, note_id: int) -> np.ndarray | None:
+        r = self._row_of.get(int(note_id))
+        return None if r is None else self._mat[r].copy()
+
+    def _cosines(self, qvec: np.ndarray) -> np.ndarray:
+        q = l2_normalize(np.asarray(qvec, dtype=np.float32).reshape(-1))
+        if q.shape[0] != self.dim:
+            raise ValueError(f"query dim {q.shape[0]} != {self.dim}")
+        return self._mat[: self._n_rows] @ q
+
+    def search(
+        self, qvec: np.ndarray, k: int = 10, allowed=None, min_cosine: float | None = 0.10
+    ) -> list[tuple[int, float]]:
+        """Top-``k`` ``(id, cosine)`` best first, dropping cosines below ``min_cosine``.
+
+        ``allowed`` as in :func:`packs.memory.bm25.BM25Index.search`.
+        """
+        if k <= 0 or self._n_rows == 0:
+            return []
+        s = self._cosines(qvec)
+        ok = self._alive[: self._n_rows].copy()
+        if min_cosine is not None:
+            ok &= s >= min_cosine
+        if allowed is not None:
+            if np.asarray(allowed).dtype == np.bool_ or not hasattr(allowed, "__len__") or len(allowed) * 4 > self._n_rows:
+                ok &= _allowed_filter(allowed, self._ids[: self._n_rows])
+            else:  # a short id list: look rows up directly
+                rows = [self._row_of.get(int(i)) for i in allowed]
+                sub = np.zeros_like(ok)
+                sub[[r for r in rows if r is not None]] = True
+                ok &= sub
+        cand = np.flatnonzero(ok)
+        if cand.size == 0:
+            return []
+        sc = s[cand]
+        if cand.size > k:
+            part = np.argpartition(-sc, k - 1)[:k]
+            cand, sc = cand[part], sc[part]
+        order = np.lexsort((self._ids[cand], -sc))
+        return [(int(self._ids[cand[i]]), float(sc[i])) for i in order]
+
+    def score_ids(self, qvec: np.ndarray, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Cosine of ``qvec`` with each of ``ids`` (0.0 for unknown ids)."""
+        q = l2_normalize(np.asarray(qvec, dtype=np.float32).reshape(-1))
+        rows = [self._row_of.get(int(i)) for i in ids]
+        out = np.zeros(len(ids), dtype=np.float64)
+        have = [j for j, r in enumerate(rows) if r is not None]
+        if have:
+            out[have] = self._mat[[rows[j] for j in have]] @ q
+        return out

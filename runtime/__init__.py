@@ -1,0 +1,16 @@
+"""palimpsest's runtime: the public API for host apps, pack authors and adapters.
+
+Everything importable from here is supported; anything else in ``runtime.*`` is internal.
+"""
+from runtime import errors
+from runtime.dispatch import CallInfo, Context
+from runtime.engine import Runtime
+from runtime.errors import PalimpsestError
+from runtime.hookspecs import hookimpl, hookspec
+from runtime.pack import Act, Pack, VerbSpec, Visibility
+
+__all__ = [
+    "Act", "CallInfo", "Context", "Pack", "PalimpsestError", "Runtime", "VerbSpec", "Visibility", "errors",
+    "hookimpl", "hookspec",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,108 @@
+"""Configuration: the shipped ``config/default.toml``, then a user file, then environment variables.
+
+Precedence (later wins): default.toml < user file (``PALIMPSEST_CONFIG`` or ``~/.config/palimpsest/config.toml``)
+< ``config=`` given to ``Runtime.open`` < environment. Environment variables:
+``PALIMPSEST_DB`` (database path), ``PALIMPSEST_PACKS`` / ``PALIMPSEST_DISABLE_PACKS`` (comma lists), and
+``PALIMPSEST__<section>__<key>=<toml value>`` for any key (``PALIMPSEST__packs__memory__recall_limit=5``).
+``PALIMPSEST_CONFIG_DISABLED`` skips the user file (tests set it so a developer's own file cannot leak in).
+"""
+from __future__ import annotations
+
+import copy
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ValidationError
+
+from runtime.errors import ConfigError
+
+ENV_PREFIX = "PALIMPSEST__"
+
+
+def default_config_path() -> Path:
+    """Where the shipped defaults live: beside the package in a wheel, in ``config/`` in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "default.toml", here.parent / "config" / "default.toml"):
+        if candidate.is_file():
+            return candidate
+    raise ConfigError("config/default.toml is missing from this installation")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+
+
+def merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``over`` into a copy of ``base``; tables merge, everything else replaces."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw  # a bare word is a string
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        path = [p.lower() for p in name[len(ENV_PREFIX):].split("__") if p]
+        if not path:
+            continue
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = _parse_env_value(raw)
+    if "PALIMPSEST_DB" in env:
+        out.setdefault("runtime", {})["database"] = env["PALIMPSEST_DB"]
+    for var, key in (("PALIMPSEST_PACKS", "packs"), ("PALIMPSEST_DISABLE_PACKS", "disabled")):
+        if var in env:
+            out.setdefault("runtime", {})[key] = [p.strip() for p in env[var].split(",") if p.strip()]
+    return out
+
+
+def load_config(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The effective configuration as a plain dict."""
+    env = os.environ if env is None else env
+    cfg = _read_toml(default_config_path())
+    user = Path(env.get("PALIMPSEST_CONFIG", "~/.config/palimpsest/config.toml")).expanduser()
+    if "PALIMPSEST_CONFIG" in env and not user.is_file():
+        raise ConfigError(f"PALIMPSEST_CONFIG points to {user}, which does not exist")
+    if user.is_file() and "PALIMPSEST_CONFIG_DISABLED" not in env:
+        cfg = merge(cfg, _read_toml(user))
+    if overrides:
+        cfg = merge(cfg, overrides)
+    return merge(cfg, _env_overrides(env))
+
+
+def pack_settings(pack_name: str, model: type[BaseModel] | None, cfg: Mapping[str, Any]) -> BaseModel | None:
+    """Validate ``[packs.<name>]`` with the pack's settings model; errors name the offending key."""
+    section = cfg.get("packs", {}).get(pack_name, {})
+    if model is None:
+        if section:
+            raise ConfigError(f"[packs.{pack_name}] is set but pack {pack_name!r} declares no settings")
+        return None
+    try:
+        return model.model_validate(section)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"packs.{pack_name}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid settings for pack {pack_name!r}: {problems}") from None

@@ -1,0 +1,150 @@
+"""One verb call: validate params → one transaction (read-only for assertive verbs) → handler → validate result."""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from runtime.errors import InternalError, InvalidParams, PalimpsestError, ReadOnlyViolation, from_validation_error
+from runtime.hookspecs import hookimpl
+from runtime.pack import VerbSpec
+from runtime.storage import Database
+
+if TYPE_CHECKING:
+    from runtime.engine import Runtime
+
+NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
+
+
+@dataclass
+class Frame:
+    """State shared by every nested call of one top-level call: its transaction and what runs after commit."""
+
+    read_only: bool
+    on_commit: list[Callable[[], None]] = field(default_factory=list)
+    deferred: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+
+
+@dataclass
+class CallInfo:
+    """What a dispatch wrapper sees of a call."""
+
+    spec: VerbSpec
+    params: BaseModel
+    namespace: str
+    caller_pack: str | None
+    depth: int
+    _frame: Frame = field(repr=False)
+    _runtime: "Runtime" = field(repr=False)
+
+    @property
+    def verb(self) -> str:
+        return self.spec.full_name
+
+    def defer(self, verb: str, params: dict[str, Any], namespace: str | None = None) -> None:
+        """Run ``verb`` after the outermost call commits, in a write transaction of its own."""
+        self._frame.deferred.append((verb, params, namespace or self.namespace))
+
+
+class Context:
+    """What a handler may use: namespace, settings, the call's database handle, ``call``, state and a clock."""
+
+    def __init__(self, runtime: "Runtime", spec: VerbSpec, namespace: str, frame: Frame, depth: int) -> None:
+        self._runtime = runtime
+        self._frame = frame
+        self._depth = depth
+        self.verb = spec.full_name
+        self.pack = spec.pack
+        self.namespace = namespace
+        self.settings = runtime._settings.get(spec.pack)
+        self.state = runtime._state[spec.pack]
+        self.read_only = frame.read_only or not spec.writes
+        self.db = Database(runtime._con, read_only=self.read_only, verb=spec.full_name)
+        self.log = logging.getLogger(f"palimpsest.{spec.pack}")
+
+    def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *, namespace: str | None = None) -> Any:
+        """Call another verb inside this call's transaction (own pack's verbs, or public verbs of required packs)."""
+        return self._runtime._nested_call(self, verb, params, namespace or self.namespace, self._frame, self._depth)
+
+    def on_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once the outermost transaction has committed (e.g. to update an in-memory index)."""
+        if self.read_only:
+            raise ReadOnlyViolation("a read-only call has nothing to commit", verb=self.verb)
+        self._frame.on_commit.append(fn)
+
+    def now(self) -> datetime:
+        """The runtime's clock (UTC, naive); tests inject their own."""
+        return self._runtime.clock()
+
+    def hook(self, name: str, **kwargs: Any) -> list[Any]:
+        """Call a pack-defined pluggy hook (e.g. ``register_embedders``) and return all results."""
+        return self._runtime._hook_results(name, **kwargs)
+
+    def tunable(self, name: str, default: float) -> float:
+        """The current value of one of this pack's tunables in this namespace (set by, e.g., the brain pack)."""
+        return self._runtime._tunable(self.pack, name, self.namespace, default)
+
+
+def validate_params(spec: VerbSpec, params: dict[str, Any] | BaseModel | None) -> BaseModel:
+    if isinstance(params, spec.params_model):
+        return params
+    if isinstance(params, BaseModel):
+        params = params.model_dump(exclude_unset=True)
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidParams(f"params must be a JSON object, got {type(params).__name__}", verb=spec.full_name)
+    try:
+        return spec.params_model.model_validate(params)
+    except ValidationError as exc:
+        raise from_validation_error(exc, verb=spec.full_name) from None
+
+
+def check_namespace(namespace: str, verb: str) -> str:
+    if not isinstance(namespace, str) or not NAMESPACE_RE.match(namespace):
+        raise InvalidParams(
+            f"namespace {namespace!r} must be 1-128 characters of letters, digits and _ . : @ -, "
+            "starting with a letter or digit", verb=verb, details={"errors": [{"loc": ["namespace"]}]},
+        )
+    return namespace
+
+
+class CoreDispatch:
+    """The runtime's own implementation of the dispatch hook: it actually runs the handler."""
+
+    def __init__(self, runtime: "Runtime") -> None:
+        self._runtime = runtime
+
+    @hookimpl(trylast=True)
+    def palimpsest_dispatch(self, call: CallInfo) -> Any:
+        ctx = Context(self._runtime, call.spec, call.namespace, call._frame, call.depth)
+        try:
+            result = call.spec.handler(call.params, ctx)
+        except PalimpsestError as exc:
+            if exc.verb is None:
+                exc.verb = call.verb
+            raise
+        except Exception as exc:  # a handler bug: report it typed, keep the cause for the log
+            logging.getLogger("palimpsest").exception("handler of %s crashed", call.verb)
+            raise InternalError(f"{type(exc).__name__}: {exc}", verb=call.verb) from exc
+        return validate_result(call.spec, result)
+
+
+def validate_result(spec: VerbSpec, result: Any) -> BaseModel:
+    if isinstance(result, spec.result_model):
+        return result
+    try:
+        return spec.result_model.model_validate(result)
+    except ValidationError as exc:
+        raise InternalError(
+            f"handler returned an invalid {spec.result_model.__name__}: {exc.errors()[0]['msg']}",
+            verb=spec.full_name, details={"errors": exc.errors(include_url=False, include_input=False)},
+        ) from None
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)

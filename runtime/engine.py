@@ -1,0 +1,200 @@
+"""``Runtime``: the object a host app holds. It loads packs, opens the store and dispatches verb calls."""
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable, Mapping
+
+import duckdb
+from pydantic import BaseModel
+
+from runtime import storage
+from runtime.config import load_config, pack_settings
+from runtime.dispatch import CallInfo, Context, CoreDispatch, Frame, check_namespace, utc_now, validate_params
+from runtime.errors import PalimpsestError, ReadOnlyViolation, StorageError
+from runtime.loader import discover, load_packs
+from runtime.pack import Pack, VerbSpec
+from runtime.registry import Catalog
+
+log = logging.getLogger("palimpsest")
+
+
+class Runtime:
+    """Loaded packs over one open DuckDB database. Use :meth:`open`; close it (or use ``with``) when done."""
+
+    def __init__(self) -> None:  # use Runtime.open
+        self._lock = threading.RLock()
+        self._state: dict[str, SimpleNamespace] = {}
+        self._settings: dict[str, Any] = {}
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self.clock: Callable[[], Any] = utc_now
+
+    # -- opening -------------------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None = None,
+        *,
+        config: Mapping[str, Any] | None = None,
+        packs: Iterable[Pack | Any] | None = None,
+        discover_packs: bool | None = None,
+        env: Mapping[str, str] | None = None,
+        clock: Callable[[], Any] | None = None,
+    ) -> "Runtime":
+        """Load packs and open (creating and migrating) the database.
+
+        ``path`` defaults to ``runtime.database`` in config; ``":memory:"`` gives a throwaway store.
+        ``packs`` adds pack objects (or modules with a ``pack``) beside the installed ones; by default installed
+        packs are discovered through entry points only when no ``packs`` are given.
+        """
+        rt = cls()
+        if clock is not None:
+            rt.clock = clock
+        rt.config = load_config(config, env)
+        rt_cfg = rt.config.get("runtime", {})
+        rt.default_namespace = check_namespace(str(rt_cfg.get("default_namespace", "default")), "runtime")
+        use_discovery = (packs is None) if discover_packs is None else discover_packs
+        sources, failures = discover() if use_discovery else ([], {})
+        for obj in packs or ():
+            name = obj.name if isinstance(obj, Pack) else getattr(getattr(obj, "pack", None), "name", repr(obj))
+            sources = [s for s in sources if s[0] != name] + [(name, obj)]
+        loaded = load_packs(sources, import_failures=failures, select=list(rt_cfg.get("packs") or []),
+                            disable=list(rt_cfg.get("disabled") or []))
+        for name, why in loaded.failed.items():
+            log.warning("pack %s is not loaded: %s", name, why)
+        rt.load_report = loaded
+        rt.catalog = Catalog(loaded.packs, unavailable=loaded.failed | {d: "disabled in config" for d in loaded.disabled})
+        rt._pm = loaded.plugin_manager
+        rt._pm.register(CoreDispatch(rt), name="runtime-core")
+        for pack in loaded.packs:
+            rt._settings[pack.name] = pack_settings(pack.name, pack.settings, rt.config)
+            rt._state[pack.name] = SimpleNamespace()
+        rt.path = str(path if path is not None else rt_cfg.get("database", ":memory:"))
+        rt._con = storage.connect(rt.path)
+        try:
+            for pack in loaded.packs:
+                storage.migrate(rt._con, pack.name, pack.migrations)
+            rt._run_open_handlers()
+        except BaseException:
+            rt.close()
+            raise
+        return rt
+
+    def _run_open_handlers(self) -> None:
+        for pack in self.catalog.packs.values():
+            for fn in pack.open_handlers:
+                frame = Frame(read_only=True)
+                self._con.execute("BEGIN TRANSACTION")
+                try:
+                    fn(_OpenContext(self, pack, frame))
+                finally:
+                    self._con.execute("ROLLBACK")
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- catalog -------------------------------------------------------------------------------------------
+    def verbs(self, *, include_subhandlers: bool = False) -> list[VerbSpec]:
+        return self.catalog.verbs(include_subhandlers=include_subhandlers)
+
+    def schema_versions(self) -> dict[str, int]:
+        return storage.schema_versions(self._require_open())
+
+    # -- calling -------------------------------------------------------------------------------------------
+    def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *,
+             namespace: str | None = None, internal: bool = False) -> BaseModel:
+        """Run one verb in one transaction and return its validated result model.
+
+        Assertive verbs run read-only and are always rolled back; any error rolls the whole call back.
+        ``internal=True`` lets a debugging caller reach a sub-handler.
+        """
+        spec = self.catalog.resolve(verb, caller_pack=None, internal=internal)
+        model = validate_params(spec, params)
+        ns = check_namespace(getattr(model, "namespace", None) or namespace or self.default_namespace, verb)
+        with self._lock:
+            con = self._require_open()
+            frame = Frame(read_only=not spec.writes)
+            try:
+                con.execute("BEGIN TRANSACTION")
+            except duckdb.Error as exc:
+                raise StorageError(f"cannot start a transaction: {exc}", verb=verb) from None
+            try:
+                result = self._pm.hook.palimpsest_dispatch(
+                    call=CallInfo(spec, model, ns, None, 0, frame, self))
+                if frame.read_only:
+                    con.execute("ROLLBACK")  # belt and braces: nothing an assertive verb did may persist
+                else:
+                    con.execute("COMMIT")
+            except BaseException as exc:
+                _rollback(con)
+                if isinstance(exc, duckdb.Error):
+                    raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
+                raise
+            for fn in frame.on_commit:
+                fn()
+            for d_verb, d_params, d_ns in frame.deferred:
+                try:
+                    self.call(d_verb, d_params, namespace=d_ns, internal=True)
+                except PalimpsestError as exc:  # an observer's failure must not fail the call it observed
+                    log.warning("deferred call %s after %s failed: %s", d_verb, verb, exc)
+            return result
+
+    def _nested_call(self, ctx: Context, verb: str, params: Any, namespace: str, frame: Frame, depth: int) -> Any:
+        spec = self.catalog.resolve(verb, caller_pack=ctx.pack, internal=False)
+        if ctx.read_only and spec.writes:
+            raise ReadOnlyViolation(
+                f"{ctx.verb} is read-only and cannot call {spec.act.value} verb {verb}", verb=ctx.verb)
+        model = validate_params(spec, params)
+        ns = check_namespace(getattr(model, "namespace", None) or namespace, verb)
+        if depth >= 32:
+            raise ReadOnlyViolation(f"call depth limit reached calling {verb}", verb=ctx.verb)
+        return self._pm.hook.palimpsest_dispatch(
+            call=CallInfo(spec, model, ns, ctx.pack, depth + 1, frame, self))
+
+    def _hook_results(self, name: str, **kwargs: Any) -> list[Any]:
+        hook = getattr(self._pm.hook, name, None)
+        if hook is None:
+            raise PalimpsestError(f"no hook named {name!r} is declared by a loaded pack")
+        return hook(**kwargs)
+
+    def _tunable(self, pack: str, name: str, namespace: str, default: float) -> float:
+        return default  # the tunables store arrives with the brain pack
+
+    def _require_open(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            raise StorageError("the runtime is closed")
+        return self._con
+
+
+class _OpenContext(Context):
+    """The context ``@pack.on_open`` handlers get: read-only, no verb."""
+
+    def __init__(self, runtime: Runtime, pack: Pack, frame: Frame) -> None:
+        self._runtime = runtime
+        self._frame = frame
+        self._depth = 0
+        self.verb = f"{pack.name}.<open>"
+        self.pack = pack.name
+        self.namespace = runtime.default_namespace
+        self.settings = runtime._settings.get(pack.name)
+        self.state = runtime._state[pack.name]
+        self.read_only = True
+        self.db = storage.Database(runtime._con, read_only=True, verb=self.verb)
+        self.log = logging.getLogger(f"palimpsest.{pack.name}")
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass  # no transaction was open (the failure happened before BEGIN took effect)

@@ -1,0 +1,29 @@
+"""The hooks the runtime itself calls. Packs implement them with ``@hookimpl``; a pack may add its own specs.
+
+A function marked ``@hookimpl`` whose name is not a known hook is an error at load time (pluggy's
+``check_pending``), so a misspelled hook never silently does nothing.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from runtime.dispatch import CallInfo
+
+PROJECT = "palimpsest"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec(firstresult=True)
+def palimpsest_dispatch(call: "CallInfo") -> Any:
+    """Run one verb call and return its validated result model.
+
+    The runtime's own implementation executes the handler inside the call's transaction. Packs observe calls
+    by wrapping this hook (``@hookimpl(wrapper=True)``): code before ``yield`` sees ``call.verb``,
+    ``call.params`` and ``call.namespace``; ``yield`` returns the result (or raises the call's error).
+    A wrapper that wants to record something uses ``call.defer(verb, params)``: the deferred call runs after
+    the outermost call has committed, in a write transaction of its own, so read-only verbs stay read-only.
+    """

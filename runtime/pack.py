@@ -1,0 +1,155 @@
+"""The pack model: ``Pack`` and the ``@pack.verb`` decorator that registers a handler as a dotted verb."""
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from runtime.errors import PackLoadError
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class Act(str, Enum):
+    """The speech act of a verb. Only the runtime enforces it: assertive verbs run read-only."""
+
+    ASSERTIVE = "assertive"  # reports state; cannot change the store
+    COMMISSIVE = "commissive"  # commits a change
+    DECLARATION = "declaration"  # changes state by declaring it (define a predicate, bind a profile)
+
+
+class Visibility(str, Enum):
+    PUBLIC = "public"
+    SUBHANDLER = "subhandler"  # callable from its own pack; from outside only when asked with internal=True
+
+
+@dataclass(frozen=True)
+class VerbSpec:
+    """One verb of the catalog: everything an adapter needs to expose it, nothing it could misuse."""
+
+    pack: str
+    name: str
+    act: Act
+    visibility: Visibility
+    params_model: type[BaseModel]
+    result_model: type[BaseModel]
+    handler: Callable[..., Any] = field(repr=False, compare=False)
+    doc: str = ""
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.pack}.{self.name}"
+
+    @property
+    def summary(self) -> str:
+        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+
+    @property
+    def writes(self) -> bool:
+        return self.act is not Act.ASSERTIVE
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise PackLoadError(f"{kind} name {name!r} must match {NAME_RE.pattern}")
+
+
+class Pack:
+    """A pack: a name, a version, the packs it requires, its verbs, settings, migrations and hooks.
+
+    ``settings`` is a pydantic model validating the pack's ``[packs.<name>]`` config section; ``migrations``
+    is a folder of numbered ``NNN_title.sql`` files run inside the pack's own DuckDB schema; ``hookspecs``
+    is a module of pluggy hookspecs the pack adds for others to implement (e.g. ``register_embedders``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        requires: list[str] | tuple[str, ...] = (),
+        *,
+        settings: type[BaseModel] | None = None,
+        migrations: str | Path | None = None,
+        hookspecs: ModuleType | None = None,
+        tunables: dict[str, tuple[float, float]] | None = None,
+    ) -> None:
+        _check_name("pack", name)
+        for req in requires:
+            _check_name("required pack", req)
+        if name in requires:
+            raise PackLoadError(f"pack {name!r} cannot require itself")
+        self.name = name
+        self.version = version
+        self.requires = tuple(requires)
+        self.settings = settings
+        self.migrations = Path(migrations) if migrations is not None else None
+        self.hookspecs = hookspecs
+        self.tunables = dict(tunables or {})
+        self.verbs: dict[str, VerbSpec] = {}
+        self.open_handlers: list[Callable[..., None]] = []
+        self.hook_objects: list[Any] = []
+
+    def add_hooks(self, obj: Any) -> Any:
+        """Register a module or object holding ``@hookimpl`` functions with this pack."""
+        self.hook_objects.append(obj)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"Pack({self.name!r}, version={self.version!r}, requires={list(self.requires)!r})"
+
+    def verb(
+        self, name: str, *, act: Act | str, visibility: Visibility | str = Visibility.PUBLIC
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register ``handler(params: ParamsModel, ctx: Context) -> ResultModel`` as ``<pack>.<name>``.
+
+        Fails at import time when the name is malformed, the act or visibility is unknown, a model is missing
+        from the annotations, or the params model accepts unknown fields.
+        """
+        _check_name("verb", name)
+        try:
+            act_ = Act(act)
+            vis_ = Visibility(visibility)
+        except ValueError as exc:
+            raise PackLoadError(f"{self.name}.{name}: {exc}") from None
+
+        def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+            params_model, result_model = _models_of(handler, f"{self.name}.{name}")
+            if name in self.verbs:
+                raise PackLoadError(f"pack {self.name!r} registers verb {name!r} twice")
+            self.verbs[name] = VerbSpec(
+                pack=self.name, name=name, act=act_, visibility=vis_, params_model=params_model,
+                result_model=result_model, handler=handler, doc=inspect.getdoc(handler) or "",
+            )
+            return handler
+
+        return register
+
+    def on_open(self, fn: Callable[..., None]) -> Callable[..., None]:
+        """Run ``fn(ctx)`` when a runtime opens a database, after migrations (to build in-memory indexes)."""
+        self.open_handlers.append(fn)
+        return fn
+
+
+def _models_of(handler: Callable[..., Any], full: str) -> tuple[type[BaseModel], type[BaseModel]]:
+    try:
+        hints = typing.get_type_hints(handler)
+    except Exception as exc:  # an annotation that cannot be resolved is a pack bug worth naming
+        raise PackLoadError(f"{full}: cannot resolve annotations: {exc}") from None
+    params = [p for p in inspect.signature(handler).parameters.values()]
+    if len(params) != 2:
+        raise PackLoadError(f"{full}: a handler takes exactly (params, ctx), got {len(params)} parameters")
+    p_model = hints.get(params[0].name)
+    r_model = hints.get("return")
+    for what, model in (("params", p_model), ("result", r_model)):
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise PackLoadError(f"{full}: the {what} annotation must be a pydantic model, got {model!r}")
+    if p_model.model_config.get("extra") != "forbid":
+        raise PackLoadError(f"{full}: params model {p_model.__name__} must forbid unknown fields (extra='forbid')")
+    return p_model, r_model

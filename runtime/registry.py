@@ -1,0 +1,71 @@
+"""The verb catalog: who owns which verb, and who may call it."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from runtime.errors import Forbidden, PackLoadError, PackUnavailable, VerbNotFound
+from runtime.pack import Pack, VerbSpec, Visibility
+
+
+class Catalog:
+    """Every verb of the loaded packs, with the visibility and ``requires`` rules for reaching them."""
+
+    def __init__(self, packs: Iterable[Pack], unavailable: dict[str, str] | None = None) -> None:
+        self.packs: dict[str, Pack] = {}
+        self._verbs: dict[str, VerbSpec] = {}
+        self.unavailable = dict(unavailable or {})  # pack name -> why it is not loaded
+        for pack in packs:
+            self.packs[pack.name] = pack
+            for spec in pack.verbs.values():
+                owner = self._verbs.get(spec.full_name)
+                if owner is not None:
+                    raise PackLoadError(
+                        f"verb {spec.full_name!r} is claimed by two packs: {owner.pack!r} and {pack.name!r}",
+                        details={"verb": spec.full_name, "packs": [owner.pack, pack.name]},
+                    )
+                self._verbs[spec.full_name] = spec
+
+    def verbs(self, *, include_subhandlers: bool = False) -> list[VerbSpec]:
+        """The catalog in a stable order (pack load order, then registration order)."""
+        return [v for v in self._verbs.values() if include_subhandlers or v.visibility is Visibility.PUBLIC]
+
+    def get(self, full_name: str) -> VerbSpec:
+        spec = self._verbs.get(full_name)
+        if spec is not None:
+            return spec
+        pack = full_name.split(".", 1)[0]
+        if pack in self.unavailable:
+            raise PackUnavailable(
+                f"pack {pack!r} is not loaded: {self.unavailable[pack]}", verb=full_name, details={"pack": pack}
+            )
+        known = sorted(v for v in self._verbs if v.startswith(pack + ".")) or sorted(self._verbs)[:20]
+        raise VerbNotFound(f"no verb named {full_name!r}", verb=full_name, details={"known": known})
+
+    def resolve(self, full_name: str, *, caller_pack: str | None, internal: bool) -> VerbSpec:
+        """Find a verb and check that this caller may reach it.
+
+        From outside (``caller_pack`` None): public verbs, or sub-handlers with ``internal=True``.
+        From a pack: its own verbs (sub-handlers included) and public verbs of packs it requires.
+        """
+        spec = self.get(full_name)
+        if caller_pack is None:
+            if spec.visibility is Visibility.SUBHANDLER and not internal:
+                raise Forbidden(
+                    f"{full_name} is a sub-handler of pack {spec.pack!r}; call it with internal=True "
+                    "(CLI: --internal) to debug it",
+                    verb=full_name,
+                )
+            return spec
+        if spec.pack == caller_pack:
+            return spec
+        if spec.pack not in self.packs[caller_pack].requires:
+            raise Forbidden(
+                f"pack {caller_pack!r} calls {full_name} but does not require pack {spec.pack!r}",
+                verb=full_name, details={"caller": caller_pack, "pack": spec.pack},
+            )
+        if spec.visibility is Visibility.SUBHANDLER:
+            raise Forbidden(
+                f"{full_name} is a sub-handler of pack {spec.pack!r}; pack {caller_pack!r} may not call it",
+                verb=full_name,
+            )
+        return spec

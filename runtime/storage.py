@@ -1,0 +1,176 @@
+"""One DuckDB file for everything: the connection, one schema per pack, numbered migrations, guarded handles."""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import duckdb
+
+from runtime.errors import ReadOnlyViolation, StorageError
+
+MIGRATION_RE = re.compile(r"^(\d{3,})_[a-z0-9_]+\.sql$")
+META_SCHEMA = "_palimpsest"
+# Statement kinds an assertive (read-only) verb may run; everything else is refused before DuckDB sees it.
+READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
+
+
+def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the database; ``":memory:"`` for a throwaway store."""
+    target = str(path)
+    if target != ":memory:":
+        p = Path(target).expanduser()
+        p.parent.mkdir(parents=True, exist_ok=True)
+        target = str(p)
+    try:
+        con = duckdb.connect(target)
+    except duckdb.IOException as exc:
+        msg = str(exc)
+        if "lock" in msg.lower():
+            raise StorageError(
+                f"database {target} is held by another process ({msg.splitlines()[0]}). "
+                "Only one process may write a database: stop it, or send the call to the server that holds it "
+                "with --server URL (PALIMPSEST_SERVER).",
+                details={"path": target, "reason": "locked"},
+            ) from None
+        raise StorageError(f"cannot open database {target}: {msg}", details={"path": target}) from None
+    except duckdb.Error as exc:
+        raise StorageError(f"cannot open database {target}: {exc}", details={"path": target}) from None
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")
+    con.execute(
+        f"""CREATE TABLE IF NOT EXISTS {META_SCHEMA}.migrations (
+            pack VARCHAR NOT NULL, version INTEGER NOT NULL, name VARCHAR NOT NULL,
+            checksum VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            PRIMARY KEY (pack, version))"""
+    )
+    return con
+
+
+def discover_migrations(folder: Path | None) -> list[tuple[int, str, str]]:
+    """``(version, file name, sql)`` in order; malformed names and gaps are errors, not surprises."""
+    if folder is None:
+        return []
+    if not folder.is_dir():
+        raise StorageError(f"migrations folder {folder} does not exist")
+    out = []
+    for f in sorted(folder.iterdir()):
+        if f.suffix != ".sql":
+            continue
+        m = MIGRATION_RE.match(f.name)
+        if not m:
+            raise StorageError(f"migration {f} must be named NNN_title.sql")
+        out.append((int(m.group(1)), f.name, f.read_text(encoding="utf-8")))
+    out.sort()
+    for expected, (version, name, _) in enumerate(out, start=1):
+        if version != expected:
+            raise StorageError(f"migrations in {folder} must be numbered 1, 2, 3… without gaps; found {name}")
+    return out
+
+
+def migrate(con: duckdb.DuckDBPyConnection, pack: str, folder: Path | None) -> int:
+    """Apply the pack's pending migrations in its own schema, each in one transaction. Returns the version."""
+    known = discover_migrations(folder)
+    rows = con.execute(
+        f"SELECT version, name, checksum FROM {META_SCHEMA}.migrations WHERE pack = ? ORDER BY version", [pack]
+    ).fetchall()
+    applied = {v: (n, c) for v, n, c in rows}
+    newest_known = known[-1][0] if known else 0
+    if applied and max(applied) > newest_known:
+        raise StorageError(
+            f"the database has pack {pack!r} at schema version {max(applied)}, but this installation knows only "
+            f"up to {newest_known}: it was written by a newer palimpsest. Upgrade palimpsest to open it.",
+            details={"pack": pack, "db_version": max(applied), "known_version": newest_known},
+        )
+    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{pack}"')
+    for version, name, sql in known:
+        checksum = hashlib.sha256(sql.encode()).hexdigest()
+        if version in applied:
+            if applied[version][1] != checksum:
+                raise StorageError(
+                    f"migration {pack}/{name} changed after it was applied; ship a new migration instead",
+                    details={"pack": pack, "version": version},
+                )
+            continue
+        try:
+            con.execute("BEGIN TRANSACTION")
+            con.execute(sql)
+            con.execute(
+                f"INSERT INTO {META_SCHEMA}.migrations (pack, version, name, checksum) VALUES (?, ?, ?, ?)",
+                [pack, version, name, checksum],
+            )
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            con.execute("ROLLBACK")
+            raise StorageError(f"migration {pack}/{name} failed: {exc}", details={"pack": pack}) from None
+    return newest_known
+
+
+def schema_versions(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    rows = con.execute(f"SELECT pack, max(version) FROM {META_SCHEMA}.migrations GROUP BY pack").fetchall()
+    return {p: v for p, v in rows}
+
+
+class Database:
+    """The handle a verb gets: the call's transaction, read-only for assertive verbs.
+
+    Only ``execute``/``executemany``/``fetch*`` are offered, so a handler cannot commit, roll back or close the
+    connection behind the runtime's back. In read-only mode each statement is parsed first and anything but
+    SELECT/EXPLAIN raises :class:`ReadOnlyViolation` (and the runtime rolls the transaction back regardless).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, read_only: bool, verb: str) -> None:
+        self._con = con
+        self.read_only = read_only
+        self._verb = verb
+
+    def _guard(self, sql: str) -> None:
+        kinds = [s.type.name for s in self._con.extract_statements(sql)]
+        if "TRANSACTION" in kinds:
+            raise ReadOnlyViolation("verbs may not control transactions; the runtime owns them", verb=self._verb)
+        if self.read_only and any(k not in READ_ONLY_STATEMENTS for k in kinds):
+            raise ReadOnlyViolation(
+                f"assertive verb tried to run {', '.join(kinds)}; assertive verbs cannot change the store",
+                verb=self._verb, details={"statements": kinds},
+            )
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> "Database":
+        self._guard(sql)
+        try:
+            self._con.execute(sql, params) if params is not None else self._con.execute(sql)
+        except duckdb.Error as exc:
+            raise StorageError(f"query failed: {exc}", verb=self._verb) from exc
+        return self
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> "Database":
+        self._guard(sql)
+        try:
+            self._con.executemany(sql, list(rows))
+        except duckdb.Error as exc:
+            raise StorageError(f"query failed: {exc}", verb=self._verb) from exc
+        return self
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._con.fetchall()
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._con.fetchone()
+
+    def fetchnumpy(self) -> dict[str, Any]:
+        return self._con.fetchnumpy()
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run one statement and return all rows."""
+        return self.execute(sql, params).fetchall()
+
+    def query_dicts(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        self.execute(sql, params)
+        cols = [d[0] for d in self._con.description or ()]
+        return [dict(zip(cols, row)) for row in self._con.fetchall()]
+
+    def register_frame(self, name: str, frame: Any) -> None:
+        """Expose a numpy/arrow/pandas object as a view for bulk inserts (``INSERT … SELECT FROM name``)."""
+        self._con.register(name, frame)
+
+    def unregister(self, name: str) -> None:
+        self._con.unregister(name)
