@@ -4,13 +4,13 @@ Everything importable from here is supported; anything else in ``runtime.*`` is 
 """
 from runtime import errors
 from runtime.dispatch import CallInfo, Context
-from runtime.engine import Runtime
+from runtime.engine import Runtime, load_catalog
 from runtime.errors import PalimpsestError
 from runtime.hookspecs import hookimpl, hookspec
 from runtime.pack import Act, Pack, VerbSpec, Visibility
 
 __all__ = [
     "Act", "CallInfo", "Context", "Pack", "PalimpsestError", "Runtime", "VerbSpec", "Visibility", "errors",
-    "hookimpl", "hookspec",
+    "hookimpl", "hookspec", "load_catalog",
 ]
 __version__ = "0.1.0"

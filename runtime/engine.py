@@ -21,6 +21,30 @@ from runtime.registry import Catalog
 log = logging.getLogger("palimpsest")
 
 
+def load_catalog(
+    *, config: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+    packs: Iterable[Pack | Any] | None = None, discover_packs: bool | None = None,
+) -> tuple[Catalog, dict[str, Any]]:
+    """Load and check packs without opening a database: the catalog adapters are generated from.
+
+    Returns the catalog and the effective configuration.
+    """
+    cfg = load_config(config, env)
+    rt_cfg = cfg.get("runtime", {})
+    use_discovery = (packs is None) if discover_packs is None else discover_packs
+    sources, failures = discover() if use_discovery else ([], {})
+    for obj in packs or ():
+        name = obj.name if isinstance(obj, Pack) else getattr(getattr(obj, "pack", None), "name", repr(obj))
+        sources = [s for s in sources if s[0] != name] + [(name, obj)]
+    loaded = load_packs(sources, import_failures=failures, select=list(rt_cfg.get("packs") or []),
+                        disable=list(rt_cfg.get("disabled") or []))
+    for name, why in loaded.failed.items():
+        log.warning("pack %s is not loaded: %s", name, why)
+    unavailable = loaded.failed | {d: "disabled in config" for d in loaded.disabled}
+    catalog = Catalog(loaded.packs, unavailable=unavailable, plugin_manager=loaded.plugin_manager)
+    return catalog, cfg
+
+
 class Runtime:
     """Loaded packs over one open DuckDB database. Use :meth:`open`; close it (or use ``with``) when done."""
 
@@ -52,29 +76,18 @@ class Runtime:
         rt = cls()
         if clock is not None:
             rt.clock = clock
-        rt.config = load_config(config, env)
+        rt.catalog, rt.config = load_catalog(config=config, env=env, packs=packs, discover_packs=discover_packs)
         rt_cfg = rt.config.get("runtime", {})
         rt.default_namespace = check_namespace(str(rt_cfg.get("default_namespace", "default")), "runtime")
-        use_discovery = (packs is None) if discover_packs is None else discover_packs
-        sources, failures = discover() if use_discovery else ([], {})
-        for obj in packs or ():
-            name = obj.name if isinstance(obj, Pack) else getattr(getattr(obj, "pack", None), "name", repr(obj))
-            sources = [s for s in sources if s[0] != name] + [(name, obj)]
-        loaded = load_packs(sources, import_failures=failures, select=list(rt_cfg.get("packs") or []),
-                            disable=list(rt_cfg.get("disabled") or []))
-        for name, why in loaded.failed.items():
-            log.warning("pack %s is not loaded: %s", name, why)
-        rt.load_report = loaded
-        rt.catalog = Catalog(loaded.packs, unavailable=loaded.failed | {d: "disabled in config" for d in loaded.disabled})
-        rt._pm = loaded.plugin_manager
+        rt._pm = rt.catalog.plugin_manager
         rt._pm.register(CoreDispatch(rt), name="runtime-core")
-        for pack in loaded.packs:
+        for pack in rt.catalog.packs.values():
             rt._settings[pack.name] = pack_settings(pack.name, pack.settings, rt.config)
             rt._state[pack.name] = SimpleNamespace()
         rt.path = str(path if path is not None else rt_cfg.get("database", ":memory:"))
         rt._con = storage.connect(rt.path)
         try:
-            for pack in loaded.packs:
+            for pack in rt.catalog.packs.values():
                 storage.migrate(rt._con, pack.name, pack.migrations)
             rt._run_open_handlers()
         except BaseException:

@@ -1,7 +1,7 @@
 """The verb catalog: who owns which verb, and who may call it."""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 from runtime.errors import Forbidden, PackLoadError, PackUnavailable, VerbNotFound
 from runtime.pack import Pack, VerbSpec, Visibility
@@ -10,8 +10,10 @@ from runtime.pack import Pack, VerbSpec, Visibility
 class Catalog:
     """Every verb of the loaded packs, with the visibility and ``requires`` rules for reaching them."""
 
-    def __init__(self, packs: Iterable[Pack], unavailable: dict[str, str] | None = None) -> None:
-        self.packs: dict[str, Pack] = {}
+    def __init__(self, packs: Iterable[Pack], unavailable: dict[str, str] | None = None,
+                 plugin_manager: Any = None) -> None:
+        self.plugin_manager = plugin_manager
+        self.packs: dict[str, Pack] = {}  # in dependency order
         self._verbs: dict[str, VerbSpec] = {}
         self.unavailable = dict(unavailable or {})  # pack name -> why it is not loaded
         for pack in packs:

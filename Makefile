@@ -1,0 +1,27 @@
+# The two quickstart commands (README): `make demo` and `make test`. Both create .venv when it is missing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+EXTRAS ?= dev
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[$(EXTRAS)]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) demo/run_demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest
+	$(VENV)/bin/lint-imports
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

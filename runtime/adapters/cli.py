@@ -1,0 +1,180 @@
+"""``pal``: the command line, generated from the verb catalog.
+
+The fixed commands (packs, verbs, describe, call) are written once; every public verb also gets its own
+command, ``pal <pack> <verb> ARGS --options``, built from its params model, so a new verb needs no CLI edit.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional
+
+import typer
+
+from runtime import PalimpsestError, Runtime, VerbSpec, errors, load_catalog
+from runtime.adapters.params import make_command
+from runtime.adapters.render import print_error, print_json, print_result, print_table
+
+app = typer.Typer(help="palimpsest: a local-first memory runtime for AI agents.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False)
+
+
+class Session:
+    """What the root options set up, shared with every command; the runtime opens on first use."""
+
+    def __init__(self, db: str | None, namespace: str | None, as_json: bool) -> None:
+        self.db, self.namespace, self.as_json = db, namespace, as_json
+        self._rt: Runtime | None = None
+
+    def runtime(self) -> Runtime:
+        if self._rt is None:
+            self._rt = Runtime.open(self.db)
+        return self._rt
+
+    def run(self, verb: str, params: dict[str, Any], internal: bool = False) -> None:
+        result = self.runtime().call(verb, params, namespace=self.namespace, internal=internal)
+        data = result.model_dump(mode="json")
+        print_json(data) if self.as_json else print_result(data)
+
+    def close(self) -> None:
+        if self._rt is not None:
+            self._rt.close()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Optional[str] = typer.Option(None, "--db", envvar="PALIMPSEST_DB", help="Database file (default from config)."),
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace for the call."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    session = Session(db, namespace, as_json)
+    _current.append(session)
+    ctx.call_on_close(session.close)
+
+
+_catalog_cache: list[Any] = []
+
+
+def _catalog() -> Any:
+    """The catalog, loaded once per process (build_cli and the fixed commands share it)."""
+    if not _catalog_cache:
+        _catalog_cache.append(load_catalog()[0])
+    return _catalog_cache[0]
+
+
+_current: list[Session] = []  # the session of the running command (typer's context is not importable)
+
+
+def _session() -> Session:
+    return _current[-1]
+
+
+@app.command("packs")
+def packs_cmd() -> None:
+    """List the loaded packs (and the ones that could not load, with why)."""
+    catalog = _catalog()
+    rows = [{"pack": p.name, "version": p.version, "requires": ", ".join(p.requires) or "-",
+             "verbs": sum(1 for v in p.verbs.values() if v.visibility.value == "public"), "status": "loaded"}
+            for p in catalog.packs.values()]
+    rows += [{"pack": n, "version": "", "requires": "", "verbs": 0, "status": f"not loaded: {why}"}
+             for n, why in catalog.unavailable.items()]
+    print_json(rows) if _session().as_json else print_table(rows, title="packs")
+
+
+@app.command("verbs")
+def verbs_cmd(all_: bool = typer.Option(False, "--all", help="Include sub-handlers (marked).")) -> None:
+    """List verbs: name, speech act, visibility, summary."""
+    catalog = _catalog()
+    rows = [{"verb": v.full_name, "act": v.act.value, "visibility": v.visibility.value, "summary": v.summary}
+            for v in catalog.verbs(include_subhandlers=all_)]
+    if _session().as_json:
+        print_json(rows)
+    elif rows:
+        print_table(rows, title="verbs")
+    else:
+        print("no verbs: no pack is loaded (see `pal packs`)")
+
+
+@app.command("describe")
+def describe_cmd(verb: str) -> None:
+    """Show a verb's documentation and the JSON schema of its params and result."""
+    catalog = _catalog()
+    spec = catalog.get(verb)
+    print_json({"verb": spec.full_name, "act": spec.act.value, "visibility": spec.visibility.value,
+                "doc": spec.doc, "params": spec.params_model.model_json_schema(),
+                "result": spec.result_model.model_json_schema()})
+
+
+@app.command("call")
+def call_cmd(
+    verb: str,
+    params_json: Optional[str] = typer.Option(None, "--json", help="Params as a JSON object."),
+    param: list[str] = typer.Option([], "-p", "--param", help="key=value (value parsed as JSON when it can be)."),
+    internal: bool = typer.Option(False, "--internal", help="Allow calling a sub-handler (debugging)."),
+) -> None:
+    """Call any verb with JSON params or -p key=value pairs."""
+    params: dict[str, Any] = {}
+    if params_json:
+        try:
+            params = json.loads(params_json)
+        except json.JSONDecodeError as exc:
+            raise errors.InvalidParams(f"--json is not valid JSON: {exc}", verb=verb) from None
+    for item in param:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise errors.InvalidParams(f"-p expects key=value, got {item!r}", verb=verb)
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw
+    _session().run(verb, params, internal=internal)
+
+
+def build_cli() -> typer.Typer:
+    """The full command tree: fixed commands plus one group per pack with one command per public verb."""
+    try:
+        catalog = _catalog()
+    except PalimpsestError as exc:  # still offer the fixed commands so `pal packs` can explain the problem
+        print_error(exc, as_json=False)
+        return app
+    for pack in catalog.packs.values():
+        public = [v for v in pack.verbs.values() if v.visibility.value == "public"]
+        if not public:
+            continue
+        sub = typer.Typer(help=f"Verbs of the {pack.name} pack (v{pack.version}).", no_args_is_help=True)
+        for spec in public:
+            fn = make_command(spec.params_model, spec.full_name,
+                              lambda params, verb=spec.full_name: _session().run(verb, params))
+            sub.command(spec.name.replace("_", "-"), help=spec.doc or None, short_help=spec.summary or None)(fn)
+        app.add_typer(sub, name=pack.name)
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``pal`` console script; exit codes come from the error classes."""
+    cli = build_cli()
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    try:
+        cli(args=args, prog_name="pal", standalone_mode=False)
+    except PalimpsestError as exc:
+        print_error(exc, as_json)
+        return exc.exit_code
+    except (typer.Exit, typer.Abort) as exc:
+        return getattr(exc, "exit_code", 130)
+    except Exception as exc:  # typer's usage errors (bad option, missing argument) carry show() and exit_code
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
+            exc.show()
+            return int(exc.exit_code)
+        raise
+    return 0
+
+
+def run() -> None:
+    """Console-script wrapper: exit with main()'s code."""
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    run()

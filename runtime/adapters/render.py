@@ -1,0 +1,66 @@
+"""How results and errors look on a terminal: JSON with --json, readable tables otherwise."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from runtime import PalimpsestError
+
+MAX_CELL = 120
+
+
+def to_jsonable(result: Any) -> Any:
+    return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = text.replace("\n", " ")
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+
+
+def print_table(rows: list[dict[str, Any]], title: str | None = None, console: Console | None = None) -> None:
+    console = console or Console(soft_wrap=True)
+    cols: list[str] = []
+    for row in rows:
+        cols.extend(k for k in row if k not in cols)
+    table = Table(title=title, show_lines=False)
+    for c in cols:
+        table.add_column(c, overflow="fold")
+    for row in rows:
+        table.add_row(*[_cell(row.get(c, "")) for c in cols])
+    console.print(table)
+
+
+def print_result(data: Any) -> None:
+    """Lists of objects become tables; everything else ``key: value`` lines."""
+    console = Console(soft_wrap=True)
+    if not isinstance(data, dict):
+        console.print(_cell(data))
+        return
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            print_table(value, title=key, console=console)
+        elif isinstance(value, list) and not value:
+            console.print(f"[bold]{key}[/bold]: (none)")
+        else:
+            console.print(f"[bold]{key}[/bold]: {_cell(value)}", highlight=False)
+
+
+def print_error(err: PalimpsestError, as_json: bool) -> None:
+    if as_json:
+        print_json(err.to_dict())
+        return
+    console = Console(stderr=True, soft_wrap=True)
+    console.print(f"[red]error[/red] ({err.code}): {err.message}", highlight=False)
+    for e in (err.details or {}).get("errors", []) if isinstance(err.details, dict) else []:
+        loc = ".".join(str(p) for p in e.get("loc", [])) or "(params)"
+        console.print(f"  {loc}: {e.get('msg', '')}", highlight=False)

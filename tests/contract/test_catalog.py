@@ -1,0 +1,49 @@
+"""Meta-tests over the catalog of installed packs (as datasette does for its hooks).
+
+Every public verb: a docstring, a params model that forbids unknown fields, JSON-schema-exportable models, a
+test that calls it. Every built-in pack: its settings come from config/default.toml, not from model defaults.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from runtime import Visibility, load_catalog
+from runtime.config import default_config_path, pack_settings
+from runtime.pack import Pack
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILT_IN = ("kg", "memory", "brain")
+CATALOG, CONFIG = load_catalog(env={"PALIMPSEST_CONFIG_DISABLED": "1"})
+VERBS = CATALOG.verbs(include_subhandlers=True)
+BUILT_IN_PACKS: list[Pack] = [p for n, p in CATALOG.packs.items() if n in BUILT_IN]
+TEST_TEXT = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("*.py"))
+
+
+def test_built_in_packs_load_without_failures() -> None:
+    broken = {n: why for n, why in CATALOG.unavailable.items() if n in BUILT_IN}
+    assert not broken, broken
+
+
+@pytest.mark.parametrize("spec", VERBS, ids=lambda s: s.full_name)
+def test_verb_is_documented_strict_and_schema_exportable(spec) -> None:  # type: ignore[no-untyped-def]
+    assert spec.summary, f"{spec.full_name} needs a docstring (it is the CLI help and MCP description)"
+    assert spec.params_model.model_config.get("extra") == "forbid"
+    assert spec.params_model.model_json_schema()["type"] == "object"
+    assert spec.result_model.model_json_schema()["type"] == "object"
+
+
+@pytest.mark.parametrize("spec", [v for v in VERBS if v.visibility is Visibility.PUBLIC], ids=lambda s: s.full_name)
+def test_public_verb_is_called_by_some_test(spec) -> None:  # type: ignore[no-untyped-def]
+    assert re.search(rf"['\"]{re.escape(spec.full_name)}['\"]", TEST_TEXT), f"no test calls {spec.full_name}"
+
+
+@pytest.mark.parametrize("pack", BUILT_IN_PACKS, ids=lambda p: p.name)
+def test_built_in_settings_come_from_default_toml(pack: Pack) -> None:
+    if pack.settings is None:
+        pytest.skip(f"pack {pack.name} has no settings")
+    with_defaults = [n for n, f in pack.settings.model_fields.items() if not f.is_required()]
+    assert not with_defaults, f"{pack.name} settings define defaults in code: {with_defaults} (put them in {default_config_path()})"
+    assert pack_settings(pack.name, pack.settings, CONFIG) is not None

@@ -1,0 +1,69 @@
+"""The house rules as import-linter contracts: they pass here, and they really catch a violation."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def run_lint(config: Path, cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    return subprocess.run([str(LINT), str(config), "--no-cache"], capture_output=True, text=True,
+                          cwd=cwd, env=env)
+
+
+def test_project_keeps_every_contract() -> None:
+    out = run_lint(ROOT / "pyproject.toml", ROOT, ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "broken" in out.stdout and " 0 broken" in out.stdout
+
+
+def _toy_tree(tmp: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _write_our_contracts(tmp: Path) -> Path:
+    """Reuse the project's own contracts verbatim, so the test checks the real rules."""
+    ours = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    lines = ["[importlinter]", "root_packages =", "    runtime", "    packs", "include_external_packages = True"]
+    for i, contract in enumerate(ours["contracts"]):
+        lines.append(f"\n[importlinter:contract:{i}]")
+        for key, value in contract.items():
+            if isinstance(value, list):
+                lines.append(f"{key} =")
+                lines.extend(f"    {v}" for v in value)
+            else:
+                lines.append(f"{key} = {value}")
+    cfg = tmp / ".importlinter"
+    cfg.write_text("\n".join(lines) + "\n")
+    return cfg
+
+
+BASE = {
+    "runtime/__init__.py": "", "runtime/adapters/__init__.py": "", "packs/__init__.py": "",
+    "packs/alpha/__init__.py": "", "packs/beta/__init__.py": "",
+    **{f"runtime/{m}.py": "" for m in ("engine", "loader", "storage", "dispatch", "registry", "config")},
+}
+
+
+def test_a_pack_importing_another_pack_is_caught(tmp_path: Path) -> None:
+    _toy_tree(tmp_path, BASE | {"packs/alpha/verbs.py": "from packs.beta import helper  # forbidden\n",
+                                "packs/beta/helper.py": "X = 1\n"})
+    out = run_lint(_write_our_contracts(tmp_path), tmp_path, tmp_path)
+    assert out.returncode != 0
+    assert "Packs never import each other BROKEN" in out.stdout
+    assert "packs.alpha.verbs -> packs.beta" in out.stdout
+
+
+def test_runtime_importing_a_pack_is_caught(tmp_path: Path) -> None:
+    _toy_tree(tmp_path, BASE | {"runtime/engine.py": "import packs.alpha\n"})
+    out = run_lint(_write_our_contracts(tmp_path), tmp_path, tmp_path)
+    assert out.returncode != 0 and "The runtime never imports packs BROKEN" in out.stdout

@@ -1,0 +1,64 @@
+"""Config: shipped defaults, user file, explicit overrides and environment, and per-pack settings models."""
+import tomllib
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from runtime import Pack, errors
+from runtime.config import default_config_path, load_config, pack_settings
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    limit: int
+    mode: str
+
+
+def test_defaults_come_from_the_shipped_file() -> None:
+    shipped = tomllib.loads(default_config_path().read_text())
+    cfg = load_config(env={"PALIMPSEST_CONFIG_DISABLED": "1"})
+    assert cfg["runtime"] == shipped["runtime"]
+
+
+def test_precedence_user_file_then_overrides_then_env(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    user = tmp_path / "user.toml"
+    user.write_text('[runtime]\ndefault_namespace = "from-file"\ndatabase = "file.db"\n[packs.p]\nlimit = 3\n')
+    env = {"PALIMPSEST_CONFIG": str(user), "PALIMPSEST__packs__p__limit": "7", "PALIMPSEST_DB": "env.db"}
+    cfg = load_config({"packs": {"p": {"mode": "given"}}}, env=env)
+    assert cfg["runtime"]["default_namespace"] == "from-file"
+    assert cfg["runtime"]["database"] == "env.db"
+    assert cfg["packs"]["p"] == {"limit": 7, "mode": "given"}
+
+
+def test_env_lists_and_missing_user_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cfg = load_config(env={"PALIMPSEST_CONFIG_DISABLED": "1", "PALIMPSEST_PACKS": "kg, memory"})
+    assert cfg["runtime"]["packs"] == ["kg", "memory"]
+    with pytest.raises(errors.ConfigError, match="does not exist"):
+        load_config(env={"PALIMPSEST_CONFIG": str(tmp_path / "nope.toml")})
+
+
+def test_invalid_user_toml_is_a_config_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[runtime\n")
+    with pytest.raises(errors.ConfigError, match="invalid TOML"):
+        load_config(env={"PALIMPSEST_CONFIG": str(bad)})
+
+
+def test_pack_settings_are_validated_with_key_names() -> None:
+    assert pack_settings("p", Settings, {"packs": {"p": {"limit": 2, "mode": "x"}}}).limit == 2
+    with pytest.raises(errors.ConfigError, match=r"packs\.p\.limit"):
+        pack_settings("p", Settings, {"packs": {"p": {"limit": "many", "mode": "x"}}})
+    with pytest.raises(errors.ConfigError, match=r"packs\.p\.colour"):
+        pack_settings("p", Settings, {"packs": {"p": {"limit": 1, "mode": "x", "colour": 1}}})
+    with pytest.raises(errors.ConfigError, match="declares no settings"):
+        pack_settings("q", None, {"packs": {"q": {"x": 1}}})
+
+
+def test_runtime_open_validates_pack_settings() -> None:
+    from runtime.testing import open_test_runtime
+
+    pack = Pack("p", version="1.0", settings=Settings)
+    rt = open_test_runtime(pack, config={"packs": {"p": {"limit": 4, "mode": "m"}}})
+    assert rt._settings["p"].limit == 4
+    with pytest.raises(errors.ConfigError):
+        open_test_runtime(Pack("p", version="1.0", settings=Settings), config={"packs": {"p": {"limit": 4}}})

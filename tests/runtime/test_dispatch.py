@@ -1,0 +1,142 @@
+"""Dispatch: validation, one transaction per call, read-only assertive verbs, visibility, the dispatch hook."""
+import pytest
+from fake_packs import Recorder, caller_pack, store_pack
+
+from runtime import errors
+from runtime.testing import open_test_runtime
+
+
+@pytest.fixture
+def rt(tmp_path):  # type: ignore[no-untyped-def]
+    runtime = open_test_runtime(store_pack(tmp_path))
+    yield runtime
+    runtime.close()
+
+
+def count(rt) -> int:  # type: ignore[no-untyped-def]
+    return rt.call("store.count").n
+
+
+def test_dict_or_model_in_validated_model_out(rt) -> None:  # type: ignore[no-untyped-def]
+    from fake_packs import TextParams
+
+    assert rt.call("store.add", {"text": "a"}).n == 1
+    assert rt.call("store.add", TextParams(text="b", count=2)).n == 3
+
+
+def test_invalid_params_keep_field_paths_and_write_nothing(rt) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.InvalidParams) as err:
+        rt.call("store.add", {"text": "", "count": 9, "colour": "red"})
+    locs = [e["loc"] for e in err.value.details["errors"]]
+    assert ["text"] in locs and ["count"] in locs and ["colour"] in locs
+    assert err.value.exit_code == 2 and err.value.verb == "store.add"
+    assert count(rt) == 0
+
+
+def test_params_must_be_an_object(rt) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.InvalidParams, match="JSON object"):
+        rt.call("store.add", ["text"])  # type: ignore[arg-type]
+
+
+def test_error_in_handler_rolls_back_the_whole_call(rt) -> None:  # type: ignore[no-untyped-def]
+    rt.call("store.add", {"text": "kept"})
+    with pytest.raises(errors.InternalError, match="boom after writing") as err:
+        rt.call("store.add_then_fail", {"text": "lost"})
+    assert err.value.verb == "store.add_then_fail"
+    assert count(rt) == 1
+
+
+def test_invalid_result_is_an_internal_error_and_rolls_back(rt) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.InternalError, match="invalid Count"):
+        rt.call("store.add_bad_result", {"text": "lost"})
+    assert count(rt) == 0
+
+
+def test_assertive_verb_cannot_write_and_store_is_unchanged(rt) -> None:  # type: ignore[no-untyped-def]
+    rt.call("store.add", {"text": "x"})
+    before = rt._con.execute("SELECT list(text ORDER BY text) FROM store.rows").fetchone()
+    with pytest.raises(errors.ReadOnlyViolation, match="INSERT"):
+        rt.call("store.sneaky_count")
+    assert rt._con.execute("SELECT list(text ORDER BY text) FROM store.rows").fetchone() == before
+
+
+def test_assertive_verb_cannot_call_a_commissive_verb(rt) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.ReadOnlyViolation, match="cannot call commissive"):
+        rt.call("store.sneaky_delegate")
+    assert count(rt) == 0
+
+
+def test_verbs_cannot_control_transactions(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from fake_packs import Count, Empty
+
+    from runtime import Act, Pack
+
+    pack = Pack("tx", version="1.0")
+
+    @pack.verb("commit_early", act=Act.COMMISSIVE)
+    def commit_early(params: Empty, ctx) -> Count:  # type: ignore[no-untyped-def]
+        """Tries to commit behind the runtime's back."""
+        ctx.db.execute("COMMIT")
+        return Count(n=0)
+
+    rt = open_test_runtime(pack)
+    with pytest.raises(errors.ReadOnlyViolation, match="transactions"):
+        rt.call("tx.commit_early")
+
+
+def test_unknown_verb(rt) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.VerbNotFound) as err:
+        rt.call("store.nope")
+    assert "store.add" in err.value.details["known"]
+
+
+def test_subhandler_needs_internal_from_outside_but_not_from_its_pack(rt) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.Forbidden, match="internal=True"):
+        rt.call("store.upper", {"text": "abc"})
+    assert rt.call("store.upper", {"text": "abc"}, internal=True).n == 3
+    assert rt.call("store.via_upper", {"text": "abcd"}).n == 4
+
+
+def test_cross_pack_calls_follow_requires(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = store_pack(tmp_path)
+    allowed = open_test_runtime(store, caller_pack("store.add", requires=("store",)))
+    assert allowed.call("caller.relay", {"text": "hi"}).n == 1
+
+    stranger = open_test_runtime(store_pack(tmp_path), caller_pack("store.add", requires=()))
+    with pytest.raises(errors.Forbidden, match="does not require pack 'store'"):
+        stranger.call("caller.relay", {"text": "hi"})
+
+    peeker = open_test_runtime(store_pack(tmp_path), caller_pack("store.upper", requires=("store",)))
+    with pytest.raises(errors.Forbidden, match="sub-handler"):
+        peeker.call("caller.relay", {"text": "hi"})
+
+
+def test_nested_failure_rolls_back_the_outer_write(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rt = open_test_runtime(store_pack(tmp_path), caller_pack("store.add_then_fail", requires=("store",)))
+    with pytest.raises(errors.InternalError):
+        rt.call("caller.relay", {"text": "gone"})
+    assert rt.call("store.count").n == 0
+
+
+def test_dispatch_wrapper_observes_calls_and_defers_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = store_pack(tmp_path)
+    recorder = Recorder(defer_to="store.add")
+    store.add_hooks(recorder)
+    rt = open_test_runtime(store)
+    assert rt.call("store.via_upper", {"text": "abc"}).n == 3
+    assert ("store.via_upper", 0, "before") in recorder.seen
+    assert ("store.upper", 1, "after") in recorder.seen
+    # the read-only call stayed read-only; the observer's write ran after it, in its own transaction
+    assert rt._con.execute("SELECT text FROM store.rows").fetchall() == [("served store.via_upper",)]
+
+
+def test_namespace_from_call_or_params_is_validated(rt) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.InvalidParams, match="namespace"):
+        rt.call("store.count", namespace="bad namespace!")
+
+
+def test_closed_runtime_is_a_storage_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rt = open_test_runtime(store_pack(tmp_path))
+    rt.close()
+    with pytest.raises(errors.StorageError, match="closed"):
+        rt.call("store.count")
