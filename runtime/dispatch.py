@@ -86,7 +86,15 @@ class Context:
 
     def tunable(self, name: str, default: float) -> float:
         """The current value of one of this pack's tunables in this namespace (set by, e.g., the brain pack)."""
-        return self._runtime._tunable(self.pack, name, self.namespace, default)
+        return self._runtime._tunables.get((self.namespace, self.pack, name), default)
+
+    def set_tunable(self, target: str, value: float) -> None:
+        """Set another (or this) pack's declared tunable, ``"<pack>::<name>"``, for this namespace.
+
+        The target pack must declare the tunable and the value must lie in its declared range; the change is
+        written in this call's transaction and becomes visible to later calls once it commits.
+        """
+        self._runtime._set_tunable(self, target, value)
 
 
 def validate_params(spec: VerbSpec, params: dict[str, Any] | BaseModel | None) -> BaseModel:

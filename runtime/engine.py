@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,7 +14,7 @@ from pydantic import BaseModel
 from runtime import storage
 from runtime.config import load_config, pack_settings
 from runtime.dispatch import CallInfo, Context, CoreDispatch, Frame, check_namespace, utc_now, validate_params
-from runtime.errors import PalimpsestError, ReadOnlyViolation, StorageError
+from runtime.errors import InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError
 from runtime.loader import discover, load_packs
 from runtime.pack import Pack, VerbSpec
 from runtime.registry import Catalog
@@ -52,6 +53,7 @@ class Runtime:
         self._lock = threading.RLock()
         self._state: dict[str, SimpleNamespace] = {}
         self._settings: dict[str, Any] = {}
+        self._tunables: dict[tuple[str, str, str], float] = {}
         self._con: duckdb.DuckDBPyConnection | None = None
         self.clock: Callable[[], Any] = utc_now
 
@@ -89,6 +91,7 @@ class Runtime:
         try:
             for pack in rt.catalog.packs.values():
                 storage.migrate(rt._con, pack.name, pack.migrations)
+            rt._load_tunables()
             rt._run_open_handlers()
         except BaseException:
             rt.close()
@@ -180,8 +183,27 @@ class Runtime:
             raise PalimpsestError(f"no hook named {name!r} is declared by a loaded pack")
         return hook(**kwargs)
 
-    def _tunable(self, pack: str, name: str, namespace: str, default: float) -> float:
-        return default  # the tunables store arrives with the brain pack
+    def _load_tunables(self) -> None:
+        rows = self._con.execute(f"SELECT namespace, pack, name, value FROM {storage.META_SCHEMA}.tunables").fetchall()
+        self._tunables = {(ns, p, n): v for ns, p, n, v in rows}
+
+    def _set_tunable(self, ctx: Context, target: str, value: float) -> None:
+        pack, sep, name = target.partition("::")
+        declared = self.catalog.packs[pack].tunables if pack in self.catalog.packs else {}
+        if not sep or name not in declared:
+            known = sorted(f"{p.name}::{n}" for p in self.catalog.packs.values() for n in p.tunables)
+            raise InvalidParams(f"no tunable named {target!r}", verb=ctx.verb, details={"known": known})
+        low, high = declared[name]
+        if not (math.isfinite(value) and low <= value <= high):
+            raise InvalidParams(f"tunable {target} must lie in [{low}, {high}], got {value}", verb=ctx.verb)
+        if ctx.read_only:
+            raise ReadOnlyViolation(f"{ctx.verb} is read-only and cannot set tunables", verb=ctx.verb)
+        ctx.db.execute(
+            f"INSERT OR REPLACE INTO {storage.META_SCHEMA}.tunables VALUES (?, ?, ?, ?, ?, ?)",
+            [ctx.namespace, pack, name, float(value), ctx.verb, self.clock()],
+        )
+        key = (ctx.namespace, pack, name)
+        ctx.on_commit(lambda: self._tunables.__setitem__(key, float(value)))
 
     def _require_open(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:

@@ -27,3 +27,13 @@ def palimpsest_dispatch(call: "CallInfo") -> Any:
     A wrapper that wants to record something uses ``call.defer(verb, params)``: the deferred call runs after
     the outermost call has committed, in a write transaction of its own, so read-only verbs stay read-only.
     """
+
+
+@hookspec
+def palimpsest_register_commands(cli: Any, invocation: Any) -> None:
+    """Add commands to the ``pal`` command line (llm-style), e.g. ``pal import locomo FILE``.
+
+    ``cli`` is the root ``typer.Typer``; add commands or sub-apps to it. ``invocation()`` returns the running
+    command's session, with ``.runtime()`` (the Runtime honouring ``--db``), ``.namespace`` and ``.as_json``.
+    Commands must do their work through verbs (``session.runtime().call(...)``), never behind them.
+    """

@@ -71,3 +71,8 @@ class Catalog:
                 verb=full_name,
             )
         return spec
+
+    def register_cli_commands(self, cli: Any, invocation: Any) -> None:
+        """Let packs add their own CLI commands (the ``palimpsest_register_commands`` hook)."""
+        if self.plugin_manager is not None:
+            self.plugin_manager.hook.palimpsest_register_commands(cli=cli, invocation=invocation)

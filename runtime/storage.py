@@ -37,12 +37,21 @@ def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
         raise StorageError(f"cannot open database {target}: {msg}", details={"path": target}) from None
     except duckdb.Error as exc:
         raise StorageError(f"cannot open database {target}: {exc}", details={"path": target}) from None
+    if target == ":memory:":
+        # DuckDB names an in-memory database's catalog "memory", which makes the memory pack's schema name
+        # ambiguous; use a catalog with our own name instead.
+        con.execute("ATTACH ':memory:' AS palimpsest; USE palimpsest; DETACH memory;")
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")
     con.execute(
         f"""CREATE TABLE IF NOT EXISTS {META_SCHEMA}.migrations (
             pack VARCHAR NOT NULL, version INTEGER NOT NULL, name VARCHAR NOT NULL,
             checksum VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
             PRIMARY KEY (pack, version))"""
+    )
+    con.execute(
+        f"""CREATE TABLE IF NOT EXISTS {META_SCHEMA}.tunables (
+            namespace VARCHAR NOT NULL, pack VARCHAR NOT NULL, name VARCHAR NOT NULL, value DOUBLE NOT NULL,
+            set_by VARCHAR, updated_at TIMESTAMP NOT NULL, PRIMARY KEY (namespace, pack, name))"""
     )
     return con
 

@@ -263,9 +263,10 @@ class BM25Index:
             return []
         s = scores[cand]
         if cand.size > k:
-            part = np.argpartition(-s, k - 1)[:k]
-            cand, s = cand[part], s[part]
-        order = np.lexsort((self._ids[cand], -s))
+            kth = -np.partition(-s, k - 1)[k - 1]
+            keep = s >= kth  # every tie at the boundary, so the id tie-break is deterministic
+            cand, s = cand[keep], s[keep]
+        order = np.lexsort((self._ids[cand], -s))[:k]
         return [(int(self._ids[cand[i]]), float(s[i])) for i in order]
 
     def score_ids(self, query: str, ids: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -68,13 +68,29 @@ def render_dated(content: str, occurred_at: dt.datetime | dt.date | None) -> str
 class ThreadLinks:
     """Previous/next note of the same thread, maintained incrementally.
 
-    Order inside a thread is by note id (ids increase in insertion order), so
-    appending is O(1) and an out-of-order insert is a ``bisect.insort``.
+    Order inside a thread is by note id (ids increase in insertion order).
+    ``prev``/``next`` pointers are kept per note, so :meth:`neighbours` is two
+    dict look-ups; an append is O(1) and an out-of-order insert a
+    ``bisect.insort`` into the thread's member list.
     """
 
     def __init__(self) -> None:
         self._members: dict[Hashable, list[int]] = {}
         self._thread_of: dict[int, Hashable] = {}
+        self._prev: dict[int, int] = {}
+        self._next: dict[int, int] = {}
+
+    def _link(self, a: int | None, b: int | None) -> None:
+        if a is not None:
+            if b is None:
+                self._next.pop(a, None)
+            else:
+                self._next[a] = b
+        if b is not None:
+            if a is None:
+                self._prev.pop(b, None)
+            else:
+                self._prev[b] = a
 
     def add(self, note_id: int, thread: Hashable | None) -> None:
         if thread is None:
@@ -84,35 +100,37 @@ class ThreadLinks:
             self.remove(note_id)
         ids = self._members.setdefault(thread, [])
         if not ids or ids[-1] < note_id:
+            j = len(ids)
             ids.append(note_id)
         else:
-            bisect.insort(ids, note_id)
+            j = bisect.bisect_left(ids, note_id)
+            ids.insert(j, note_id)
+        prev = ids[j - 1] if j > 0 else None
+        nxt = ids[j + 1] if j + 1 < len(ids) else None
+        self._link(prev, note_id)
+        self._link(note_id, nxt)
         self._thread_of[note_id] = thread
 
     def remove(self, note_id: int) -> None:
-        thread = self._thread_of.pop(int(note_id), None)
+        note_id = int(note_id)
+        thread = self._thread_of.pop(note_id, None)
         if thread is None:
             return
         ids = self._members[thread]
-        j = bisect.bisect_left(ids, int(note_id))
+        j = bisect.bisect_left(ids, note_id)
         if j < len(ids) and ids[j] == note_id:
             ids.pop(j)
+        prev, nxt = self._prev.pop(note_id, None), self._next.pop(note_id, None)
+        self._link(prev, nxt)
         if not ids:
             del self._members[thread]
 
     def thread_of(self, note_id: int) -> Hashable | None:
-        return self._thread_of.get(int(note_id))
+        return self._thread_of.get(note_id)
 
     def neighbours(self, note_id: int) -> tuple[int | None, int | None]:
         """``(prev_id, next_id)`` inside the note's thread (None at the ends / no thread)."""
-        thread = self._thread_of.get(int(note_id))
-        if thread is None:
-            return (None, None)
-        ids = self._members[thread]
-        j = bisect.bisect_left(ids, int(note_id))
-        prev = ids[j - 1] if j > 0 else None
-        nxt = ids[j + 1] if j + 1 < len(ids) else None
-        return (prev, nxt)
+        return (self._prev.get(note_id), self._next.get(note_id))
 
 
 # -------------------------------------------------- write-time doc expansion
@@ -341,8 +359,16 @@ class ContextConfig:
 
 @dataclass
 class ContextResult:
+    """Final scores plus the per-signal components (for explanations).
+
+    ``score(i) == base + α·neighbour + β·thread + γd·date + γs·speaker`` exactly.
+    """
+
     scores: dict[int, float]
-    features: dict[int, dict[str, float]] = field(default_factory=dict)
+    components: dict[str, dict[int, float]] = field(default_factory=dict)
+
+    def features(self, note_id: int) -> dict[str, float]:
+        return {name: comp.get(note_id, 0.0) for name, comp in self.components.items()}
 
 
 def apply_context(
@@ -361,9 +387,9 @@ def apply_context(
     neighbour smoothing -> thread propagation -> date window -> speaker.
 
     ``links`` supplies ``neighbours``/``thread_of`` when they are not given.
-    Every returned id carries its features (``base``, ``neighbour``,
-    ``thread``, ``date``, ``speaker``) so callers can explain the ranking; the
-    final score is exactly ``base + α·neighbour + β·thread + γd·date + γs·speaker``.
+    ``result.features(id)`` gives ``base``, ``neighbour``, ``thread``,
+    ``date``, ``speaker`` so callers can explain the ranking; the final score
+    is exactly ``base + α·neighbour + β·thread + γd·date + γs·speaker``.
     """
     if links is not None:
         neighbours = neighbours or links.neighbours
@@ -384,14 +410,5 @@ def apply_context(
     s_feat: dict[int, float] = {}
     if config.speaker_gamma and speaker_of is not None:
         scores, s_feat = speaker_boost(scores, speaker_of, query, person_names, config.speaker_gamma)
-    feats = {
-        i: {
-            "base": base.get(i, 0.0),
-            "neighbour": nb_feat.get(i, 0.0),
-            "thread": th_feat.get(i, 0.0),
-            "date": d_feat.get(i, 0.0),
-            "speaker": s_feat.get(i, 0.0),
-        }
-        for i in scores
-    }
-    return ContextResult(scores, feats)
+    comps = {"base": base, "neighbour": nb_feat, "thread": th_feat, "date": d_feat, "speaker": s_feat}
+    return ContextResult(scores, comps)

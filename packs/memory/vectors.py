@@ -148,9 +148,10 @@ class VectorIndex:
             return []
         sc = s[cand]
         if cand.size > k:
-            part = np.argpartition(-sc, k - 1)[:k]
-            cand, sc = cand[part], sc[part]
-        order = np.lexsort((self._ids[cand], -sc))
+            kth = -np.partition(-sc, k - 1)[k - 1]
+            keep = sc >= kth  # every tie at the boundary, so the id tie-break is deterministic
+            cand, sc = cand[keep], sc[keep]
+        order = np.lexsort((self._ids[cand], -sc))[:k]
         return [(int(self._ids[cand[i]]), float(sc[i])) for i in order]
 
     def score_ids(self, qvec: np.ndarray, ids: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ import typer
 from runtime import PalimpsestError, Runtime, VerbSpec, errors, load_catalog
 from runtime.adapters.params import make_command
 from runtime.adapters.render import print_error, print_json, print_result, print_table
+from runtime.adapters.serving import explain_locked
 
 app = typer.Typer(help="palimpsest: a local-first memory runtime for AI agents.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
@@ -22,18 +23,26 @@ app = typer.Typer(help="palimpsest: a local-first memory runtime for AI agents."
 class Session:
     """What the root options set up, shared with every command; the runtime opens on first use."""
 
-    def __init__(self, db: str | None, namespace: str | None, as_json: bool) -> None:
-        self.db, self.namespace, self.as_json = db, namespace, as_json
+    def __init__(self, db: str | None, namespace: str | None, as_json: bool, server: str | None = None) -> None:
+        self.db, self.namespace, self.as_json, self.server = db, namespace, as_json, server
         self._rt: Runtime | None = None
 
     def runtime(self) -> Runtime:
         if self._rt is None:
-            self._rt = Runtime.open(self.db)
+            try:
+                self._rt = Runtime.open(self.db)
+            except errors.StorageError as exc:  # locked by a server? say which process and how to reach it
+                raise explain_locked(exc) from None
         return self._rt
 
     def run(self, verb: str, params: dict[str, Any], internal: bool = False) -> None:
-        result = self.runtime().call(verb, params, namespace=self.namespace, internal=internal)
-        data = result.model_dump(mode="json")
+        if self.server:  # a server holds the database: send the call there (stdlib client, no extra needed)
+            from runtime.adapters.remote import RemoteClient
+
+            data = RemoteClient(self.server).call(verb, params, namespace=self.namespace, internal=internal)
+        else:
+            result = self.runtime().call(verb, params, namespace=self.namespace, internal=internal)
+            data = result.model_dump(mode="json")
         print_json(data) if self.as_json else print_result(data)
 
     def close(self) -> None:
@@ -47,8 +56,10 @@ def root(
     db: Optional[str] = typer.Option(None, "--db", envvar="PALIMPSEST_DB", help="Database file (default from config)."),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace for the call."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    server: Optional[str] = typer.Option(None, "--server", envvar="PALIMPSEST_SERVER",
+                                         help="Send verb calls to a running `pal serve` at this URL."),
 ) -> None:
-    session = Session(db, namespace, as_json)
+    session = Session(db, namespace, as_json, server)
     _current.append(session)
     ctx.call_on_close(session.close)
 
@@ -131,6 +142,46 @@ def call_cmd(
     _session().run(verb, params, internal=internal)
 
 
+def _extra(module: str, extra: str) -> Any:
+    """Import an adapter that needs an optional extra, or say how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"runtime.adapters.{module}")
+    except ImportError as exc:
+        raise errors.ConfigError(f"this command needs the optional extra {extra!r} ({exc.name} is missing): "
+                                 f"pip install 'palimpsest[{extra}]'", details={"extra": extra}) from None
+
+
+@app.command("serve")
+def serve_cmd(
+    host: Optional[str] = typer.Option(None, "--host", help="Interface (default [adapters] host, loopback)."),
+    port: Optional[int] = typer.Option(None, "--port", help="Port (default [adapters] http_port; 0 = any free)."),
+    token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
+                                        help="Require this bearer token (needed for a non-loopback host)."),
+) -> None:
+    """Serve every public verb over HTTP (POST /v1/verbs/{verb}, resource routes, OpenAPI at /docs)."""
+    http = _extra("http", "http")
+    http.serve(_session().runtime(), host=host, port=port, token=token)
+
+
+@app.command("mcp")
+def mcp_cmd(
+    over_http: bool = typer.Option(False, "--http", help="Streamable HTTP on loopback instead of stdio."),
+    host: Optional[str] = typer.Option(None, "--host", help="Interface for --http (default [adapters] host)."),
+    port: Optional[int] = typer.Option(None, "--port", help="Port for --http (default [adapters] mcp_port)."),
+    token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
+                                        help="Require this bearer token with --http."),
+) -> None:
+    """Serve every public verb as an MCP tool (stdio by default)."""
+    mcp = _extra("mcp", "mcp")
+    runtime = _session().runtime()
+    if over_http:
+        mcp.serve_http(runtime, host=host, port=port, token=token)
+    else:
+        mcp.serve_stdio(runtime)
+
+
 def build_cli() -> typer.Typer:
     """The full command tree: fixed commands plus one group per pack with one command per public verb."""
     try:
@@ -148,6 +199,7 @@ def build_cli() -> typer.Typer:
                               lambda params, verb=spec.full_name: _session().run(verb, params))
             sub.command(spec.name.replace("_", "-"), help=spec.doc or None, short_help=spec.summary or None)(fn)
         app.add_typer(sub, name=pack.name)
+    catalog.register_cli_commands(app, _session)  # e.g. the memory pack's `pal import locomo FILE`
     return app
 
 

@@ -22,16 +22,39 @@ def print_json(data: Any) -> None:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = text.replace("\n", " ")
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 
+MAX_COLUMNS = 8
+
+
+def _flatten(row: dict[str, Any]) -> dict[str, Any]:
+    """Top-level scalars first, then nested objects one level down as ``parent.key``."""
+    flat = {k: v for k, v in row.items() if not isinstance(v, dict)}
+    for k, v in row.items():
+        if isinstance(v, dict):
+            flat.update({f"{k}.{kk}": vv for kk, vv in v.items() if not isinstance(vv, dict)})
+    return flat
+
+
 def print_table(rows: list[dict[str, Any]], title: str | None = None, console: Console | None = None) -> None:
+    """A table of the rows: empty and (past two rows) constant columns are dropped and at most 8 shown.
+
+    ``--json`` shows everything.
+    """
     console = console or Console(soft_wrap=True)
+    rows = [_flatten(r) for r in rows]
     cols: list[str] = []
     for row in rows:
         cols.extend(k for k in row if k not in cols)
+    cols = [c for c in cols if any(r.get(c) not in (None, "", [], {}) for r in rows)]
+    if len(rows) > 2:  # a column with one value for every row says nothing a table needs to repeat
+        cols = [c for c in cols if len({json.dumps(r.get(c), default=str) for r in rows}) > 1]
+    cols = cols[:MAX_COLUMNS]
     table = Table(title=title, show_lines=False)
     for c in cols:
         table.add_column(c, overflow="fold")

@@ -1,0 +1,225 @@
+"""Typed edges between node ids ('e:<entity>', 'm:<memory note>', 'f:<fact>'): link, link_many, unlink, edges."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
+
+from runtime import Act, Context, errors
+
+from packs.kg.core import pack
+from packs.kg.models import KgParams, NodeId, Relation, When
+
+
+class LinkInput(BaseModel):
+    model_config = {"extra": "forbid"}
+    src: NodeId = Field(description="Source node id: 'e:<entity id>', 'm:<memory note id>' or 'f:<fact id>'.")
+    dst: NodeId = Field(description="Destination node id (not the source: no self-loops).")
+    relation: Relation = Field(description="supports | contradicts | supersedes | triggered_by | related_to | mentions")
+    weight: float = Field(1.0, ge=0, le=1e6, allow_inf_nan=False, description="Edge weight (PageRank, recall).")
+    properties: dict[str, Any] | None = Field(None, description="Free JSON properties.")
+    valid_from: When | None = Field(None, description="Start of the edge's validity window (open if omitted).")
+    valid_to: When | None = Field(None, description="End of the validity window, exclusive (open if omitted).")
+
+    @field_validator("dst")
+    @classmethod
+    def _no_self_loop(cls, value: str, info: ValidationInfo) -> str:
+        if value == info.data.get("src"):
+            raise ValueError("an edge cannot link a node to itself")
+        return value
+
+    @field_validator("valid_to")
+    @classmethod
+    def _after_start(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        start = info.data.get("valid_from")
+        if value is not None and start is not None and value <= start:
+            raise ValueError("valid_to must be after valid_from")
+        return value
+
+
+class LinkParams(LinkInput, KgParams):
+    pass
+
+
+class LinkManyParams(KgParams):
+    links: list[LinkInput] = Field(min_length=1, description="Edges to create (or update), in one transaction.")
+
+
+class EdgeOut(BaseModel):
+    id: int
+    src: str
+    dst: str
+    relation: str
+    weight: float
+    properties: dict[str, Any] | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    created_at: datetime
+    removed_at: datetime | None
+
+
+class LinkResult(BaseModel):
+    edge: EdgeOut
+    created: bool = Field(description="false: an active edge with the same (src, dst, relation) was updated")
+
+
+class LinkManyResult(BaseModel):
+    edge_ids: list[int]
+    created: int
+    updated: int
+
+
+class UnlinkParams(KgParams):
+    edge_id: int | None = Field(None, description="The edge to remove.")
+    src: NodeId | None = Field(None, description="Or: source node id (with dst and relation).")
+    dst: NodeId | None = Field(None, description="Destination node id.")
+    relation: Relation | None = Field(None, description="Relation.")
+
+
+class UnlinkResult(BaseModel):
+    removed: list[int]
+
+
+class EdgesParams(KgParams):
+    node_id: NodeId = Field(description="The node whose edges to list.")
+    direction: Literal["out", "in", "both"] = Field("both", description="out: node is src; in: node is dst.")
+    relations: list[Relation] | None = Field(None, description="Only these relations.")
+    as_of: When | None = Field(None, description="Only edges whose validity window holds at this time.")
+    include_removed: bool = Field(False, description="Also list unlinked edges.")
+    limit: int = Field(1000, ge=1, description="Most edges returned.")
+
+
+class EdgesResult(BaseModel):
+    edges: list[EdgeOut]
+
+
+EDGE_COLUMNS = "id, src, dst, relation, weight, properties, valid_from, valid_to, created_at, removed_at"
+
+
+def edge_out(r: tuple) -> EdgeOut:
+    props = json.loads(r[5]) if isinstance(r[5], str) else r[5]
+    return EdgeOut(id=r[0], src=r[1], dst=r[2], relation=r[3], weight=r[4], properties=props, valid_from=r[6],
+                   valid_to=r[7], created_at=r[8], removed_at=r[9])
+
+
+def check_nodes(ctx: Context, nodes: list[tuple[str, list[Any]]]) -> None:
+    """Entity and fact node ids must exist in this namespace (memory notes belong to another pack)."""
+    for prefix, table, col in (("e:", "kg.entities", "id"), ("f:", "kg.facts", "fact_id")):
+        wanted = {int(n[2:]) for n, _ in nodes if n.startswith(prefix)}
+        if not wanted:
+            continue
+        found = {r[0] for r in ctx.db.query(f"SELECT DISTINCT {col} FROM {table} WHERE namespace = ? AND {col} IN "
+                                            "(SELECT unnest(?::BIGINT[]))", [ctx.namespace, sorted(wanted)])}
+        for node, loc in nodes:
+            if node.startswith(prefix) and int(node[2:]) not in found:
+                raise errors.NotFound(f"node {node} does not exist in namespace {ctx.namespace!r}",
+                                      details={"errors": [{"loc": loc, "msg": "unknown node"}]})
+
+
+def link_all(ctx: Context, links: list[LinkInput], loc: list[Any]) -> tuple[list[int], list[bool]]:
+    check_nodes(ctx, [(x, [*loc, i, side]) for i, ln in enumerate(links) for side, x in (("src", ln.src),
+                                                                                          ("dst", ln.dst))])
+    now = ctx.now()
+    rows = ctx.db.query(
+        "SELECT e.src, e.dst, e.relation, e.id FROM kg.edges e JOIN (SELECT unnest(?::VARCHAR[]) AS s, "
+        "unnest(?::VARCHAR[]) AS d, unnest(?::VARCHAR[]) AS r) k ON e.src = k.s AND e.dst = k.d AND e.relation = k.r "
+        "WHERE e.namespace = ? AND e.removed_at IS NULL",
+        [[ln.src for ln in links], [ln.dst for ln in links], [ln.relation for ln in links], ctx.namespace])
+    existing = {(s, d, r): i for s, d, r, i in rows}
+    fresh: dict[tuple[str, str, str], LinkInput] = {}
+    updates: dict[int, LinkInput] = {}
+    for ln in links:
+        key = (ln.src, ln.dst, ln.relation)
+        if key in existing:
+            updates[existing[key]] = ln
+        else:
+            fresh[key] = ln  # a repeat inside the batch: the last one wins
+    ids = [r[0] for r in ctx.db.query("SELECT nextval('kg.edge_seq') FROM range(?)", [len(fresh)])] if fresh else []
+    new_ids = dict(zip(fresh, ids))
+    if fresh:
+        vals = list(fresh.values())
+        ctx.db.execute(
+            "INSERT INTO kg.edges SELECT unnest(?::BIGINT[]), ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+            "unnest(?::VARCHAR[]), unnest(?::DOUBLE[]), unnest(?::VARCHAR[])::JSON, unnest(?::TIMESTAMP[]), "
+            "unnest(?::TIMESTAMP[]), ?, NULL",
+            [ids, ctx.namespace, [v.src for v in vals], [v.dst for v in vals], [v.relation for v in vals],
+             [v.weight for v in vals], [None if v.properties is None else json.dumps(v.properties) for v in vals],
+             [v.valid_from for v in vals], [v.valid_to for v in vals], now])
+    if updates:
+        ctx.db.execute(
+            "UPDATE kg.edges e SET weight = u.w, properties = coalesce(u.p::JSON, e.properties), "
+            "valid_from = coalesce(u.vf, e.valid_from), valid_to = coalesce(u.vt, e.valid_to) FROM "
+            "(SELECT unnest(?::BIGINT[]) AS id, unnest(?::DOUBLE[]) AS w, unnest(?::VARCHAR[]) AS p, "
+            "unnest(?::TIMESTAMP[]) AS vf, unnest(?::TIMESTAMP[]) AS vt) u WHERE e.id = u.id",
+            [list(updates), [v.weight for v in updates.values()],
+             [None if v.properties is None else json.dumps(v.properties) for v in updates.values()],
+             [v.valid_from for v in updates.values()], [v.valid_to for v in updates.values()]])
+    out_ids, created = [], []
+    for ln in links:
+        key = (ln.src, ln.dst, ln.relation)
+        out_ids.append(existing.get(key, new_ids.get(key)))
+        created.append(key not in existing)
+    return out_ids, created
+
+
+@pack.verb("link", act=Act.COMMISSIVE)
+def link(params: LinkParams, ctx: Context) -> LinkResult:
+    """Link two nodes with a typed edge (supports, contradicts, supersedes, triggered_by, related_to, mentions).
+
+    Linking an already linked (src, dst, relation) updates its weight, properties and window.
+    """
+    item = LinkInput.model_validate(params.model_dump(exclude={"namespace"}))
+    (eid,), (created,) = link_all(ctx, [item], [])
+    row = ctx.db.query(f"SELECT {EDGE_COLUMNS} FROM kg.edges WHERE id = ?", [eid])[0]
+    return LinkResult(edge=edge_out(row), created=created)
+
+
+@pack.verb("link_many", act=Act.COMMISSIVE)
+def link_many(params: LinkManyParams, ctx: Context) -> LinkManyResult:
+    """Create or update many edges in one transaction (set-wise), e.g. a note's mentions of entities."""
+    if len(params.links) > ctx.settings.max_batch:
+        raise errors.LimitExceeded(f"at most {ctx.settings.max_batch} links per call, got {len(params.links)}",
+                                   details={"errors": [{"loc": ["links"], "msg": "too many items"}]})
+    ids, created = link_all(ctx, params.links, ["links"])
+    return LinkManyResult(edge_ids=ids, created=sum(created), updated=len(created) - sum(created))
+
+
+@pack.verb("unlink", act=Act.COMMISSIVE)
+def unlink(params: UnlinkParams, ctx: Context) -> UnlinkResult:
+    """Remove an edge (by id, or by src, dst and relation); it is closed (removed_at), not deleted."""
+    if params.edge_id is not None:
+        where, args = "id = ?", [params.edge_id]
+    elif params.src and params.dst and params.relation:
+        where, args = "src = ? AND dst = ? AND relation = ?", [params.src, params.dst, params.relation]
+    else:
+        raise errors.InvalidParams("give edge_id, or src, dst and relation",
+                                   details={"errors": [{"loc": ["edge_id"], "msg": "missing"}]})
+    ids = [r[0] for r in ctx.db.query(f"SELECT id FROM kg.edges WHERE namespace = ? AND removed_at IS NULL AND "
+                                      f"{where}", [ctx.namespace, *args])]
+    if not ids:
+        raise errors.NotFound(f"no such active edge in namespace {ctx.namespace!r}")
+    ctx.db.execute("UPDATE kg.edges SET removed_at = ? WHERE id IN (SELECT unnest(?::BIGINT[]))", [ctx.now(), ids])
+    return UnlinkResult(removed=ids)
+
+
+@pack.verb("edges", act=Act.ASSERTIVE)
+def edges(params: EdgesParams, ctx: Context) -> EdgesResult:
+    """List a node's edges: outgoing, incoming or both, optionally by relation and validity time."""
+    args: list[Any] = [ctx.namespace]
+    side = {"out": "src = ?", "in": "dst = ?", "both": "(src = ? OR dst = ?)"}[params.direction]
+    args += [params.node_id] * (2 if params.direction == "both" else 1)
+    where = [side]
+    if not params.include_removed:
+        where.append("removed_at IS NULL")
+    if params.relations:
+        where.append("relation IN (SELECT unnest(?::VARCHAR[]))")
+        args.append(list(params.relations))
+    if params.as_of is not None:
+        where.append("(valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)")
+        args += [params.as_of, params.as_of]
+    limit = min(params.limit, ctx.settings.max_query_limit)
+    rows = ctx.db.query(f"SELECT {EDGE_COLUMNS} FROM kg.edges WHERE namespace = ? AND {' AND '.join(where)} "
+                        f"ORDER BY id LIMIT {limit}", args)
+    return EdgesResult(edges=[edge_out(r) for r in rows])

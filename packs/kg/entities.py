@@ -1,0 +1,168 @@
+"""Entity verbs: kg.upsert_entity, kg.entity, kg.entities, kg.detect_entities."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from pydantic import BaseModel, Field
+
+from runtime import Act, Context, errors
+
+from packs.kg.core import pack
+from packs.kg.detect import Detector
+from packs.kg.models import EntityOut, FactOut, KgParams, Kind, Name, name_key
+from packs.kg.store import bump_revision, check_length, create_entities, entity_by_ref, lookup_keys, read_facts
+from packs.kg.store import tx_filter, valid_filter
+
+
+class UpsertEntityParams(KgParams):
+    name: Name = Field(description="Canonical name, or a known alias of the entity to update.")
+    kind: Kind | None = Field(None, description="Kind (person, org, project, place, concept, …); lower snake_case.")
+    aliases: list[Name] = Field(default_factory=list, description="Other names to resolve to this entity.")
+
+
+class UpsertEntityResult(BaseModel):
+    entity: EntityOut
+    created: bool
+
+
+class EntityParams(KgParams):
+    name: Name | None = Field(None, description="Name or alias (case-insensitive).")
+    id: int | None = Field(None, description="Entity id (instead of a name).")
+    limit: int = Field(100, ge=1, description="Most facts listed each way.")
+
+
+class EntityResult(BaseModel):
+    entity: EntityOut
+    facts: list[FactOut] = Field(description="Current facts with the entity as subject")
+    incoming: list[FactOut] = Field(description="Current facts with the entity as object")
+
+
+class EntitiesParams(KgParams):
+    kind: Kind | None = Field(None, description="Only entities of this kind.")
+    limit: int = Field(100, ge=1, description="Most entities returned.")
+
+
+class EntitiesResult(BaseModel):
+    entities: list[EntityOut]
+
+
+class DetectParams(KgParams):
+    text: str = Field(description="Text to scan for known entity names and aliases.")
+
+
+class Match(BaseModel):
+    entity_id: int
+    node_id: str
+    name: str
+    kind: str
+    matched: str = Field(description="The text as it appears")
+    start: int
+    end: int
+
+
+class DetectResult(BaseModel):
+    matches: list[Match]
+    entity_ids: list[int] = Field(description="Distinct entities, in order of first appearance")
+
+
+@pack.verb("upsert_entity", act=Act.COMMISSIVE)
+def upsert_entity(params: UpsertEntityParams, ctx: Context) -> UpsertEntityResult:
+    """Create an entity or update one found by name/alias: set its kind, add aliases."""
+    s = ctx.settings
+    check_length(params.name, s.max_name_length, ["name"])
+    for i, a in enumerate(params.aliases):
+        check_length(a, s.max_name_length, ["aliases", i])
+    known = lookup_keys(ctx, [name_key(params.name)])
+    created = not known
+    if created:
+        eid = create_entities(ctx, [(params.name, params.kind or s.default_entity_kind)])[0]
+    else:
+        eid, _, kind = known[name_key(params.name)]
+        if params.kind is not None and params.kind != kind:
+            ctx.db.execute("UPDATE kg.entities SET kind = ?, updated_at = ? WHERE id = ?", [params.kind, ctx.now(), eid])
+    taken = lookup_keys(ctx, [name_key(a) for a in params.aliases])
+    fresh: dict[str, str] = {}
+    for i, alias in enumerate(params.aliases):
+        key = name_key(alias)
+        if key in taken and taken[key][0] != eid:
+            raise errors.Conflict(f"alias {alias!r} already names entity {taken[key][1]!r} (id {taken[key][0]})",
+                                  details={"errors": [{"loc": ["aliases", i], "msg": "names another entity"}]})
+        if key not in taken:
+            fresh.setdefault(key, alias)
+    if fresh:
+        ctx.db.execute("INSERT INTO kg.entity_keys SELECT ?, unnest(?::VARCHAR[]), ?, unnest(?::VARCHAR[]), false, ?",
+                       [ctx.namespace, list(fresh), eid, list(fresh.values()), ctx.now()])
+        bump_revision(ctx)
+    return UpsertEntityResult(entity=entity_by_ref(ctx, entity_id=eid), created=created)
+
+
+@pack.verb("entity", act=Act.ASSERTIVE)
+def entity(params: EntityParams, ctx: Context) -> EntityResult:
+    """Get an entity by name, alias or id, with its aliases and its current facts (both directions)."""
+    if (params.name is None) == (params.id is None):
+        raise errors.InvalidParams("give exactly one of name or id",
+                                   details={"errors": [{"loc": ["name"], "msg": "give exactly one of name or id"}]})
+    ent = entity_by_ref(ctx, params.name, params.id)
+    limit = min(params.limit, ctx.settings.max_query_limit)
+    out = {}
+    for side in ("subject_id", "object_id"):
+        args: list = [ent.id]
+        where = f"f.{side} = ? AND {tx_filter(None, args)} AND {valid_filter(ctx.now(), args)}"
+        out[side] = read_facts(ctx, where, args, limit=limit)
+    return EntityResult(entity=ent, facts=out["subject_id"], incoming=out["object_id"])
+
+
+@pack.verb("entities", act=Act.ASSERTIVE)
+def entities(params: EntitiesParams, ctx: Context) -> EntitiesResult:
+    """List entities of the namespace (optionally of one kind), newest first."""
+    args: list = [ctx.namespace]
+    where = "namespace = ?"
+    if params.kind:
+        where += " AND kind = ?"
+        args.append(params.kind)
+    limit = min(params.limit, ctx.settings.max_query_limit)
+    rows = ctx.db.query(f"SELECT id, name, kind FROM kg.entities WHERE {where} ORDER BY id DESC LIMIT {limit}", args)
+    alias_rows = ctx.db.query("SELECT entity_id, text FROM kg.entity_keys WHERE namespace = ? AND NOT is_name AND "
+                              "entity_id IN (SELECT unnest(?::BIGINT[])) ORDER BY created_at, text",
+                              [ctx.namespace, [r[0] for r in rows]])
+    aliases: dict[int, list[str]] = {}
+    for eid, text in alias_rows:
+        aliases.setdefault(eid, []).append(text)
+    return EntitiesResult(entities=[EntityOut(id=i, node_id=f"e:{i}", name=n, kind=k, aliases=aliases.get(i, []))
+                                    for i, n, k in rows])
+
+
+def detector(ctx: Context) -> Detector:
+    """The namespace's detector, rebuilt only when the namespace's entity revision token changed."""
+    rows = ctx.db.query("SELECT token FROM kg.entity_revisions WHERE namespace = ?", [ctx.namespace])
+    token = rows[0][0] if rows else None
+    cache = getattr(ctx.state, "detectors", None)
+    if cache is None:
+        cache = ctx.state.detectors = {}
+    hit = cache.get(ctx.namespace)
+    if hit is not None and hit.token == token:
+        return hit.detector
+    keys = {k: (i, n, kd) for k, i, n, kd in ctx.db.query(
+        "SELECT k.key, e.id, e.name, e.kind FROM kg.entity_keys k JOIN kg.entities e ON e.id = k.entity_id "
+        "WHERE k.namespace = ?", [ctx.namespace])}
+    det = Detector(keys, ctx.settings.detect_max_name_words)
+    cache[ctx.namespace] = SimpleNamespace(token=token, detector=det)
+    return det
+
+
+@pack.verb("detect_entities", act=Act.ASSERTIVE)
+def detect_entities(params: DetectParams, ctx: Context) -> DetectResult:
+    """Find known entity names and aliases in a text (word boundaries, case-insensitive; CJK by substring)."""
+    limit = ctx.settings.detect_max_text_length
+    if len(params.text) > limit:
+        raise errors.LimitExceeded(f"text is longer than {limit} characters",
+                                   details={"errors": [{"loc": ["text"], "msg": f"at most {limit} characters"}]})
+    det = detector(ctx)
+    matches, seen = [], []
+    for h in det.find(params.text):
+        eid, name, kind = det.keys[h.key]
+        matches.append(Match(entity_id=eid, node_id=f"e:{eid}", name=name, kind=kind,
+                             matched=params.text[h.start:h.end], start=h.start, end=h.end))
+        if eid not in seen:
+            seen.append(eid)
+    return DetectResult(matches=matches, entity_ids=seen)

@@ -1,0 +1,218 @@
+"""Write verbs over facts: kg.assert_fact, kg.assert_facts, kg.retract_fact, kg.define_predicate, kg.predicates."""
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from runtime import Act, Context, errors
+
+from packs.kg.core import pack
+from packs.kg.models import (
+    AssertFactParams, AssertFactResult, AssertFactsParams, AssertFactsResult, AssertOutcome, DefinePredicateParams,
+    FactInput, PredicateOut, PredicatesParams, PredicatesResult, RetractFactParams, RetractFactResult, name_key,
+)
+from packs.kg.store import check_length, ensure_entities, facts_by_id
+from packs.kg.timeline import Assertion, Fact, Outcome, apply, heal_after_retraction
+
+_LOAD_COLUMNS = ("version_id, fact_id, subject_id, predicate, object_id, object_value, valid_from, valid_to, "
+                 "valid_to_source, superseded_by, coexisting, confidence, combined_confidence, evidence_count, "
+                 "source_id, first_recorded_at")
+
+
+def cardinalities(ctx: Context, predicates: set[str]) -> dict[str, str]:
+    rows = ctx.db.query("SELECT name, cardinality FROM kg.predicates WHERE namespace = ? AND name IN "
+                        "(SELECT unnest(?::VARCHAR[]))", [ctx.namespace, sorted(predicates)])
+    known = dict(rows)
+    return {p: known.get(p, ctx.settings.default_cardinality) for p in predicates}
+
+
+def _fact_from_row(r: tuple) -> Fact:
+    return Fact(fact_id=r[1], version_id=r[0], object_key=f"e:{r[4]}" if r[4] is not None else f"v:{r[5]}",
+                object_id=r[4], object_value=r[5], valid_from=r[6], valid_to=r[7], valid_to_source=r[8],
+                superseded_by=r[9], coexisting=r[10], confidence=r[11], combined_confidence=r[12],
+                evidence_count=r[13], source_id=r[14], first_recorded_at=r[15])
+
+
+def load_timelines(ctx: Context, keys: set[tuple[int, str]]) -> dict[tuple[int, str], list[Fact]]:
+    """The transaction-time-current versions of every (subject_id, predicate) in ``keys``."""
+    out: dict[tuple[int, str], list[Fact]] = defaultdict(list)
+    if not keys:
+        return out
+    subjects, preds = zip(*sorted(keys))
+    rows = ctx.db.query(
+        f"SELECT {', '.join('f.' + c.strip() for c in _LOAD_COLUMNS.split(','))} FROM kg.facts f JOIN "
+        "(SELECT unnest(?::BIGINT[]) AS s, unnest(?::VARCHAR[]) AS p) k ON f.subject_id = k.s AND f.predicate = k.p "
+        "WHERE f.namespace = ? AND f.retracted_at IS NULL", [list(subjects), list(preds), ctx.namespace])
+    for r in rows:
+        out[(r[2], r[3])].append(_fact_from_row(r))
+    return out
+
+
+def persist(ctx: Context, changed: list[tuple[int, str, Fact]], now: datetime) -> dict[int, int]:
+    """Write changed facts: new versions for new facts / changed intervals, in-place evidence updates.
+
+    Returns the mapping of provisional (negative) fact ids to real ones.
+    """
+    new_facts = [f for _, _, f in changed if f.new]
+    real: dict[int, int] = {}
+    if new_facts:
+        ids = [r[0] for r in ctx.db.query("SELECT nextval('kg.fact_seq') FROM range(?)", [len(new_facts)])]
+        real = {f.fact_id: i for f, i in zip(new_facts, ids)}
+    for _, _, f in changed:
+        f.fact_id = real.get(f.fact_id, f.fact_id)
+        if f.superseded_by is not None:
+            f.superseded_by = real.get(f.superseded_by, f.superseded_by)
+    versioned = [(s, p, f) for s, p, f in changed if f.new or f.interval_changed]
+    in_place = [f for _, _, f in changed if not f.new and not f.interval_changed and f.evidence_changed]
+    closing = [f.version_id for _, _, f in versioned if not f.new]
+    if closing:
+        ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'corrected' WHERE version_id IN "
+                       "(SELECT unnest(?::BIGINT[]))", [now, closing])
+    if versioned:
+        vids = [r[0] for r in ctx.db.query("SELECT nextval('kg.version_seq') FROM range(?)", [len(versioned)])]
+        cols: list[list[Any]] = [[] for _ in range(16)]
+        for vid, (s, p, f) in zip(vids, versioned):
+            for i, v in enumerate((vid, f.fact_id, s, p, f.object_id, f.object_value, f.valid_from, f.valid_to,
+                                   f.valid_to_source, f.superseded_by, f.coexisting, f.confidence,
+                                   f.combined_confidence, f.evidence_count, f.source_id, f.first_recorded_at)):
+                cols[i].append(v)
+        types = ("BIGINT", "BIGINT", "BIGINT", "VARCHAR", "BIGINT", "VARCHAR", "TIMESTAMP", "TIMESTAMP", "VARCHAR",
+                 "BIGINT", "BOOLEAN", "DOUBLE", "DOUBLE", "INTEGER", "VARCHAR", "TIMESTAMP")
+        sel = ", ".join(f"unnest(?::{t}[])" for t in types)
+        ctx.db.execute(
+            "INSERT INTO kg.facts (version_id, fact_id, subject_id, predicate, object_id, object_value, valid_from, "
+            "valid_to, valid_to_source, superseded_by, coexisting, confidence, combined_confidence, evidence_count, "
+            f"source_id, first_recorded_at, namespace, recorded_at) SELECT *, ?, ? FROM (SELECT {sel})",
+            [ctx.namespace, now, *cols])
+        for vid, (_, _, f) in zip(vids, versioned):
+            f.version_id = vid
+    if in_place:
+        ctx.db.execute(
+            "UPDATE kg.facts f SET confidence = u.c, combined_confidence = u.cc, evidence_count = u.n, "
+            "source_id = u.src FROM (SELECT unnest(?::BIGINT[]) AS vid, unnest(?::DOUBLE[]) AS c, "
+            "unnest(?::DOUBLE[]) AS cc, unnest(?::INTEGER[]) AS n, unnest(?::VARCHAR[]) AS src) u "
+            "WHERE f.version_id = u.vid",
+            [[f.version_id for f in in_place], [f.confidence for f in in_place],
+             [f.combined_confidence for f in in_place], [f.evidence_count for f in in_place],
+             [f.source_id for f in in_place]])
+    return real
+
+
+def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Outcome]:
+    """The whole assertion pipeline, set-wise: entities, cardinalities, timelines, then one write per table."""
+    s = ctx.settings
+    for i, it in enumerate(items):
+        here = [*loc, i] if loc else []
+        check_length(it.subject, s.max_name_length, [*here, "subject"])
+        check_length(it.object, s.max_literal_length if it.literal else s.max_name_length, [*here, "object"])
+    now = ctx.now()
+    wanted = [(it.subject, it.subject_kind or s.default_entity_kind) for it in items]
+    wanted += [(it.object, it.object_kind or s.default_entity_kind) for it in items if not it.literal]
+    ids = ensure_entities(ctx, wanted)
+    card = cardinalities(ctx, {it.predicate for it in items})
+    keyed = [((ids[name_key(it.subject)], it.predicate), it) for it in items]
+    timelines = load_timelines(ctx, {k for k, _ in keyed})
+    outcomes: list[Outcome] = []
+    touched: dict[int, tuple[int, str, Fact]] = {}
+    for n, (key, it) in enumerate(keyed):
+        obj_id = None if it.literal else ids[name_key(it.object)]
+        a = Assertion(object_key=f"v:{it.object}" if it.literal else f"e:{obj_id}", object_id=obj_id,
+                      object_value=it.object if it.literal else None, valid_from=it.valid_from,
+                      valid_to=it.valid_to,
+                      confidence=s.default_confidence if it.confidence is None else it.confidence,
+                      source_id=it.source_id, coexisting=it.allow_coexisting or card[it.predicate] == "many")
+        out = apply(timelines[key], a, now, new_id=-(n + 1))
+        outcomes.append(out)
+        for f in (out.fact, *out.superseded):
+            touched[id(f)] = (key[0], key[1], f)
+    persist(ctx, list(touched.values()), now)
+    sources = [(o.fact.fact_id, it.source_id, it.confidence if it.confidence is not None else s.default_confidence)
+               for o, it in zip(outcomes, items) if it.source_id is not None]
+    if sources:
+        fids, srcs, confs = zip(*sources)
+        ctx.db.execute("INSERT INTO kg.fact_sources SELECT ?, unnest(?::BIGINT[]), unnest(?::VARCHAR[]), "
+                       "unnest(?::DOUBLE[]), ?", [ctx.namespace, list(fids), list(srcs), list(confs), now])
+    return outcomes
+
+
+@pack.verb("assert_fact", act=Act.COMMISSIVE)
+def assert_fact(params: AssertFactParams, ctx: Context) -> AssertFactResult:
+    """Assert one fact; a new object for a 'one' predicate supersedes the fact it overlaps, in valid time.
+
+    Late-arriving facts are inserted into the timeline (the fact before them ends where they start, they end
+    where the next one starts). Re-asserting the object that already holds adds evidence instead of a version.
+    """
+    item = FactInput.model_validate(params.model_dump(exclude={"namespace"}))
+    out = assert_many(ctx, [item], [])[0]
+    got = {f.fact_id: f for f in facts_by_id(ctx, [out.fact.fact_id, *(f.fact_id for f in out.superseded)])}
+    return AssertFactResult(fact=got[out.fact.fact_id], action=out.action,
+                            superseded=[got[f.fact_id] for f in out.superseded])
+
+
+@pack.verb("assert_facts", act=Act.COMMISSIVE)
+def assert_facts(params: AssertFactsParams, ctx: Context) -> AssertFactsResult:
+    """Assert many facts in one transaction, in order, with the same supersession as kg.assert_fact.
+
+    Processed set-wise (one query per table, not per fact); any bad fact rejects the whole batch.
+    """
+    if len(params.facts) > ctx.settings.max_batch:
+        raise errors.LimitExceeded(
+            f"at most {ctx.settings.max_batch} facts per call, got {len(params.facts)}",
+            details={"errors": [{"loc": ["facts"], "msg": f"at most {ctx.settings.max_batch} items"}]})
+    outs = assert_many(ctx, params.facts, ["facts"])
+    return AssertFactsResult(
+        outcomes=[AssertOutcome(fact_id=o.fact.fact_id, action=o.action,
+                                superseded=[f.fact_id for f in o.superseded]) for o in outs],
+        created=sum(o.action == "created" for o in outs), evidence=sum(o.action != "created" for o in outs),
+        superseded=sum(len(o.superseded) for o in outs))
+
+
+@pack.verb("retract_fact", act=Act.COMMISSIVE)
+def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
+    """Retract a fact: it leaves current answers but stays in its history and in earlier known_at views.
+
+    Facts whose end was inferred from it (it superseded them) are re-closed by the next fact in the timeline,
+    or reopened if none follows.
+    """
+    rows = ctx.db.query("SELECT subject_id, predicate, retracted_at FROM kg.facts WHERE namespace = ? AND "
+                        "fact_id = ? ORDER BY version_id DESC LIMIT 1", [ctx.namespace, params.fact_id])
+    if not rows:
+        raise errors.NotFound(f"fact {params.fact_id} does not exist in namespace {ctx.namespace!r}")
+    subject_id, predicate, retracted = rows[0]
+    if retracted is not None:
+        raise errors.Conflict(f"fact {params.fact_id} is already retracted")
+    now = ctx.now()
+    timeline = load_timelines(ctx, {(subject_id, predicate)})[(subject_id, predicate)]
+    target = next(f for f in timeline if f.fact_id == params.fact_id)
+    healed = heal_after_retraction(timeline, target)
+    ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'retracted' WHERE version_id = ?",
+                   [now, target.version_id])
+    persist(ctx, [(subject_id, predicate, f) for f in healed], now)
+    if params.reason:
+        ctx.log.info("retracted fact %s in %s: %s", params.fact_id, ctx.namespace, params.reason)
+    return RetractFactResult(fact=facts_by_id(ctx, [params.fact_id])[0], healed=[f.fact_id for f in healed])
+
+
+@pack.verb("define_predicate", act=Act.DECLARATION)
+def define_predicate(params: DefinePredicateParams, ctx: Context) -> PredicateOut:
+    """Declare a predicate's cardinality: 'one' (a new object supersedes) or 'many' (values coexist).
+
+    Applies to facts asserted from now on; stored facts keep the shape they were given.
+    """
+    ctx.db.execute(
+        "INSERT INTO kg.predicates VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, name) DO UPDATE SET "
+        "cardinality = excluded.cardinality, description = coalesce(excluded.description, kg.predicates.description)",
+        [ctx.namespace, params.name, params.cardinality, params.description, ctx.now()])
+    row = ctx.db.query("SELECT name, cardinality, description FROM kg.predicates WHERE namespace = ? AND name = ?",
+                       [ctx.namespace, params.name])[0]
+    return PredicateOut(name=row[0], cardinality=row[1], description=row[2])
+
+
+@pack.verb("predicates", act=Act.ASSERTIVE)
+def predicates(params: PredicatesParams, ctx: Context) -> PredicatesResult:
+    """List the declared predicates of the namespace and the cardinality of undeclared ones."""
+    rows = ctx.db.query("SELECT name, cardinality, description FROM kg.predicates WHERE namespace = ? ORDER BY name",
+                        [ctx.namespace])
+    return PredicatesResult(predicates=[PredicateOut(name=n, cardinality=c, description=d) for n, c, d in rows],
+                            default_cardinality=ctx.settings.default_cardinality)

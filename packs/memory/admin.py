@@ -1,0 +1,42 @@
+"""memory.get and memory.reembed: read notes by id; rebuild vectors after a model change."""
+from __future__ import annotations
+
+import numpy as np
+
+from packs.memory.index import index_text
+from packs.memory.models import GetParams, GetResult, ReembedParams, ReembedResult
+from packs.memory.pack import pack
+from packs.memory.remember import fetch_notes
+from runtime import Act, Context
+
+
+@pack.verb("get", act=Act.ASSERTIVE)
+def get(params: GetParams, ctx: Context) -> GetResult:
+    """Read notes by id (archived and superseded ones too); ids from another namespace count as missing."""
+    found = fetch_notes(ctx, list(dict.fromkeys(params.ids)))
+    return GetResult(notes=[found[i] for i in dict.fromkeys(params.ids) if i in found],
+                     missing=[i for i in dict.fromkeys(params.ids) if i not in found])
+
+
+@pack.verb("reembed", act=Act.COMMISSIVE)
+def reembed(params: ReembedParams, ctx: Context) -> ReembedResult:
+    """(Re)compute every note's vector with a model (default: the configured one), e.g. after changing it."""
+    model = params.model or ctx.settings.embedder
+    embedders = ctx.state.embedders
+    embedders.get(model)  # fail early, with the reason, if the model is unavailable
+    rows = ctx.db.query("SELECT id, content, occurred_at FROM memory.notes ORDER BY id")
+    ctx.db.execute("DELETE FROM memory.vectors WHERE model = ?", [model])
+    if not rows:
+        return ReembedResult(model=model, embedded=0)
+    matrix = embedders.embed(model, [index_text(c, t) for _, c, t in rows])
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    ctx.db.execute("INSERT INTO memory.vectors SELECT unnest($1), $2, $3, unnest($4::BLOB[])",
+                   [ids.tolist(), model, int(matrix.shape[1]), [v.tobytes() for v in matrix]])
+    index = ctx.state.index
+
+    def swap() -> None:
+        index.vectors.pop(model, None)
+        index.add_vectors(model, ids, matrix)
+
+    ctx.on_commit(swap)
+    return ReembedResult(model=model, embedded=len(rows))

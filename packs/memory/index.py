@@ -1,0 +1,191 @@
+"""The in-memory search state of the memory pack: note metadata as columns, BM25, vectors, thread links.
+
+Everything here is rebuilt from DuckDB when a runtime opens (``load``) and kept in step with each committed
+write (``add`` runs from ``ctx.on_commit``), so it never holds a note that was rolled back and never needs a
+full rebuild per insert. Arrays are indexed by note id (ids come from one sequence, so they are dense), which
+makes every filter a numpy mask: namespaces are separated by that mask before any leg ranks a note.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from packs.memory.bm25 import BM25Index
+from packs.memory.context import ThreadExpander, render_dated
+from packs.memory.text import tokenize
+from packs.memory.vectors import VectorIndex
+
+EPOCH = datetime(1970, 1, 1)
+KINDS = ("decision", "milestone", "problem", "preference", "emotional")
+TYPES = ("episodic", "semantic")
+
+
+def seconds(ts: datetime | None) -> float:
+    return math.nan if ts is None else (ts - EPOCH).total_seconds()
+
+
+def index_text(content: str, occurred_at: datetime) -> str:
+    """What the legs see of a note: its words plus its date in words ("8 May 2023"), so dated queries match."""
+    return render_dated(content, occurred_at)
+
+
+@dataclass
+class NoteRow:
+    id: int
+    namespace: str
+    content: str
+    memory_type: str
+    kind: str | None
+    scope: str | None
+    thread: str | None
+    tags: Sequence[str]
+    salience: float
+    decay_factor: float
+    occurred_at: datetime
+    created_at: datetime
+    superseded_at: datetime | None = None
+    archived_at: datetime | None = None
+
+
+class Codes:
+    """Strings ↔ small ints, so string filters become integer compares."""
+
+    def __init__(self) -> None:
+        self.code: dict[str, int] = {}
+
+    def get(self, value: str | None, create: bool = True) -> int:
+        if value is None:
+            return 0
+        c = self.code.get(value)
+        if c is None:
+            if not create:
+                return -1  # matches nothing
+            c = self.code[value] = len(self.code) + 1
+        return c
+
+
+class MemoryIndex:
+    COLUMNS = {"alive": bool, "ns": np.int32, "mtype": np.int8, "kind": np.int8, "scope": np.int32,
+               "thread": np.int32, "salience": np.float64, "decay": np.float64, "occurred": np.float64,
+               "created": np.float64, "superseded": np.float64, "archived": bool}
+
+    def __init__(self, *, k1: float, b: float, max_query_terms: int, expansion_weight: float) -> None:
+        self.bm25 = BM25Index(k1=k1, b=b, max_query_terms=max_query_terms)
+        self.expander = ThreadExpander(weight=expansion_weight)
+        self.vectors: dict[str, VectorIndex] = {}
+        self.namespaces, self.scopes, self.threads = Codes(), Codes(), Codes()
+        self.tags: dict[int, frozenset[str]] = {}
+        self.thread_names: dict[int, str] = {}
+        self._cap = 0
+        self.cols: dict[str, np.ndarray] = {}
+        self._grow(1024)
+
+    def _grow(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(need, self._cap * 2)
+        for name, dtype in self.COLUMNS.items():
+            new = np.zeros(cap, dtype=dtype)
+            if name == "superseded":
+                new[:] = np.nan  # never superseded
+            if name in self.cols:
+                new[: self._cap] = self.cols[name]
+            self.cols[name] = new
+        self._cap = cap
+
+    def __len__(self) -> int:
+        return int(self.cols["alive"].sum())
+
+    # -- writes (after commit) -------------------------------------------------------------------------------
+    def add(self, rows: Sequence[NoteRow], vectors: dict[str, np.ndarray]) -> None:
+        if not rows:
+            return
+        self._grow(max(r.id for r in rows) + 1)
+        c = self.cols
+        ids = np.array([r.id for r in rows], dtype=np.int64)
+        for r in rows:
+            i = r.id
+            c["alive"][i] = r.archived_at is None
+            c["archived"][i] = r.archived_at is not None
+            c["ns"][i] = self.namespaces.get(r.namespace)
+            c["mtype"][i] = TYPES.index(r.memory_type) + 1
+            c["kind"][i] = KINDS.index(r.kind) + 1 if r.kind in KINDS else 0
+            c["scope"][i] = self.scopes.get(r.scope)
+            c["thread"][i] = self.threads.get(None if r.thread is None else f"{r.namespace}\x00{r.thread}")
+            c["salience"][i], c["decay"][i] = r.salience, r.decay_factor
+            c["occurred"][i], c["created"][i] = seconds(r.occurred_at), seconds(r.created_at)
+            c["superseded"][i] = seconds(r.superseded_at)
+            if r.tags:
+                self.tags[i] = frozenset(r.tags)
+        bags: dict[int, Any] = {}
+        for r in rows:
+            thread = None if r.thread is None else (r.namespace, r.thread)
+            bags.update(self.expander.add(r.id, thread, tokenize(index_text(r.content, r.occurred_at))))
+        self.bm25.add_weighted(list(bags), list(bags.values()))
+        for model, matrix in vectors.items():
+            self.add_vectors(model, ids, matrix)
+
+    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
+        index = self.vectors.get(model)
+        if index is None:
+            index = self.vectors[model] = VectorIndex(matrix.shape[1])
+        index.add(ids, matrix)
+
+    def set_superseded(self, note_id: int, when: datetime | None) -> None:
+        if note_id < self._cap:
+            self.cols["superseded"][note_id] = seconds(when)
+
+    def set_archived(self, note_id: int, archived: bool) -> None:
+        if note_id < self._cap:
+            self.cols["archived"][note_id] = archived
+            self.cols["alive"][note_id] = not archived
+
+    # -- reads --------------------------------------------------------------------------------------------
+    def mask(self, namespace: str, f: Any) -> np.ndarray:
+        """Boolean mask over note ids: in this namespace, alive, and passing the recall filters ``f``."""
+        c = self.cols
+        ns = self.namespaces.get(namespace, create=False)
+        m = c["alive"] & (c["ns"] == ns)
+        if f.memory_type is not None:
+            m &= c["mtype"] == TYPES.index(f.memory_type) + 1
+        if f.kind is not None:
+            m &= c["kind"] == (KINDS.index(f.kind) + 1 if f.kind in KINDS else 0)
+        if f.scope is not None:
+            m &= c["scope"] == self.scopes.get(f.scope, create=False)
+        if f.min_salience is not None:
+            m &= c["salience"] >= f.min_salience
+        if f.created_after is not None:
+            m &= c["created"] >= seconds(f.created_after)
+        if f.created_before is not None:
+            m &= c["created"] < seconds(f.created_before)
+        if f.as_of is not None:
+            m &= c["created"] <= seconds(f.as_of)
+        if not f.include_superseded:
+            sup = c["superseded"]
+            cut = seconds(f.as_of) if f.as_of is not None else math.inf
+            m &= ~(sup <= cut)  # NaN (never superseded) compares False, so it stays
+        if f.tags:
+            want, none = set(f.tags), frozenset()
+            cand = np.flatnonzero(m)
+            if f.tag_mode == "all":
+                ok = [i for i in cand if want <= self.tags.get(int(i), none)]
+            else:
+                ok = [i for i in cand if want & self.tags.get(int(i), none)]
+            m = np.zeros_like(m)
+            m[np.array(ok, dtype=np.int64)] = True
+        return m
+
+    def thread_of(self, note_id: int) -> int | None:
+        t = int(self.cols["thread"][note_id]) if note_id < self._cap else 0
+        return t or None
+
+    def neighbours(self, note_id: int) -> tuple[int | None, int | None]:
+        return self.expander.links.neighbours(note_id)
+
+    def features(self, ids: Iterable[int]) -> dict[str, np.ndarray]:
+        idx = np.fromiter(ids, dtype=np.int64)
+        return {k: self.cols[k][idx] for k in ("salience", "decay", "occurred")}

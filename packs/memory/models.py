@@ -1,0 +1,248 @@
+"""Params and results of the memory pack's verbs (pydantic v2; params forbid unknown fields)."""
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MemoryType = Literal["episodic", "semantic"]
+Kind = Literal["decision", "milestone", "problem", "preference", "emotional", "none"]
+Fusion = Literal["rrf", "weighted", "union", "vector_only", "keyword_only"]
+NS_FIELD = Field(None, description="Namespace (defaults to the call's namespace).")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NoteIn(Strict):
+    """One note to remember. Type defaults for salience and decay come from config."""
+
+    content: str = Field(description="The note, stored verbatim.")
+    memory_type: MemoryType = Field("episodic", description="episodic (an event) or semantic (a lasting fact).")
+    salience: Optional[float] = Field(None, ge=0, le=1, description="Importance in [0,1] (type default if unset).")
+    decay_factor: Optional[float] = Field(None, ge=0, description="Per-day decay of salience (type default).")
+    occurred_at: Optional[datetime] = Field(None, description="When it was said or happened (default: now).")
+    tags: list[str] = Field(default_factory=list, description="Free tags.")
+    scope: Optional[str] = Field(None, description="The project or person the note belongs to (a 'wing').")
+    thread: Optional[str] = Field(None, description="A contiguous episode it belongs to (e.g. a chat session).")
+    kind: Optional[Kind] = Field(None, description="decision|milestone|problem|preference|emotional|none "
+                                                   "(classified from the content when unset).")
+    source_id: Optional[str] = Field(None, description="Where it came from (message id, file, URL).")
+    key: Optional[str] = Field(None, min_length=1, max_length=256, description="Idempotency key.")
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("content must not be blank")
+        return v
+
+    @field_validator("decay_factor")
+    @classmethod
+    def _finite(cls, v: Optional[float]) -> Optional[float]:
+        if v is not None and not math.isfinite(v):
+            raise ValueError("decay_factor must be finite")
+        return v
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        out = []
+        for t in v:
+            t = t.strip()
+            if not t:
+                raise ValueError("tags must not be blank")
+            if t not in out:
+                out.append(t)
+        return out
+
+
+class RememberParams(NoteIn):
+    namespace: Optional[str] = NS_FIELD
+
+
+class Note(BaseModel):
+    id: int
+    namespace: str
+    content: str
+    memory_type: MemoryType
+    kind: Optional[str]
+    kind_source: str
+    scope: Optional[str]
+    thread: Optional[str]
+    tags: list[str]
+    salience: float
+    decay_factor: float
+    occurred_at: datetime
+    created_at: datetime
+    source_id: Optional[str]
+    key: Optional[str]
+    superseded_by: Optional[int] = None
+    archived_at: Optional[datetime] = None
+    entities: list[str] = Field(default_factory=list, description="Known entities the content mentions.")
+
+
+class RememberResult(BaseModel):
+    note: Note
+    created: bool = Field(description="False when an idempotency key replayed an existing note.")
+
+
+class RememberManyParams(Strict):
+    notes: list[NoteIn] = Field(min_length=1, description="The notes, stored in order, in one transaction.")
+    namespace: Optional[str] = NS_FIELD
+
+
+class RememberManyResult(BaseModel):
+    ids: list[int]
+    created: int
+    replayed: int
+
+
+class RecallFilters(Strict):
+    memory_type: Optional[MemoryType] = None
+    kind: Optional[Kind] = None
+    scope: Optional[str] = None
+    tags: list[str] = Field(default_factory=list)
+    tag_mode: Literal["any", "all"] = "any"
+    min_salience: Optional[float] = Field(None, ge=0, le=1)
+    created_after: Optional[datetime] = None
+    created_before: Optional[datetime] = None
+    as_of: Optional[datetime] = Field(None, description="Recall only what existed then.")
+    include_superseded: bool = False
+
+
+class RecallParams(RecallFilters):
+    query: str = Field(description="What to recall.")
+    limit: int = Field(10, ge=1, le=200)
+    min_score: Optional[float] = Field(None, ge=0, le=1)
+    include_breakdown: bool = Field(False, description="Return each result's score components.")
+    fusion: Optional[Fusion] = Field(None, description="Override the configured fusion (rrf|weighted|union|…).")
+    now: Optional[datetime] = Field(None, description="The 'now' ages are measured to (default: the clock).")
+    namespace: Optional[str] = NS_FIELD
+
+
+class Breakdown(BaseModel):
+    """Exactly the numbers the ranking used: ``score`` is the value results are sorted by."""
+
+    formula: Literal["score", "rerank"]
+    relevance: float
+    effective_salience: float
+    recency: float
+    weights: dict[str, float]
+    score: float
+    text_match: float
+    vector_match: float
+    context: dict[str, float] = Field(default_factory=dict)
+    age_days: float
+
+
+class RecallHit(BaseModel):
+    note: Note
+    score: float
+    breakdown: Optional[Breakdown] = None
+
+
+class RecallResult(BaseModel):
+    recall_id: str
+    query: str
+    results: list[RecallHit]
+    fusion: str
+    embedder: str
+    truncated: bool = Field(False, description="The response budget cut the list short.")
+
+
+# -- sub-handlers ----------------------------------------------------------------------------------------
+class EmbedParams(Strict):
+    query: str
+
+
+class EmbedResult(BaseModel):
+    model: str
+    vector: list[float]
+    cjk: bool
+
+
+class CandidatesParams(Strict):
+    query: str
+    vector: list[float] = Field(default_factory=list)
+    model: str = ""
+    k: int = Field(ge=1, le=200)
+    filters: RecallFilters = Field(default_factory=RecallFilters)
+
+
+class Leg(BaseModel):
+    ids: list[int]
+    scores: list[float]
+
+
+class CandidatesResult(BaseModel):
+    text: Leg
+    vector: Leg
+
+
+class FuseParams(Strict):
+    query: str
+    text: Leg
+    vector: Leg
+    fusion: Fusion
+    filters: RecallFilters = Field(default_factory=RecallFilters)
+
+
+class Candidate(BaseModel):
+    id: int
+    relevance: float = Field(description="Fused relevance after context signals, scaled to [0,1].")
+    text_match: float
+    vector_match: float
+    context: dict[str, float] = Field(default_factory=dict)
+
+
+class FuseResult(BaseModel):
+    candidates: list[Candidate]
+
+
+class ScoreParams(Strict):
+    candidates: list[Candidate]
+    now: datetime
+    rerank: bool = True
+
+
+class Scored(BaseModel):
+    id: int
+    score: float
+    breakdown: Breakdown
+
+
+class ScoreResult(BaseModel):
+    results: list[Scored]
+
+
+class RerankParams(Strict):
+    results: list[Scored]
+
+
+class GetParams(Strict):
+    ids: list[int] = Field(min_length=1, max_length=1000)
+    namespace: Optional[str] = NS_FIELD
+
+
+class GetResult(BaseModel):
+    notes: list[Note]
+    missing: list[int]
+
+
+class ReembedParams(Strict):
+    """Vectors belong to notes of every namespace: reembed rebuilds them all."""
+
+    model: Optional[str] = Field(None, description="Embedder to (re)build vectors for (default: configured).")
+
+
+class ReembedResult(BaseModel):
+    model: str
+    embedded: int
+
+
+def as_jsonable(props: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in props.items() if v is not None}

@@ -1,0 +1,166 @@
+"""memory.remember / memory.remember_many: store verbatim notes, embed them, link the entities they mention."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from packs.memory.classify import classify
+from packs.memory.index import NoteRow, index_text
+from packs.memory.models import (Note, NoteIn, RememberManyParams, RememberManyResult, RememberParams,
+                                 RememberResult)
+from packs.memory.pack import NOTE_COLUMNS, pack, stored_models
+from packs.memory.settings import MemorySettings
+from runtime import Act, Context, errors
+
+FULL_COLUMNS = NOTE_COLUMNS + ", kind_source, source_id, key, superseded_by"
+
+
+def note_from_row(r: tuple[Any, ...], entities: list[str] | None = None) -> Note:
+    (nid, ns, content, mtype, kind, scope, thread, tags, sal, decay, occ, created, _sup_at, archived,
+     kind_source, source_id, key, superseded_by) = r
+    return Note(id=nid, namespace=ns, content=content, memory_type=mtype, kind=kind, kind_source=kind_source,
+                scope=scope, thread=thread, tags=list(tags or []), salience=sal, decay_factor=decay,
+                occurred_at=occ, created_at=created, source_id=source_id, key=key, superseded_by=superseded_by,
+                archived_at=archived, entities=entities or [])
+
+
+def fetch_notes(ctx: Context, ids: list[int]) -> dict[int, Note]:
+    rows = ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes WHERE namespace = ? AND id IN "
+                        "(SELECT unnest(?::BIGINT[]))", [ctx.namespace, ids])
+    return {r[0]: note_from_row(r) for r in rows}
+
+
+def _check_limits(s: MemorySettings, notes: list[NoteIn]) -> None:
+    if len(notes) > s.max_batch:
+        raise errors.LimitExceeded(f"at most {s.max_batch} notes per call, got {len(notes)}",
+                                   details={"errors": [{"loc": ["notes"], "msg": "batch too large"}]})
+    for i, n in enumerate(notes):
+        if len(n.content) > s.max_content_chars:
+            raise errors.LimitExceeded(
+                f"content is {len(n.content)} characters; the limit is {s.max_content_chars}",
+                details={"errors": [{"loc": ["notes", i, "content"], "msg": "content too long"}]})
+
+
+def _replays(ctx: Context, notes: list[NoteIn]) -> dict[str, int]:
+    """Existing notes for the batch's idempotency keys; a key replayed with other content is a conflict."""
+    wanted: dict[str, str] = {}
+    for i, n in enumerate(notes):
+        if n.key is None:
+            continue
+        if n.key in wanted and wanted[n.key] != n.content:
+            raise errors.Conflict(f"idempotency key {n.key!r} appears twice with different content",
+                                  details={"errors": [{"loc": ["notes", i, "key"], "msg": "conflicting key"}]})
+        wanted[n.key] = n.content
+    if not wanted:
+        return {}
+    rows = ctx.db.query("SELECT key, id, content FROM memory.notes WHERE namespace = ? AND key IN "
+                        "(SELECT unnest(?::VARCHAR[]))", [ctx.namespace, list(wanted)])
+    for key, nid, content in rows:
+        if content != wanted[key]:
+            raise errors.Conflict(f"idempotency key {key!r} was already used for note {nid} with other content",
+                                  details={"key": key, "note_id": nid})
+    return {key: nid for key, nid, _ in rows}
+
+
+def store_notes(ctx: Context, notes: list[NoteIn]) -> tuple[list[int], list[bool]]:
+    """Insert the notes that are new (in order), embed and link them; returns ids and created flags."""
+    s: MemorySettings = ctx.settings
+    _check_limits(s, notes)
+    existing = _replays(ctx, notes)
+    fresh: list[NoteIn] = []
+    batch_keys: set[str] = set()
+    for n in notes:  # a key already stored, or repeated in this batch, is a replay, not a new note
+        if n.key is None or (n.key not in existing and n.key not in batch_keys):
+            fresh.append(n)
+        if n.key is not None:
+            batch_keys.add(n.key)
+    now = ctx.now()
+    new_ids = [r[0] for r in ctx.db.query("SELECT nextval('memory.note_ids') FROM range(?)", [len(fresh)])]
+    rows: list[NoteRow] = []
+    cols: dict[str, list[Any]] = {k: [] for k in (
+        "id", "content", "memory_type", "kind", "kind_source", "scope", "thread", "tags", "salience", "decay",
+        "occurred_at", "source_id", "key")}
+    for nid, n in zip(new_ids, fresh):
+        defaults = s.episodic if n.memory_type == "episodic" else s.semantic
+        kind, kind_source = (n.kind, "caller") if n.kind is not None else (classify(n.content), "classifier")
+        kind = None if kind == "none" else kind
+        row = NoteRow(nid, ctx.namespace, n.content, n.memory_type, kind, n.scope, n.thread, n.tags,
+                      defaults.salience if n.salience is None else n.salience,
+                      defaults.decay_factor if n.decay_factor is None else n.decay_factor,
+                      n.occurred_at.replace(tzinfo=None) if n.occurred_at else now, now)
+        rows.append(row)
+        for k, v in (("id", nid), ("content", n.content), ("memory_type", n.memory_type), ("kind", kind),
+                     ("kind_source", kind_source), ("scope", n.scope), ("thread", n.thread), ("tags", n.tags),
+                     ("salience", row.salience), ("decay", row.decay_factor), ("occurred_at", row.occurred_at),
+                     ("source_id", n.source_id), ("key", n.key)):
+            cols[k].append(v)
+    if rows:
+        ctx.db.execute(
+            "INSERT INTO memory.notes (id, namespace, content, memory_type, kind, kind_source, scope, thread, tags,"
+            " salience, decay_factor, occurred_at, created_at, source_id, key, properties) SELECT unnest($1), $14,"
+            " unnest($2), unnest($3), unnest($4), unnest($5), unnest($6), unnest($7), unnest($8::VARCHAR[][]),"
+            " unnest($9), unnest($10), unnest($11::TIMESTAMP[]), $15, unnest($12), unnest($13), '{}'",
+            [cols["id"], cols["content"], cols["memory_type"], cols["kind"], cols["kind_source"], cols["scope"],
+             cols["thread"], cols["tags"], cols["salience"], cols["decay"], cols["occurred_at"], cols["source_id"],
+             cols["key"], ctx.namespace, now])
+    vectors = _embed_and_store(ctx, rows)
+    _link_mentions(ctx, rows)
+    index = ctx.state.index
+    ctx.on_commit(lambda: index.add(rows, vectors))
+    key_to_id, ids, created = dict(existing), [], []
+    fresh_ids = iter(new_ids)
+    for n in notes:
+        if n.key is not None and n.key in key_to_id:
+            ids.append(key_to_id[n.key])
+            created.append(False)
+            continue
+        nid = next(fresh_ids)
+        if n.key is not None:
+            key_to_id[n.key] = nid
+        ids.append(nid)
+        created.append(True)
+    return ids, created
+
+
+def _embed_and_store(ctx: Context, rows: list[NoteRow]) -> dict[str, np.ndarray]:
+    if not rows:
+        return {}
+    texts = [index_text(r.content, r.occurred_at) for r in rows]
+    out = {}
+    for model in stored_models(ctx.settings):
+        matrix = ctx.state.embedders.embed(model, texts)
+        out[model] = matrix
+        ctx.db.execute(
+            "INSERT INTO memory.vectors SELECT unnest($1), $2, $3, unnest($4::BLOB[])",
+            [[r.id for r in rows], model, int(matrix.shape[1]), [v.tobytes() for v in matrix]])
+    return out
+
+
+def _link_mentions(ctx: Context, rows: list[NoteRow]) -> None:
+    """``mentions`` edges from each note to the known entities its content names (kg.detect_entities)."""
+    links = []
+    for r in rows:
+        found = ctx.call("kg.detect_entities", {"text": r.content})
+        links.extend({"src": f"m:{r.id}", "dst": m, "relation": "mentions"}
+                     for m in dict.fromkeys(x.node_id for x in found.matches))
+    if links:
+        ctx.call("kg.link_many", {"links": links})
+
+
+@pack.verb("remember", act=Act.COMMISSIVE)
+def remember(params: RememberParams, ctx: Context) -> RememberResult:
+    """Store one note verbatim (idempotent with a key); classify its kind and link the entities it mentions."""
+    note_in = NoteIn.model_validate(params.model_dump(exclude={"namespace"}))
+    ids, created = store_notes(ctx, [note_in])
+    note = fetch_notes(ctx, ids)[ids[0]]
+    note.entities = [m.name for m in ctx.call("kg.detect_entities", {"text": note.content}).matches]
+    return RememberResult(note=note, created=created[0])
+
+
+@pack.verb("remember_many", act=Act.COMMISSIVE)
+def remember_many(params: RememberManyParams, ctx: Context) -> RememberManyResult:
+    """Store many notes in one transaction (bulk import); keys make replays idempotent."""
+    ids, created = store_notes(ctx, params.notes)
+    return RememberManyResult(ids=ids, created=sum(created), replayed=len(created) - sum(created))
+

@@ -1,0 +1,73 @@
+"""The memory pack's settings: every value comes from ``[packs.memory]`` in config/default.toml."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class TypeDefaults(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    salience: float = Field(ge=0, le=1)
+    decay_factor: float = Field(ge=0)
+
+
+class ScoreWeights(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    relevance: float = Field(ge=0)
+    salience: float = Field(ge=0)
+    temporal: float = Field(ge=0)
+
+
+class RerankWeights(BaseModel):
+    """Feature weights of the optional rerank stage; all zero = stage off."""
+
+    model_config = ConfigDict(extra="forbid")
+    relevance: float = Field(ge=0)
+    salience: float = Field(ge=0)
+    temporal: float = Field(ge=0)
+    text_match: float = Field(ge=0)
+    vector_match: float = Field(ge=0)
+
+
+class ContextSettings(BaseModel):
+    """What a memory system knows that a flat retriever does not (ADR 0008)."""
+
+    model_config = ConfigDict(extra="forbid")
+    expansion_weight: float = Field(ge=0)  # neighbouring turns of the same thread folded into a note's BM25 bag
+    neighbour_alpha: float = Field(ge=0)
+    thread_beta: float = Field(ge=0)
+    thread_top: int = Field(ge=1)
+    date_gamma: float = Field(ge=0)
+    speaker_gamma: float = Field(ge=0)
+
+
+class MemorySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    episodic: TypeDefaults
+    semantic: TypeDefaults
+    embedder: str = Field(min_length=1)
+    cjk_embedder: str
+    cjk_threshold: float = Field(ge=0, le=1)
+    query_cache_size: int = Field(ge=0)
+    fusion: Literal["rrf", "weighted", "union", "vector_only", "keyword_only"]
+    rrf_k: float = Field(gt=0)
+    fusion_weights: dict[str, float]
+    min_cosine: float = Field(ge=-1, le=1)
+    candidates_per_limit: int = Field(ge=1)
+    candidates_min: int = Field(ge=1)
+    candidates_max: int = Field(ge=1)
+    max_query_terms: int = Field(ge=1)
+    bm25_k1: float = Field(gt=0)
+    bm25_b: float = Field(ge=0, le=1)
+    score_weights: ScoreWeights
+    recency_half_life_days: float = Field(gt=0)
+    rerank: RerankWeights
+    context: ContextSettings
+    near_duplicate_prefix: int = Field(ge=0)
+    near_duplicate_penalty: float = Field(ge=0, le=1)
+    response_char_budget: int = Field(ge=0)
+    max_content_chars: int = Field(ge=1)
+    max_batch: int = Field(ge=1)
+    max_query_chars: int = Field(ge=1)
+    recall_deadline_ms: int = Field(ge=0)

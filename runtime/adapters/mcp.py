@@ -1,0 +1,137 @@
+"""``pal mcp``: the verb catalog as MCP tools, on the official SDK's low-level server (the optional ``mcp`` extra).
+
+One tool per public verb, named with dots as underscores (``memory.recall`` → ``memory_recall``), described by the
+verb's docstring, with the params model's JSON schema as input schema and the result model's as output schema.
+Sub-handlers are never listed and a call to one is refused. A success answers the one success shape
+``{"ok": true, "verb", "result"}`` as text (and the result as structured content); an error is a tool error
+result whose text is the one JSON error shape.
+
+``python -m runtime.adapters.mcp [--db PATH] [--http]`` serves the configured packs without the CLI.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import sys
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
+from runtime.adapters.serving import (
+    AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts, run_uvicorn, stop_on_signals,
+    success, tool_name, url_of,
+)
+
+log = logging.getLogger("palimpsest.mcp")
+
+
+def tool_for(spec: VerbSpec) -> types.Tool:
+    return types.Tool(
+        name=tool_name(spec.full_name), title=spec.full_name, description=spec.doc or spec.full_name,
+        input_schema=spec.params_model.model_json_schema(),
+        output_schema=spec.result_model.model_json_schema(mode="serialization"),
+        annotations=types.ToolAnnotations(read_only_hint=not spec.writes, open_world_hint=False),
+    )
+
+
+def error_result(exc: PalimpsestError) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=json.dumps(exc.to_dict()))], is_error=True)
+
+
+def _refusal(runtime: Runtime, name: str) -> PalimpsestError:
+    """Why a tool name is not callable: a sub-handler (refused) or no such tool."""
+    for spec in runtime.verbs(include_subhandlers=True):
+        if name in (spec.full_name, tool_name(spec.full_name)):
+            if spec.visibility.value != "public":
+                return errors.Forbidden(f"{spec.full_name} is a sub-handler of pack {spec.pack!r}; it is not exposed "
+                                        "over MCP", verb=spec.full_name)
+            return errors.VerbNotFound(f"no tool named {name!r}; did you mean {tool_name(spec.full_name)!r}?",
+                                       verb=spec.full_name)
+    known = sorted(tool_name(s.full_name) for s in runtime.verbs())
+    return errors.VerbNotFound(f"no tool named {name!r}", details={"known": known})
+
+
+def build_server(runtime: Runtime) -> Server:
+    """A low-level MCP server over an open runtime (the catalog is read once, when built)."""
+    public = {tool_name(spec.full_name): spec for spec in runtime.verbs()}
+    tools = [tool_for(spec) for spec in public.values()]
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = public.get(params.name)
+        if spec is None:
+            return error_result(_refusal(runtime, params.name))
+        call = functools.partial(runtime.call, spec.full_name, dict(params.arguments or {}))
+        try:
+            result = await anyio.to_thread.run_sync(call)
+        except PalimpsestError as exc:
+            return error_result(exc)
+        except Exception as exc:  # a bug: still the one error shape; the traceback goes to the log
+            log.exception("%s failed", spec.full_name)
+            return error_result(errors.InternalError(f"unexpected {type(exc).__name__}: {exc}", verb=spec.full_name))
+        data = result.model_dump(mode="json")
+        return types.CallToolResult(content=[types.TextContent(text=json.dumps(success(spec.full_name, data)))],
+                                    structured_content=data)
+
+    return Server("palimpsest", version=__version__, instructions="palimpsest memory: one tool per verb.",
+                  on_list_tools=list_tools, on_call_tool=call_tool,
+                  get_tool_input_schema=lambda name: public[name].params_model.model_json_schema() if name in public else None)
+
+
+def serve_stdio(runtime: Runtime) -> None:
+    """Serve MCP over stdin/stdout until the client closes it (stdout carries only the protocol)."""
+    server = build_server(runtime)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    with ServerInfo(runtime.path, "mcp-stdio", None), stop_on_signals():
+        anyio.run(main)
+
+
+def serve_http(runtime: Runtime, *, host: str | None = None, port: int | None = None, token: str | None = None) -> None:
+    """Serve MCP over streamable HTTP (loopback unless a token is set) until interrupted."""
+    settings = AdapterSettings.from_config(runtime.config)
+    host = host or settings.host
+    token = settings.token if token is None else token
+    check_bind(host, token)
+    sock = bind_socket(host, settings.mcp_port if port is None else port)
+    url = url_of(sock, settings.mcp_path)
+    app = build_server(runtime).streamable_http_app(
+        streamable_http_path=settings.mcp_path, host=host, max_request_body_size=settings.max_body_bytes)
+    guarded = Guard(app, token=token, max_body_bytes=settings.max_body_bytes,
+                    allowed_hosts=loopback_hosts(sock.getsockname()[1]) if is_loopback(host) else None)
+    with ServerInfo(runtime.path, "mcp-http", url):
+        print(f"palimpsest: serving MCP for {runtime.path} at {url}", file=sys.stderr, flush=True)
+        run_uvicorn(guarded, sock)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runtime.adapters.mcp", description=__doc__.splitlines()[0])
+    parser.add_argument("--db", help="database file (default from config)")
+    parser.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    parser.add_argument("--host")
+    parser.add_argument("--port", type=int)
+    args = parser.parse_args(argv)
+    try:
+        with Runtime.open(args.db) as runtime:
+            serve_http(runtime, host=args.host, port=args.port) if args.http else serve_stdio(runtime)
+    except PalimpsestError as exc:
+        exc = explain_locked(exc)
+        print(json.dumps(exc.to_dict()), file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""A small client for a running ``pal serve``, in the stdlib only, so the CLI can send calls to it (``--server``).
+
+The server answers ``{"ok": true, "verb", "result"}`` or the one error shape; an error comes back as the same
+exception class, found by its ``code``, so the CLI prints and exits exactly as if the call had run locally.
+"""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from runtime import PalimpsestError, errors
+from runtime.adapters.serving import TOKEN_ENV, client_settings
+
+_BY_CODE: dict[str, type[PalimpsestError]] = {cls.code: cls for cls in errors.ALL_ERRORS}  # later wins: "internal" → InternalError
+
+
+def error_from_dict(payload: Any, *, status: int | None = None, verb: str | None = None) -> PalimpsestError:
+    """Rebuild the exception from the one JSON error shape (unknown codes keep their code on a base error)."""
+    err = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(err, dict) or "code" not in err:
+        return errors.InternalError(f"the server answered HTTP {status} without an error body", verb=verb,
+                                    details={"status": status, "body": payload})
+    code = str(err["code"])
+    cls = _BY_CODE.get(code, PalimpsestError)
+    exc = cls(str(err.get("message", "")), verb=err.get("verb", verb), details=err.get("details"))
+    if cls is PalimpsestError:
+        exc.code = code  # keep what the server said even when this client does not know the class
+    return exc
+
+
+class RemoteClient:
+    """Call verbs on a palimpsest HTTP server: ``RemoteClient("http://127.0.0.1:8765").call("memory.recall", {...})``."""
+
+    def __init__(self, url: str, *, token: str | None = None, timeout: float | None = None) -> None:
+        self.url = url.rstrip("/")
+        if token is None or timeout is None:
+            settings = client_settings()
+            token = settings.token if token is None else token
+            timeout = settings.client_timeout if timeout is None else timeout
+        self.token, self.timeout = token or None, timeout
+
+    def call(self, verb: str, params: dict[str, Any] | None = None, *, namespace: str | None = None,
+             internal: bool = False) -> Any:
+        """POST /v1/verbs/{verb}; returns the result JSON or raises the server's error."""
+        if internal:
+            raise errors.Forbidden(f"{verb}: sub-handlers cannot be called through a server; call it locally "
+                                   "with --internal when no server holds the database", verb=verb)
+        query = "?" + urllib.parse.urlencode({"namespace": namespace}) if namespace else ""
+        payload = self._request("POST", f"/v1/verbs/{urllib.parse.quote(verb)}{query}", params or {}, verb)
+        return payload.get("result")
+
+    def verbs(self) -> list[dict[str, Any]]:
+        return self._request("GET", "/v1/verbs", None, None)["result"]["verbs"]
+
+    def _request(self, method: str, path: str, body: Any, verb: str | None) -> dict[str, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return _decode(resp.read(), resp.status, verb)
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                payload = json.loads(raw)
+            except ValueError:
+                payload = raw.decode("utf-8", "replace")[:500]
+            raise error_from_dict(payload, status=exc.code, verb=verb) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            hint = f" (is `pal serve` running there? check {TOKEN_ENV} if it needs a token)"
+            raise errors.StorageError(f"cannot reach the palimpsest server at {self.url}: {reason}{hint}", verb=verb,
+                                      details={"reason": "server_unreachable", "url": self.url}) from None
+
+
+def _decode(raw: bytes, status: int, verb: str | None) -> dict[str, Any]:
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        raise errors.InternalError(f"the server answered HTTP {status} with non-JSON", verb=verb) from None
+    if not isinstance(payload, dict) or payload.get("ok") is not True:
+        raise error_from_dict(payload, status=status, verb=verb)
+    return payload

@@ -1,0 +1,309 @@
+"""What the HTTP and MCP servers share, in the stdlib only (the CLI imports it without any extra installed).
+
+- :class:`AdapterSettings`: the ``[adapters]`` config section (host, ports, token, body limit, client timeout).
+- Safe binding: loopback by default; a non-loopback host without a token is refused.
+- The server info file ``<db>.server.json`` (pid, kind, url) written while a server holds a database, so a CLI
+  that finds the database locked can say who holds it and how to reach it (:func:`explain_locked`).
+- :class:`Guard`: a raw ASGI middleware for bearer-token auth, Host checking and the request body limit, answering
+  in the one JSON error shape.
+- The one success shape, ``{"ok": true, "verb": ..., "result": {...}}`` (:func:`success`).
+"""
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterator, Mapping
+
+from runtime import PalimpsestError, errors, load_catalog
+
+INFO_SUFFIX = ".server.json"
+TOKEN_ENV = "PALIMPSEST_TOKEN"
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def tool_name(verb: str) -> str:
+    """The MCP tool / OpenAPI operation name of a verb: dots become underscores (``memory.recall`` → ``memory_recall``)."""
+    return verb.replace(".", "_")
+
+
+def success(verb: str, data: Any) -> dict[str, Any]:
+    """The one success shape every server answers with (the error shape is ``PalimpsestError.to_dict()``)."""
+    return {"ok": True, "verb": verb, "result": data}
+
+
+# -- settings -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AdapterSettings:
+    host: str
+    http_port: int
+    mcp_port: int
+    mcp_path: str
+    token: str
+    max_body_bytes: int
+    client_timeout: float
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> "AdapterSettings":
+        """Read ``[adapters]`` from the effective config; ``PALIMPSEST_TOKEN`` overrides the configured token."""
+        section = dict(config.get("adapters") or {})
+        env = os.environ if env is None else env
+        try:
+            return cls(
+                host=str(section["host"]), http_port=int(section["http_port"]), mcp_port=int(section["mcp_port"]),
+                mcp_path=str(section["mcp_path"]), token=str(env.get(TOKEN_ENV) or section.get("token") or ""),
+                max_body_bytes=int(section["max_body_bytes"]), client_timeout=float(section["client_timeout"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise errors.ConfigError(f"invalid or missing [adapters] setting: {exc}") from None
+
+
+def client_settings() -> AdapterSettings:
+    """Adapter settings for a process that opens no runtime (the ``--server`` client): config only, no packs."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PALIMPSEST_PACKS", "PALIMPSEST_DISABLE_PACKS")}
+    _, config = load_catalog(config={"runtime": {"packs": [], "disabled": []}}, env=env, discover_packs=False)
+    return AdapterSettings.from_config(config, env)
+
+
+# -- binding ------------------------------------------------------------------------------------------------
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to listen beyond this machine without a token."""
+    if not is_loopback(host) and not token:
+        raise errors.ConfigError(
+            f"refusing to listen on non-loopback host {host!r} without a token: set {TOKEN_ENV} "
+            "(or [adapters] token / --token), or bind 127.0.0.1", details={"host": host})
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket (port 0 picks a free one); the caller learns the real port from it."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise errors.ConfigError(f"cannot listen on {host}:{port}: {exc}", details={"host": host, "port": port}) from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket, path: str = "") -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}"
+
+
+def loopback_hosts(port: int) -> set[str]:
+    """Host header values accepted by a loopback server (DNS-rebinding protection)."""
+    return {f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")} | {"127.0.0.1", "localhost", "[::1]"}
+
+
+# -- the server info file -----------------------------------------------------------------------------------
+def info_path(db: str | Path) -> Path | None:
+    if str(db) == ":memory:":
+        return None
+    return Path(str(Path(db).expanduser()) + INFO_SUFFIX)
+
+
+class ServerInfo:
+    """Write ``<db>.server.json`` while serving; remove it on exit (only if it is still ours)."""
+
+    def __init__(self, db: str | Path, kind: str, url: str | None) -> None:
+        self.path = info_path(db)
+        self.data = {"pid": os.getpid(), "kind": kind, "url": url, "database": str(db),
+                     "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+    def __enter__(self) -> "ServerInfo":
+        if self.path is not None:
+            tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self.data, indent=2), encoding="utf-8")
+            os.replace(tmp, self.path)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.path is None:
+            return
+        current = read_info(self.path)
+        if current is not None and current.get("pid") == os.getpid():
+            self.path.unlink(missing_ok=True)
+
+
+def read_info(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, TypeError, ValueError):
+        return True  # exists but not ours, or unreadable: do not claim it is gone
+    return True
+
+
+def explain_locked(exc: PalimpsestError) -> PalimpsestError:
+    """Enrich a "database locked" StorageError with who holds the database and how to reach it."""
+    details = exc.details if isinstance(exc.details, dict) else {}
+    if not isinstance(exc, errors.StorageError) or details.get("reason") != "locked" or not details.get("path"):
+        return exc
+    info = read_info(info_path(details["path"]))
+    if info is None or not _alive(info.get("pid")):
+        return exc
+    pid, kind, url = info.get("pid"), info.get("kind"), info.get("url")
+    if kind == "http" and url:
+        how = f"send the call to it with --server {url} (or PALIMPSEST_SERVER={url})"
+    elif url:
+        how = f"it serves MCP at {url} (only `pal serve` takes CLI calls); stop it or use an MCP client"
+    else:
+        how = "it serves MCP over stdio to the agent that started it; stop that agent, or run `pal serve` instead"
+    message = (f"database {details['path']} is held by process {pid} (`pal {'serve' if kind == 'http' else 'mcp'}`, "
+               f"{kind}, since {info.get('started_at', '?')}): {how}")
+    return errors.StorageError(message, verb=exc.verb, details={**details, "holder": info})
+
+
+# -- ASGI guard -----------------------------------------------------------------------------------------------
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def send_error(send: Send, exc: PalimpsestError, status: int | None = None,
+                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps(exc.to_dict()).encode()
+    await send({"type": "http.response.start", "status": status or exc.http_status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Guard:
+    """Host/Origin checks (DNS rebinding, CSRF), bearer auth (constant-time) and the body limit, before the app."""
+
+    def __init__(self, app: Any, *, token: str | None, max_body_bytes: int,
+                 allowed_hosts: set[str] | None = None) -> None:
+        self.app, self.token, self.max_body, self.allowed_hosts = app, token or None, max_body_bytes, allowed_hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if self.allowed_hosts is not None and headers.get("host", "").lower() not in self.allowed_hosts:
+            await send_error(send, errors.Forbidden(f"host {headers.get('host')!r} is not allowed",
+                                                    details={"reason": "host"}), 421)
+            return
+        origin = headers.get("origin")
+        if self.allowed_hosts is not None and origin and origin.partition("://")[2].lower() not in self.allowed_hosts:
+            await send_error(send, errors.Forbidden(f"cross-origin request from {origin!r} refused",
+                                                    details={"reason": "origin"}))
+            return
+        if self.token is not None:
+            given = headers.get("authorization", "")
+            scheme, _, value = given.partition(" ")
+            ok = scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token.encode())
+            if not ok:
+                why = "missing bearer token" if not given else "wrong bearer token"
+                await send_error(send, errors.Forbidden(why, details={"reason": "unauthorized"}), 401,
+                                 [(b"www-authenticate", b'Bearer realm="palimpsest"')])
+                return
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            await send_error(send, _too_large(self.max_body))
+            return
+        await self._limited(scope, receive, send)
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> None:
+        total, rejected, started = 0, False, False
+
+        async def limited_receive() -> dict[str, Any]:
+            nonlocal total, rejected
+            if rejected:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                total += len(message.get("body", b""))
+                if total > self.max_body:
+                    rejected = True
+                    if not started:
+                        await send_error(send, _too_large(self.max_body))
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if rejected:
+                return  # the 413 already went out; whatever the app says after the cut-off is dropped
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        await self.app(scope, limited_receive, guarded_send)
+
+
+def _too_large(limit: int) -> errors.LimitExceeded:
+    return errors.LimitExceeded(f"request body exceeds {limit} bytes", details={"max_body_bytes": limit})
+
+
+class Stopped(Exception):
+    """Raised by the SIGTERM/SIGINT handler so a server unwinds (closing the database, removing its info file)."""
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM/SIGINT into a clean return: uvicorn re-raises the signal after its graceful shutdown, which
+    would otherwise kill the process before the info file is removed and the database closed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Stopped(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    except (Stopped, KeyboardInterrupt):
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_uvicorn(app: Any, sock: socket.socket) -> None:
+    """Serve an ASGI app on an already bound socket until SIGINT/SIGTERM."""
+    import uvicorn  # an optional extra: only reached from the serve/mcp --http commands
+
+    config = uvicorn.Config(app, log_level="warning", lifespan="auto")
+    server = uvicorn.Server(config)
+    try:
+        with stop_on_signals():
+            server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,69 @@
+"""Entities: resolution by name or alias, upsert, detection (word boundaries, CJK, cache invalidation)."""
+from __future__ import annotations
+
+import pytest
+
+from runtime import errors
+
+
+def test_unknown_names_are_created_and_resolved_case_insensitively(kg):
+    kg.call("kg.assert_fact", {"subject": "Alice  Smith", "predicate": "works_at", "object": "Meta",
+                               "subject_kind": "person", "object_kind": "org"})
+    ent = kg.call("kg.entity", {"name": "alice smith"})
+    assert ent.entity.name == "Alice Smith" and ent.entity.kind == "person"
+    assert [f.object for f in ent.facts] == ["Meta"]
+    meta = kg.call("kg.entity", {"name": "META"})
+    assert meta.entity.kind == "org" and [f.subject.name for f in meta.incoming] == ["Alice Smith"]
+    kinds = {e.name: e.kind for e in kg.call("kg.entities", {}).entities}
+    assert kinds == {"Alice Smith": "person", "Meta": "org"}
+    assert [e.name for e in kg.call("kg.entities", {"kind": "org"}).entities] == ["Meta"]
+
+
+def test_upsert_adds_aliases_and_kind_and_aliases_resolve(kg):
+    first = kg.call("kg.upsert_entity", {"name": "International Business Machines", "kind": "org"})
+    assert first.created
+    again = kg.call("kg.upsert_entity", {"name": "international business machines", "aliases": ["IBM", "Big Blue"]})
+    assert not again.created and again.entity.id == first.entity.id
+    assert again.entity.aliases == ["Big Blue", "IBM"]  # by creation time, then text
+    via_alias = kg.call("kg.upsert_entity", {"name": "ibm", "kind": "company"})
+    assert via_alias.entity.id == first.entity.id and via_alias.entity.kind == "company"
+    kg.call("kg.assert_fact", {"subject": "Bob", "predicate": "works_at", "object": "Big Blue"})
+    assert kg.call("kg.entity", {"name": "IBM"}).incoming[0].subject.name == "Bob"
+    kg.call("kg.upsert_entity", {"name": "Oracle"})
+    with pytest.raises(errors.Conflict):
+        kg.call("kg.upsert_entity", {"name": "Oracle", "aliases": ["IBM"]})
+
+
+def test_detect_entities_word_boundaries_aliases_cjk(kg):
+    kg.call("kg.upsert_entity", {"name": "New York", "kind": "place", "aliases": ["NYC"]})
+    kg.call("kg.upsert_entity", {"name": "York", "kind": "place"})
+    kg.call("kg.upsert_entity", {"name": "Al", "kind": "person"})
+    kg.call("kg.upsert_entity", {"name": "東京", "kind": "place"})
+    kg.call("kg.upsert_entity", {"name": "C++", "kind": "concept"})
+    text = "Al moved from new  york to NYC, then York; Alice stayed. 東京に行った. She codes C++."
+    res = kg.call("kg.detect_entities", {"text": text})
+    got = [(m.name, m.matched) for m in res.matches]
+    assert got == [("Al", "Al"), ("New York", "new  york"), ("New York", "NYC"), ("York", "York"),
+                   ("東京", "東京"), ("C++", "C++")]
+    m = res.matches[1]
+    assert text[m.start:m.end] == "new  york" and m.node_id == f"e:{m.entity_id}"
+    assert len(res.entity_ids) == 5
+
+
+def test_detector_cache_follows_commits_and_ignores_rollbacks(kg):
+    assert kg.call("kg.detect_entities", {"text": "Zorro rides"}).matches == []
+    kg.call("kg.upsert_entity", {"name": "Zorro"})
+    assert [m.name for m in kg.call("kg.detect_entities", {"text": "Zorro rides"}).matches] == ["Zorro"]
+    with pytest.raises(errors.InvalidParams):  # creates 'Diego' then fails: rolled back
+        kg.call("kg.assert_facts", {"facts": [{"subject": "Diego", "predicate": "p", "object": "x"},
+                                              {"subject": "Diego", "predicate": "p", "object": "x",
+                                               "confidence": 3}]})
+    assert kg.call("kg.detect_entities", {"text": "Diego"}).matches == []
+    kg.call("kg.upsert_entity", {"name": "Zorro", "aliases": ["El Zorro", "Diego"]})
+    assert [m.matched for m in kg.call("kg.detect_entities", {"text": "Diego is El Zorro"}).matches] == [
+        "Diego", "El Zorro"]
+
+
+def test_detect_rejects_too_long_text(kg):
+    with pytest.raises(errors.LimitExceeded):
+        kg.call("kg.detect_entities", {"text": "x" * 100001})

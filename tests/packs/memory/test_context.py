@@ -1,0 +1,122 @@
+import datetime as dt
+
+import pytest
+
+from packs.memory.bm25 import BM25Index
+from packs.memory.context import (
+    ContextConfig, ThreadExpander, ThreadLinks, apply_context, date_window_boost, expand_bag,
+    has_time_expression, neighbour_smoothing, query_date_windows, render_dated, speaker_boost,
+    temporal_intent, thread_propagation,
+)
+from packs.memory.text import tokenize
+
+
+def links_for(threads):
+    ln = ThreadLinks()
+    for i, t in threads.items():
+        ln.add(i, t)
+    return ln
+
+
+def test_thread_links_order_and_isolation():
+    ln = links_for({1: "a", 2: "b", 3: "a", 5: "a"})
+    ln.add(4, "a")  # out-of-order insert
+    assert ln.neighbours(3) == (1, 4)
+    assert ln.neighbours(4) == (3, 5)
+    assert ln.neighbours(2) == (None, None)
+    ln.remove(4)
+    assert ln.neighbours(3) == (1, 5)
+    assert ln.neighbours(99) == (None, None)
+
+
+def test_expand_bag():
+    b = expand_bag(["x", "y"], [["y", "z"], ["z"]], 0.5)
+    assert b == {"x": 1, "y": 1.5, "z": 1.0}
+
+
+def test_thread_expander_updates_previous_note():
+    ex = ThreadExpander(0.5)
+    ch1 = ex.add(1, "s1", ["question", "hike"])
+    assert set(ch1) == {1}
+    ch2 = ex.add(2, "s1", ["yes", "tuesday"])
+    assert set(ch2) == {1, 2}  # the previous note's bag changed too
+    assert ch2[1]["tuesday"] == 0.5 and ch2[2]["hike"] == 0.5
+    ch3 = ex.add(3, "other", ["unrelated"])
+    assert set(ch3) == {3} and "hike" not in ch3[3]
+    assert set(ex.remove(2)) == {1}
+    assert "tuesday" not in ex.bag(1)
+
+
+def test_expansion_makes_answer_turn_findable():
+    """A reply sharing no word with the question is found through its thread neighbour."""
+    turns = [(1, "s1", "Did you finish the marathon in Boston?"), (2, "s1", "Yes! Crossed the line in 3 hours."),
+             (3, "s2", "Boston weather is cold"), (4, "s2", "I baked bread today")]
+    plain, expanded, ex = BM25Index(), BM25Index(), ThreadExpander(0.5)
+    plain.add([i for i, _, _ in turns], [t for _, _, t in turns])
+    for i, th, t in turns:
+        ch = ex.add(i, th, tokenize(t))
+        expanded.add_weighted(list(ch), list(ch.values()))
+    assert 2 not in [i for i, _ in plain.search("marathon", 5)]
+    assert 2 in [i for i, _ in expanded.search("marathon", 5)]
+    assert expanded.search("marathon", 5)[0][0] == 1  # own words still beat borrowed ones
+
+
+def test_neighbour_smoothing():
+    ln = links_for({1: "a", 2: "a", 3: "a", 10: "b"})
+    out = neighbour_smoothing({1: 1.0, 10: 0.4}, ln.neighbours, alpha=0.5)
+    assert out[1] == 1.0  # neighbour 2 has no score
+    assert out[2] == pytest.approx(0.5)  # pulled in through its neighbour 1
+    assert 3 not in out  # not adjacent to a candidate
+    assert out[10] == pytest.approx(0.4)
+
+
+def test_thread_propagation():
+    thread = {1: "a", 2: "a", 3: "b", 4: None}.get
+    out, feat = thread_propagation({1: 1.0, 2: 0.8, 3: 0.9, 4: 0.95}, thread, beta=0.5, top=3)
+    assert feat[1] == 1.0 and feat[3] == pytest.approx(0.9 / 0.9)  # a: mean(1,.8)=.9, b: .9 -> both max
+    out, feat = thread_propagation({1: 1.0, 2: 1.0, 3: 0.5}, thread, beta=0.5)
+    assert feat[3] == pytest.approx(0.5) and out[3] == pytest.approx(0.75)
+    assert feat[1] == 1.0 and out[1] == pytest.approx(1.5)
+
+
+def test_query_date_windows():
+    w = query_date_windows("What did Melanie paint on October 13, 2023?")
+    assert len(w) == 1 and w[0][0] <= dt.datetime(2023, 10, 13) < w[0][1]
+    assert not (w[0][0] <= dt.datetime(2023, 11, 30) < w[0][1])
+    w = query_date_windows("What did they do in May 2023?")
+    assert w[0][0] == dt.datetime(2023, 5, 1) and w[0][1] > dt.datetime(2023, 5, 31)
+    assert query_date_windows("13 March 2022")[0][0] <= dt.datetime(2022, 3, 13)
+    assert query_date_windows("what happened in 2021")[0][0] == dt.datetime(2021, 1, 1)
+    assert query_date_windows("what did she say in May") == []  # no year: ambiguous
+
+
+def test_date_and_speaker_boosts():
+    occ = {1: dt.datetime(2023, 5, 8), 2: dt.datetime(2023, 9, 1)}.get
+    out, f = date_window_boost({1: 0.1, 2: 0.2}, occ, query_date_windows("in May 2023"), 0.2)
+    assert f == {1: 1.0, 2: 0.0} and out[1] == pytest.approx(0.3)
+    spk = {1: "Caroline", 2: "Melanie"}.get
+    out, f = speaker_boost({1: 0.1, 2: 0.1}, spk, "What did Caroline research?", ["Caroline", "Melanie"], 0.1)
+    assert f == {1: 1.0, 2: 0.0}
+    out, f = speaker_boost({1: 0.1, 2: 0.1}, spk, "Did Caroline meet Melanie?", ["Caroline", "Melanie"], 0.1)
+    assert f == {1: 0.0, 2: 0.0}  # two names: no signal
+
+
+def test_temporal_helpers_and_render():
+    assert temporal_intent("When did Caroline go to the support group?")
+    assert not temporal_intent("What did Caroline research?")
+    assert has_time_expression("I went there yesterday") and not has_time_expression("I like cats")
+    assert render_dated("A: hi", dt.datetime(2023, 5, 8, 13, 56)) == "8 May 2023: A: hi"
+    assert render_dated("A: hi", None) == "A: hi"
+
+
+def test_apply_context_score_is_sum_of_features():
+    ln = links_for({1: "a", 2: "a", 3: "b"})
+    cfg = ContextConfig(neighbour_alpha=0.5, thread_beta=0.5)
+    res = apply_context({1: 1.0, 3: 0.4}, "anything", links=ln, config=cfg)
+    for i, s in res.scores.items():
+        f = res.features(i)
+        assert s == pytest.approx(f["base"] + 0.5 * f["neighbour"] + 0.5 * f["thread"])
+    assert set(res.scores) == {1, 2, 3}
+    assert res.scores[2] > res.scores[3]  # neighbour of the best hit, in the best thread
+    off = apply_context({1: 1.0, 3: 0.4}, "anything", links=ln, config=ContextConfig(0, 0))
+    assert off.scores == {1: 1.0, 3: 0.4}

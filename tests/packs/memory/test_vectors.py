@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+
+from packs.memory.vectors import VectorIndex, l2_normalize
+
+
+def rand(n, d, seed=0):
+    return l2_normalize(np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32))
+
+
+def test_exact_topk_matches_bruteforce():
+    m = rand(500, 32)
+    vi = VectorIndex(32)
+    vi.add(np.arange(500) * 3, m)
+    q = rand(1, 32, seed=1)[0]
+    hits = vi.search(q, 10, min_cosine=None)
+    brute = np.argsort(-(m @ q))[:10] * 3
+    assert [i for i, _ in hits] == list(brute)
+    assert hits[0][1] == pytest.approx(float(np.max(m @ q)), rel=1e-5)
+
+
+def test_min_cosine_filters():
+    vi = VectorIndex(2)
+    vi.add([1, 2], np.array([[1, 0], [0, 1]], dtype=np.float32))
+    hits = vi.search(np.array([1.0, 0.05]), 5)
+    assert [i for i, _ in hits] == [1]  # cos with id 2 ≈ 0.05 < 0.10
+
+
+def test_normalises_input_and_zero_rows():
+    vi = VectorIndex(2)
+    vi.add([1, 2], np.array([[3, 4], [0, 0]], dtype=np.float32))
+    (i, c), = vi.search(np.array([3.0, 4.0]), 5)
+    assert i == 1 and c == pytest.approx(1.0, abs=1e-6)
+
+
+def test_growth_remove_update_allowed():
+    vi = VectorIndex(8, initial_capacity=16)
+    m = rand(100, 8)
+    for j in range(100):  # one-by-one adds grow amortised
+        vi.add([j], m[j])
+    assert len(vi) == 100 and vi._mat.shape[0] >= 100
+    q = m[42]
+    assert vi.search(q, 1)[0][0] == 42
+    vi.remove([42])
+    assert 42 not in [i for i, _ in vi.search(q, 100, min_cosine=None)]
+    vi.add([7], q)  # update id 7 to the query vector
+    assert vi.search(q, 1)[0][0] == 7
+    assert len(vi) == 99
+    assert [i for i, _ in vi.search(q, 5, allowed=np.array([3, 5]), min_cosine=None)] in ([3, 5], [5, 3])
+    mask = np.zeros(200, dtype=bool)
+    mask[5] = True
+    assert [i for i, _ in vi.search(q, 5, allowed=mask, min_cosine=None)] == [5]
+
+
+def test_compaction():
+    vi = VectorIndex(4)
+    m = rand(3000, 4)
+    vi.add(range(3000), m)
+    vi.remove(range(2500))
+    assert vi._n_rows == 500
+    assert vi.search(m[2999], 1)[0][0] == 2999
+
+
+def test_score_ids_and_shape_errors():
+    vi = VectorIndex(3)
+    vi.add([1], np.array([[1, 0, 0]], dtype=np.float32))
+    s = vi.score_ids(np.array([1.0, 0, 0]), [1, 2])
+    assert s[0] == pytest.approx(1.0) and s[1] == 0.0
+    with pytest.raises(ValueError):
+        vi.add([1, 2], np.zeros((1, 3)))
+    with pytest.raises(ValueError):
+        vi.search(np.zeros(4), 1)
