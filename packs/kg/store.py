@@ -10,11 +10,11 @@ from runtime import Context, errors
 from packs.kg.models import EntityOut, FactOut, name_key
 
 FACT_SELECT = """
-SELECT f.fact_id, f.version_id, f.subject_id, s.name AS subject_name, f.predicate, f.object_id,
-       coalesce(o.name, f.object_value) AS object, f.object_value IS NOT NULL AS literal, f.valid_from, f.valid_to,
+SELECT f.fact_id, f.version_id, f.subject_id, f.subject_name, f.predicate, f.object_id,
+       f.object_text AS object, f.object_value IS NOT NULL AS literal, f.valid_from, f.valid_to,
        f.first_recorded_at, f.recorded_at, f.retracted_at, f.end_reason, f.confidence, f.combined_confidence,
        f.evidence_count, f.source_id, f.superseded_by, f.coexisting
-FROM kg.facts f JOIN kg.entities s ON s.id = f.subject_id LEFT JOIN kg.entities o ON o.id = f.object_id
+FROM kg.facts f
 """
 
 
@@ -70,6 +70,10 @@ def lookup_keys(ctx: Context, keys: Iterable[str]) -> dict[str, tuple[int, str, 
     keys = sorted(set(keys))
     if not keys:
         return {}
+    if len(keys) == 1:  # the common single lookup: an index point query
+        rows = ctx.db.query("SELECT k.key, e.id, e.name, e.kind FROM kg.entity_keys k, kg.entities e WHERE "
+                            "k.namespace = ? AND k.key = ? AND e.id = k.entity_id", [ctx.namespace, keys[0]])
+        return {k: (i, n, kd) for k, i, n, kd in rows}
     rows = ctx.db.query(
         "SELECT k.key, e.id, e.name, e.kind FROM kg.entity_keys k JOIN kg.entities e ON e.id = k.entity_id "
         "WHERE k.namespace = ? AND k.key IN (SELECT unnest(?::VARCHAR[]))", [ctx.namespace, keys])

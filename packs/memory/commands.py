@@ -1,6 +1,7 @@
 """``pal import locomo FILE`` and ``pal import jsonl FILE``: the memory pack's CLI commands (a pack hook)."""
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Optional
 
 import typer
@@ -14,19 +15,25 @@ BATCH = 500
 
 def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, namespace: str | None,
                          progress: Callable[[int], None] | None = None) -> dict[str, int]:
-    """Register speakers as person entities, then remember every turn in batches; returns counts."""
+    """Register speakers as person entities, then remember every turn in batches.
+
+    Returns counts and ``note_ids``: ``{"<scope>/<turn id>": note id}``.
+    """
     created = replayed = 0
+    note_ids: dict[str, int] = {}
     for conv in convs:
         for speaker in conv.speakers:
             rt.call("kg.upsert_entity", {"name": speaker, "kind": "person"}, namespace=namespace)
         rt.call("kg.upsert_entity", {"name": conv.scope, "kind": "project"}, namespace=namespace)
         notes = conv.notes(key_prefix)
         for start in range(0, len(notes), BATCH):
-            res = rt.call("memory.remember_many", {"notes": notes[start:start + BATCH]}, namespace=namespace)
+            batch = notes[start:start + BATCH]
+            res = rt.call("memory.remember_many", {"notes": batch}, namespace=namespace)
             created, replayed = created + res.created, replayed + res.replayed
+            note_ids.update({f"{conv.scope}/{n['source_id']}": i for n, i in zip(batch, res.ids)})
             if progress:
                 progress(len(res.ids))
-    return {"conversations": len(convs), "created": created, "replayed": replayed}
+    return {"conversations": len(convs), "created": created, "replayed": replayed, "note_ids": note_ids}
 
 
 @hookimpl
@@ -40,7 +47,10 @@ def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]
             task = bar.add_task("importing", total=total)
             counts = import_conversations(session.runtime(), convs, prefix, session.namespace,
                                           progress=lambda n: bar.advance(task, n))
-        print(counts if not session.as_json else __import__("json").dumps(counts))
+        counts.pop("note_ids")
+        print(json.dumps(counts) if session.as_json else
+              f"{counts['created']} notes created, {counts['replayed']} already there, "
+              f"from {counts['conversations']} conversation(s)")
 
     @group.command("locomo")
     def locomo(file: str = typer.Argument(..., help="A LoCoMo-format JSON file.")) -> None:

@@ -30,8 +30,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
 from runtime.adapters.serving import (
-    AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, run_uvicorn, success,
-    tool_name, url_of,
+    AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, run_uvicorn,
+    stop_on_signals, success, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.http")
@@ -279,6 +279,6 @@ def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None,
     url = url_of(sock)
     real_port = sock.getsockname()[1]
     app = create_app(runtime, token=token, allowed_hosts=loopback_hosts(real_port) if is_loopback(host) else None)
-    with ServerInfo(runtime.path, "http", url):
+    with stop_on_signals(), ServerInfo(runtime.path, "http", url):
         print(f"palimpsest: serving {runtime.path} at {url} (docs at {url}/docs)", file=sys.stderr, flush=True)
         run_uvicorn(app, sock)

@@ -25,8 +25,8 @@ from mcp.server.stdio import stdio_server
 
 from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
 from runtime.adapters.serving import (
-    AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts, run_uvicorn, stop_on_signals,
-    success, tool_name, url_of,
+    AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
+    run_uvicorn, stop_on_signals, success, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.mcp")
@@ -95,7 +95,7 @@ def serve_stdio(runtime: Runtime) -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    with ServerInfo(runtime.path, "mcp-stdio", None), stop_on_signals():
+    with stop_on_signals(), ServerInfo(runtime.path, "mcp-stdio", None):
         anyio.run(main)
 
 
@@ -111,7 +111,7 @@ def serve_http(runtime: Runtime, *, host: str | None = None, port: int | None = 
         streamable_http_path=settings.mcp_path, host=host, max_request_body_size=settings.max_body_bytes)
     guarded = Guard(app, token=token, max_body_bytes=settings.max_body_bytes,
                     allowed_hosts=loopback_hosts(sock.getsockname()[1]) if is_loopback(host) else None)
-    with ServerInfo(runtime.path, "mcp-http", url):
+    with stop_on_signals(), ServerInfo(runtime.path, "mcp-http", url):
         print(f"palimpsest: serving MCP for {runtime.path} at {url}", file=sys.stderr, flush=True)
         run_uvicorn(guarded, sock)
 

@@ -303,7 +303,6 @@ def run_uvicorn(app: Any, sock: socket.socket) -> None:
     config = uvicorn.Config(app, log_level="warning", lifespan="auto")
     server = uvicorn.Server(config)
     try:
-        with stop_on_signals():
-            server.run(sockets=[sock])
+        server.run(sockets=[sock])  # callers wrap this in stop_on_signals() (before writing their info file)
     finally:
         sock.close()

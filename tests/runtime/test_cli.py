@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,9 +21,11 @@ EXAMPLE = ROOT / "tests" / "fixtures" / "example_pack"
 @pytest.fixture(scope="module")
 def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("site")
-    proc = subprocess.run(
+    source = tmp_path_factory.mktemp("src") / "example_pack"
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    proc = subprocess.run(  # built from a copy, so the build leaves nothing behind in the repository
         [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-         "--no-build-isolation", "--target", str(target), str(EXAMPLE)],
+         "--no-build-isolation", "--target", str(target), str(source)],
         capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stderr

@@ -1,6 +1,6 @@
 """Dispatch: validation, one transaction per call, read-only assertive verbs, visibility, the dispatch hook."""
 import pytest
-from fake_packs import Recorder, caller_pack, store_pack
+from runtime_fakes import Recorder, caller_pack, store_pack
 
 from runtime import errors
 from runtime.testing import open_test_runtime
@@ -18,7 +18,7 @@ def count(rt) -> int:  # type: ignore[no-untyped-def]
 
 
 def test_dict_or_model_in_validated_model_out(rt) -> None:  # type: ignore[no-untyped-def]
-    from fake_packs import TextParams
+    from runtime_fakes import TextParams
 
     assert rt.call("store.add", {"text": "a"}).n == 1
     assert rt.call("store.add", TextParams(text="b", count=2)).n == 3
@@ -67,7 +67,7 @@ def test_assertive_verb_cannot_call_a_commissive_verb(rt) -> None:  # type: igno
 
 
 def test_verbs_cannot_control_transactions(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from fake_packs import Count, Empty
+    from runtime_fakes import Count, Empty
 
     from runtime import Act, Pack
 

@@ -2,7 +2,7 @@
 import types
 
 import pytest
-from fake_packs import Count, Empty, plain_pack
+from runtime_fakes import Count, Empty, plain_pack
 
 from runtime import Act, Context, Pack, hookimpl
 from runtime.errors import PackLoadError, PackUnavailable

@@ -1,6 +1,6 @@
 """Storage: one file, a schema per pack, numbered migrations recorded, forward-only, newer schema refused."""
 import pytest
-from fake_packs import store_pack
+from runtime_fakes import store_pack
 
 from runtime import Runtime, errors
 from runtime.storage import discover_migrations

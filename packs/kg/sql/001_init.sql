@@ -50,9 +50,11 @@ CREATE TABLE kg.facts (
     fact_id             BIGINT NOT NULL,
     namespace           VARCHAR NOT NULL,
     subject_id          BIGINT NOT NULL,
+    subject_name        VARCHAR NOT NULL,  -- the subject's canonical name (names never change: denormalised)
     predicate           VARCHAR NOT NULL,
     object_id           BIGINT,            -- entity object, or NULL for a literal
     object_value        VARCHAR,           -- literal object, or NULL for an entity
+    object_text         VARCHAR NOT NULL,  -- the object entity's canonical name, or the literal
     valid_from          TIMESTAMP,         -- NULL: since an unknown time (treated as -infinity)
     valid_to            TIMESTAMP,         -- NULL: still true (open)
     valid_to_source     VARCHAR,           -- NULL (open) | 'explicit' (caller) | 'successor' (closed by superseded_by)
