@@ -286,6 +286,8 @@ def perf(convs, emb, n_notes: int, out: list[str]) -> None:
     p = lambda xs, q: float(np.percentile(xs, q))  # noqa: E731
     out += [
         f"\n## Speed at {len(notes):,} notes ({emb.name}, shipped scheme)\n",
+        f"Unscoped (no `allowed`), 2 shared cores, 1-min load average at the end {__import__('os').getloadavg()[0]:.1f} "
+        "(anything above ~1 means another process competed for the cores: compare runs side by side).\n",
         "| measure | value |", "|---|---|",
         f"| batch ingest (256/batch: tokenise + expansion + BM25 + embed + vector add) | {len(notes) / total:,.0f} notes/s |",
         f"| of which embedding | {emb_time:.1f} s of {total:.1f} s |",

@@ -79,7 +79,8 @@ def upsert_entity(params: UpsertEntityParams, ctx: Context) -> UpsertEntityResul
     else:
         eid, _, kind = known[name_key(params.name)]
         if params.kind is not None and params.kind != kind:
-            ctx.db.execute("UPDATE kg.entities SET kind = ?, updated_at = ? WHERE id = ?", [params.kind, ctx.now(), eid])
+            ctx.db.execute("UPDATE kg.entities SET kind = ?, updated_at = ? WHERE id = ?",
+                           [params.kind, ctx.now(), eid])
     taken = lookup_keys(ctx, [name_key(a) for a in params.aliases])
     fresh: dict[str, str] = {}
     for i, alias in enumerate(params.aliases):

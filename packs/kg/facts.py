@@ -17,7 +17,7 @@ from packs.kg.timeline import Assertion, Fact, Outcome, apply, heal_after_retrac
 
 _LOAD_COLUMNS = ("version_id, fact_id, subject_id, predicate, object_id, object_value, valid_from, valid_to, "
                  "valid_to_source, superseded_by, coexisting, confidence, combined_confidence, evidence_count, "
-                 "source_id, first_recorded_at")
+                 "source_id, first_recorded_at, object_text")
 
 
 def cardinalities(ctx: Context, predicates: set[str]) -> dict[str, str]:
@@ -31,7 +31,7 @@ def _fact_from_row(r: tuple) -> Fact:
     return Fact(fact_id=r[1], version_id=r[0], object_key=f"e:{r[4]}" if r[4] is not None else f"v:{r[5]}",
                 object_id=r[4], object_value=r[5], valid_from=r[6], valid_to=r[7], valid_to_source=r[8],
                 superseded_by=r[9], coexisting=r[10], confidence=r[11], combined_confidence=r[12],
-                evidence_count=r[13], source_id=r[14], first_recorded_at=r[15])
+                evidence_count=r[13], source_id=r[14], first_recorded_at=r[15], object_text=r[16])
 
 
 def load_timelines(ctx: Context, keys: set[tuple[int, str]]) -> dict[tuple[int, str], list[Fact]]:
@@ -49,43 +49,45 @@ def load_timelines(ctx: Context, keys: set[tuple[int, str]]) -> dict[tuple[int, 
     return out
 
 
-def persist(ctx: Context, changed: list[tuple[int, str, Fact]], now: datetime) -> dict[int, int]:
+def persist(ctx: Context, changed: list[tuple[tuple[int, str, str], Fact]], now: datetime) -> dict[int, int]:
     """Write changed facts: new versions for new facts / changed intervals, in-place evidence updates.
 
     Returns the mapping of provisional (negative) fact ids to real ones.
     """
-    new_facts = [f for _, _, f in changed if f.new]
+    new_facts = [f for _, f in changed if f.new]
     real: dict[int, int] = {}
     if new_facts:
         ids = [r[0] for r in ctx.db.query("SELECT nextval('kg.fact_seq') FROM range(?)", [len(new_facts)])]
         real = {f.fact_id: i for f, i in zip(new_facts, ids)}
-    for _, _, f in changed:
+    for _, f in changed:
         f.fact_id = real.get(f.fact_id, f.fact_id)
         if f.superseded_by is not None:
             f.superseded_by = real.get(f.superseded_by, f.superseded_by)
-    versioned = [(s, p, f) for s, p, f in changed if f.new or f.interval_changed]
-    in_place = [f for _, _, f in changed if not f.new and not f.interval_changed and f.evidence_changed]
-    closing = [f.version_id for _, _, f in versioned if not f.new]
+    versioned = [(k, f) for k, f in changed if f.new or f.interval_changed]
+    in_place = [f for _, f in changed if not f.new and not f.interval_changed and f.evidence_changed]
+    closing = [f.version_id for _, f in versioned if not f.new]
     if closing:
         ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'corrected' WHERE version_id IN "
                        "(SELECT unnest(?::BIGINT[]))", [now, closing])
     if versioned:
         vids = [r[0] for r in ctx.db.query("SELECT nextval('kg.version_seq') FROM range(?)", [len(versioned)])]
-        cols: list[list[Any]] = [[] for _ in range(16)]
-        for vid, (s, p, f) in zip(vids, versioned):
-            for i, v in enumerate((vid, f.fact_id, s, p, f.object_id, f.object_value, f.valid_from, f.valid_to,
-                                   f.valid_to_source, f.superseded_by, f.coexisting, f.confidence,
-                                   f.combined_confidence, f.evidence_count, f.source_id, f.first_recorded_at)):
+        cols: list[list[Any]] = [[] for _ in range(18)]
+        for vid, ((sid, sname, pred), f) in zip(vids, versioned):
+            for i, v in enumerate((vid, f.fact_id, sid, pred, f.object_id, f.object_value, f.valid_from,
+                                   f.valid_to, f.valid_to_source, f.superseded_by, f.coexisting, f.confidence,
+                                   f.combined_confidence, f.evidence_count, f.source_id, f.first_recorded_at,
+                                   sname, f.object_text)):
                 cols[i].append(v)
         types = ("BIGINT", "BIGINT", "BIGINT", "VARCHAR", "BIGINT", "VARCHAR", "TIMESTAMP", "TIMESTAMP", "VARCHAR",
-                 "BIGINT", "BOOLEAN", "DOUBLE", "DOUBLE", "INTEGER", "VARCHAR", "TIMESTAMP")
+                 "BIGINT", "BOOLEAN", "DOUBLE", "DOUBLE", "INTEGER", "VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR")
         sel = ", ".join(f"unnest(?::{t}[])" for t in types)
         ctx.db.execute(
             "INSERT INTO kg.facts (version_id, fact_id, subject_id, predicate, object_id, object_value, valid_from, "
             "valid_to, valid_to_source, superseded_by, coexisting, confidence, combined_confidence, evidence_count, "
-            f"source_id, first_recorded_at, namespace, recorded_at) SELECT *, ?, ? FROM (SELECT {sel})",
+            f"source_id, first_recorded_at, subject_name, object_text, namespace, recorded_at) "
+            f"SELECT *, ?, ? FROM (SELECT {sel})",
             [ctx.namespace, now, *cols])
-        for vid, (_, _, f) in zip(vids, versioned):
+        for vid, (_, f) in zip(vids, versioned):
             f.version_id = vid
     if in_place:
         ctx.db.execute(
@@ -111,21 +113,22 @@ def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Ou
     wanted += [(it.object, it.object_kind or s.default_entity_kind) for it in items if not it.literal]
     ids = ensure_entities(ctx, wanted)
     card = cardinalities(ctx, {it.predicate for it in items})
-    keyed = [((ids[name_key(it.subject)], it.predicate), it) for it in items]
-    timelines = load_timelines(ctx, {k for k, _ in keyed})
+    keyed = [(ids[name_key(it.subject)], it) for it in items]
+    timelines = load_timelines(ctx, {(sid, it.predicate) for (sid, _), it in keyed})
     outcomes: list[Outcome] = []
-    touched: dict[int, tuple[int, str, Fact]] = {}
-    for n, (key, it) in enumerate(keyed):
-        obj_id = None if it.literal else ids[name_key(it.object)]
+    touched: dict[int, tuple[tuple[int, str, str], Fact]] = {}
+    for n, ((sid, sname), it) in enumerate(keyed):
+        obj_id, obj_text = (None, it.object) if it.literal else ids[name_key(it.object)]
         a = Assertion(object_key=f"v:{it.object}" if it.literal else f"e:{obj_id}", object_id=obj_id,
-                      object_value=it.object if it.literal else None, valid_from=it.valid_from,
+                      object_value=it.object if it.literal else None, object_text=obj_text,
+                      valid_from=it.valid_from,
                       valid_to=it.valid_to,
                       confidence=s.default_confidence if it.confidence is None else it.confidence,
                       source_id=it.source_id, coexisting=it.allow_coexisting or card[it.predicate] == "many")
-        out = apply(timelines[key], a, now, new_id=-(n + 1))
+        out = apply(timelines[(sid, it.predicate)], a, now, new_id=-(n + 1))
         outcomes.append(out)
         for f in (out.fact, *out.superseded):
-            touched[id(f)] = (key[0], key[1], f)
+            touched[id(f)] = ((sid, sname, it.predicate), f)
     persist(ctx, list(touched.values()), now)
     sources = [(o.fact.fact_id, it.source_id, it.confidence if it.confidence is not None else s.default_confidence)
                for o, it in zip(outcomes, items) if it.source_id is not None]
@@ -175,11 +178,11 @@ def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
     Facts whose end was inferred from it (it superseded them) are re-closed by the next fact in the timeline,
     or reopened if none follows.
     """
-    rows = ctx.db.query("SELECT subject_id, predicate, retracted_at FROM kg.facts WHERE namespace = ? AND "
-                        "fact_id = ? ORDER BY version_id DESC LIMIT 1", [ctx.namespace, params.fact_id])
+    rows = ctx.db.query("SELECT subject_id, predicate, retracted_at, subject_name FROM kg.facts WHERE namespace = ? "
+                        "AND fact_id = ? ORDER BY version_id DESC LIMIT 1", [ctx.namespace, params.fact_id])
     if not rows:
         raise errors.NotFound(f"fact {params.fact_id} does not exist in namespace {ctx.namespace!r}")
-    subject_id, predicate, retracted = rows[0]
+    subject_id, predicate, retracted, subject_name = rows[0]
     if retracted is not None:
         raise errors.Conflict(f"fact {params.fact_id} is already retracted")
     now = ctx.now()
@@ -188,7 +191,7 @@ def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
     healed = heal_after_retraction(timeline, target)
     ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'retracted' WHERE version_id = ?",
                    [now, target.version_id])
-    persist(ctx, [(subject_id, predicate, f) for f in healed], now)
+    persist(ctx, [((subject_id, subject_name, predicate), f) for f in healed], now)
     if params.reason:
         ctx.log.info("retracted fact %s in %s: %s", params.fact_id, ctx.namespace, params.reason)
     return RetractFactResult(fact=facts_by_id(ctx, [params.fact_id])[0], healed=[f.fact_id for f in healed])

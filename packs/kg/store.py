@@ -108,16 +108,16 @@ def create_entities(ctx: Context, items: list[tuple[str, str]]) -> list[int]:
     return ids
 
 
-def ensure_entities(ctx: Context, wanted: list[tuple[str, str]]) -> dict[str, int]:
-    """key → entity id for each ``(name, kind)``, creating the unknown ones (first kind given wins)."""
+def ensure_entities(ctx: Context, wanted: list[tuple[str, str]]) -> dict[str, tuple[int, str]]:
+    """key → (entity id, canonical name) for each ``(name, kind)``, creating unknown ones (first kind wins)."""
     by_key: dict[str, tuple[str, str]] = {}
     for name, kind in wanted:
         by_key.setdefault(name_key(name), (name, kind))
     known = lookup_keys(ctx, by_key)
-    out = {k: v[0] for k, v in known.items()}
+    out = {k: (v[0], v[1]) for k, v in known.items()}
     missing = [k for k in by_key if k not in known]
     for key, eid in zip(missing, create_entities(ctx, [by_key[k] for k in missing])):
-        out[key] = eid
+        out[key] = (eid, by_key[key][0])
     return out
 
 

@@ -22,6 +22,7 @@ class Fact:
     object_key: str               # 'e:<id>' or 'v:<literal>'
     object_id: int | None
     object_value: str | None
+    object_text: str              # the object entity's canonical name, or the literal
     valid_from: datetime | None
     valid_to: datetime | None
     valid_to_source: str | None
@@ -57,6 +58,7 @@ class Assertion:
     object_key: str
     object_id: int | None
     object_value: str | None
+    object_text: str
     valid_from: datetime | None
     valid_to: datetime | None
     confidence: float
@@ -71,7 +73,8 @@ class Outcome:
     superseded: list[Fact] = field(default_factory=list)
 
 
-def _evidence(f: Fact, a: Assertion) -> None:
+def _evidence(f: Fact, a: Assertion, nxt: Fact | None = None) -> None:
+    """Count ``a`` as evidence for ``f``; an explicit end reaching further extends ``f`` (up to line fact nxt)."""
     f.evidence_count += 1
     f.confidence = max(f.confidence, a.confidence)
     f.combined_confidence = 1.0 - (1.0 - f.combined_confidence) * (1.0 - a.confidence)
@@ -80,12 +83,20 @@ def _evidence(f: Fact, a: Assertion) -> None:
     f.evidence_changed = True
     if a.valid_to is not None and f.valid_to is None and (f.valid_from is None or a.valid_to > f.valid_from):
         f.valid_to, f.valid_to_source, f.interval_changed = a.valid_to, "explicit", True
+    elif (a.valid_to is not None and f.valid_to is not None and a.valid_to > f.valid_to
+          and f.valid_to_source == "explicit" and (nxt is None or f.valid_to < nxt.start)):
+        if nxt is not None and a.valid_to >= nxt.start:
+            f.valid_to, f.valid_to_source, f.superseded_by = nxt.start, "successor", nxt.fact_id
+        else:
+            f.valid_to = a.valid_to
+        f.interval_changed = True
 
 
 def _new(a: Assertion, fact_id: int, now: datetime, valid_from: datetime | None, valid_to: datetime | None,
          source: str | None, successor: int | None) -> Fact:
     return Fact(fact_id=fact_id, version_id=None, object_key=a.object_key, object_id=a.object_id,
-                object_value=a.object_value, valid_from=valid_from, valid_to=valid_to, valid_to_source=source,
+                object_value=a.object_value, object_text=a.object_text, valid_from=valid_from, valid_to=valid_to,
+                valid_to_source=source,
                 superseded_by=successor, coexisting=a.coexisting, confidence=a.confidence,
                 combined_confidence=a.confidence, evidence_count=1, source_id=a.source_id, first_recorded_at=now)
 
@@ -115,7 +126,8 @@ def apply(facts: list[Fact], a: Assertion, now: datetime, new_id: int) -> Outcom
         start = now  # it changes what we knew: the change is news now
     same = [f for f in facts if f.alive and f.object_key == a.object_key and start is not None and f.covers(start)]
     if same:
-        _evidence(same[0], a)
+        later = [g for g in line if g.start > same[0].start]
+        _evidence(same[0], a, later[0] if later and not same[0].coexisting else None)
         return Outcome(same[0], "evidence")
     key = start or MIN
     before = [f for f in line if f.start <= key]

@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from packs.memory.models import utc_naive
 from runtime import errors
 
 LOCOMO_DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
@@ -58,8 +59,13 @@ def parse_locomo_date(text: str) -> datetime:
     if not m or m.group(5).lower() not in MONTHS:
         raise errors.InvalidParams(f"not a LoCoMo session date: {text!r}")
     hour, minute, ampm, day, month, year = m.groups()
+    if not 1 <= int(hour) <= 12:  # a 12-hour clock: "13:56 pm" or "0:15 am" is not a time
+        raise errors.InvalidParams(f"not a LoCoMo session date: {text!r} (hour {hour} on a 12-hour clock)")
     h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
-    return datetime(int(year), MONTHS[month.lower()], int(day), h, int(minute))
+    try:
+        return datetime(int(year), MONTHS[month.lower()], int(day), h, int(minute))
+    except ValueError as exc:  # minute 75, 31 June, 29 February 2023
+        raise errors.InvalidParams(f"not a LoCoMo session date: {text!r} ({exc})") from None
 
 
 def _session_numbers(conv: dict[str, Any]) -> list[int]:
@@ -75,14 +81,19 @@ def parse_locomo(path: str | Path) -> list[Conversation]:
     if not isinstance(data, list):
         raise errors.InvalidParams(f"{path}: a LoCoMo file is a JSON list of samples")
     out = []
-    for sample in data:
-        conv = sample["conversation"]
-        c = Conversation(scope=str(sample["sample_id"]), speakers=[conv["speaker_a"], conv["speaker_b"]])
-        for n in _session_numbers(conv):
-            when = parse_locomo_date(conv[f"session_{n}_date_time"])
-            for turn in conv[f"session_{n}"]:
-                c.turns.append(Turn(speaker=turn["speaker"], text=turn["text"], occurred_at=when,
-                                    thread=f"session_{n}", turn_id=turn["dia_id"], caption=turn.get("blip_caption")))
+    for i, sample in enumerate(data):
+        try:
+            conv = sample["conversation"]
+            c = Conversation(scope=str(sample["sample_id"]), speakers=[conv["speaker_a"], conv["speaker_b"]])
+            for n in _session_numbers(conv):
+                when = parse_locomo_date(conv[f"session_{n}_date_time"])
+                for turn in conv[f"session_{n}"]:
+                    c.turns.append(Turn(speaker=turn["speaker"], text=turn["text"], occurred_at=when,
+                                        thread=f"session_{n}", turn_id=turn["dia_id"],
+                                        caption=turn.get("blip_caption")))
+        except (KeyError, TypeError, AttributeError) as exc:  # a malformed sample: say which, not a traceback
+            raise errors.InvalidParams(f"{path}: sample {i} is not a LoCoMo conversation: missing or bad {exc}",
+                                       details={"errors": [{"loc": ["sample", i], "msg": str(exc)}]}) from None
         out.append(c)
     return out
 
@@ -94,23 +105,23 @@ def parse_jsonl(path: str | Path, scope: str | None = None) -> list[Conversation
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise errors.InvalidParams(f"cannot read {path}: {exc}") from None
-    for n, line in enumerate(_nonblank(lines), start=1):
+    n = 0  # turns so far: default turn ids ("L<n>") count turns, errors name the file's line number
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        n += 1
         try:
             obj = json.loads(line)
             sc = str(obj.get("scope") or scope or Path(path).stem)
             turn = Turn(speaker=str(obj["speaker"]), text=str(obj["text"]),
-                        occurred_at=datetime.fromisoformat(obj["timestamp"]).replace(tzinfo=None),
+                        occurred_at=utc_naive(datetime.fromisoformat(obj["timestamp"])),
                         thread=str(obj.get("thread") or "main"), turn_id=str(obj.get("id") or f"L{n}"),
                         caption=obj.get("caption"))
         except (json.JSONDecodeError, KeyError, ValueError, TypeError, AttributeError) as exc:
-            raise errors.InvalidParams(f"{path}: line {n} is not a chat turn: {exc}",
-                                       details={"errors": [{"loc": ["line", n], "msg": str(exc)}]}) from None
+            raise errors.InvalidParams(f"{path}: line {lineno} is not a chat turn: {exc}",
+                                       details={"errors": [{"loc": ["line", lineno], "msg": str(exc)}]}) from None
         conv = convs.setdefault(sc, Conversation(scope=sc, speakers=[]))
         if turn.speaker not in conv.speakers:
             conv.speakers.append(turn.speaker)
         conv.turns.append(turn)
     return list(convs.values())
-
-
-def _nonblank(lines: list[str]) -> Iterator[str]:
-    return (ln for ln in lines if ln.strip())

@@ -2,15 +2,23 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
-from typing import Any, Literal, Optional
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 MemoryType = Literal["episodic", "semantic"]
 Kind = Literal["decision", "milestone", "problem", "preference", "emotional", "none"]
 Fusion = Literal["rrf", "weighted", "union", "vector_only", "keyword_only"]
 NS_FIELD = Field(None, description="Namespace (defaults to the call's namespace).")
+
+
+def utc_naive(v: datetime) -> datetime:
+    """Timestamps are stored and compared as naive UTC (like the runtime clock): convert aware ones."""
+    return v if v.tzinfo is None else v.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+UtcDateTime = Annotated[datetime, AfterValidator(utc_naive)]
 
 
 class Strict(BaseModel):
@@ -24,7 +32,7 @@ class NoteIn(Strict):
     memory_type: MemoryType = Field("episodic", description="episodic (an event) or semantic (a lasting fact).")
     salience: Optional[float] = Field(None, ge=0, le=1, description="Importance in [0,1] (type default if unset).")
     decay_factor: Optional[float] = Field(None, ge=0, description="Per-day decay of salience (type default).")
-    occurred_at: Optional[datetime] = Field(None, description="When it was said or happened (default: now).")
+    occurred_at: Optional[UtcDateTime] = Field(None, description="When it was said or happened (default: now).")
     tags: list[str] = Field(default_factory=list, description="Free tags.")
     scope: Optional[str] = Field(None, description="The project or person the note belongs to (a 'wing').")
     thread: Optional[str] = Field(None, description="A contiguous episode it belongs to (e.g. a chat session).")
@@ -108,9 +116,9 @@ class RecallFilters(Strict):
     tags: list[str] = Field(default_factory=list)
     tag_mode: Literal["any", "all"] = "any"
     min_salience: Optional[float] = Field(None, ge=0, le=1)
-    created_after: Optional[datetime] = None
-    created_before: Optional[datetime] = None
-    as_of: Optional[datetime] = Field(None, description="Recall only what existed then.")
+    created_after: Optional[UtcDateTime] = None
+    created_before: Optional[UtcDateTime] = None
+    as_of: Optional[UtcDateTime] = Field(None, description="Recall only what existed then.")
     include_superseded: bool = False
 
 
@@ -120,7 +128,7 @@ class RecallParams(RecallFilters):
     min_score: Optional[float] = Field(None, ge=0, le=1)
     include_breakdown: bool = Field(False, description="Return each result's score components.")
     fusion: Optional[Fusion] = Field(None, description="Override the configured fusion (rrf|weighted|union|…).")
-    now: Optional[datetime] = Field(None, description="The 'now' ages are measured to (default: the clock).")
+    now: Optional[UtcDateTime] = Field(None, description="The 'now' ages are measured to (default: the clock).")
     namespace: Optional[str] = NS_FIELD
 
 
@@ -205,7 +213,7 @@ class FuseResult(BaseModel):
 
 class ScoreParams(Strict):
     candidates: list[Candidate]
-    now: datetime
+    now: UtcDateTime
     rerank: bool = True
 
 

@@ -31,7 +31,7 @@ def fetch_notes(ctx: Context, ids: list[int]) -> dict[int, Note]:
     return {r[0]: note_from_row(r) for r in rows}
 
 
-def _check_limits(s: MemorySettings, notes: list[NoteIn]) -> None:
+def _check_limits(s: MemorySettings, notes: list[NoteIn], single: bool) -> None:
     if len(notes) > s.max_batch:
         raise errors.LimitExceeded(f"at most {s.max_batch} notes per call, got {len(notes)}",
                                    details={"errors": [{"loc": ["notes"], "msg": "batch too large"}]})
@@ -39,7 +39,8 @@ def _check_limits(s: MemorySettings, notes: list[NoteIn]) -> None:
         if len(n.content) > s.max_content_chars:
             raise errors.LimitExceeded(
                 f"content is {len(n.content)} characters; the limit is {s.max_content_chars}",
-                details={"errors": [{"loc": ["notes", i, "content"], "msg": "content too long"}]})
+                details={"errors": [{"loc": ["content"] if single else ["notes", str(i), "content"],
+                                     "msg": "content too long"}]})
 
 
 def _replays(ctx: Context, notes: list[NoteIn]) -> dict[str, int]:
@@ -50,7 +51,7 @@ def _replays(ctx: Context, notes: list[NoteIn]) -> dict[str, int]:
             continue
         if n.key in wanted and wanted[n.key] != n.content:
             raise errors.Conflict(f"idempotency key {n.key!r} appears twice with different content",
-                                  details={"errors": [{"loc": ["notes", i, "key"], "msg": "conflicting key"}]})
+                                  details={"errors": [{"loc": ["notes", str(i), "key"], "msg": "conflicting key"}]})
         wanted[n.key] = n.content
     if not wanted:
         return {}
@@ -63,10 +64,10 @@ def _replays(ctx: Context, notes: list[NoteIn]) -> dict[str, int]:
     return {key: nid for key, nid, _ in rows}
 
 
-def store_notes(ctx: Context, notes: list[NoteIn]) -> tuple[list[int], list[bool]]:
+def store_notes(ctx: Context, notes: list[NoteIn], single: bool = False) -> tuple[list[int], list[bool]]:
     """Insert the notes that are new (in order), embed and link them; returns ids and created flags."""
     s: MemorySettings = ctx.settings
-    _check_limits(s, notes)
+    _check_limits(s, notes, single)
     existing = _replays(ctx, notes)
     fresh: list[NoteIn] = []
     batch_keys: set[str] = set()
@@ -152,9 +153,10 @@ def _link_mentions(ctx: Context, rows: list[NoteRow]) -> None:
 def remember(params: RememberParams, ctx: Context) -> RememberResult:
     """Store one note verbatim (idempotent with a key); classify its kind and link the entities it mentions."""
     note_in = NoteIn.model_validate(params.model_dump(exclude={"namespace"}))
-    ids, created = store_notes(ctx, [note_in])
+    ids, created = store_notes(ctx, [note_in], single=True)
     note = fetch_notes(ctx, ids)[ids[0]]
-    note.entities = [m.name for m in ctx.call("kg.detect_entities", {"text": note.content}).matches]
+    found = ctx.call("kg.detect_entities", {"text": note.content}).matches
+    note.entities = list(dict.fromkeys(m.name for m in found))  # each entity once, in order of first mention
     return RememberResult(note=note, created=created[0])
 
 

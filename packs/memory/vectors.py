@@ -116,11 +116,14 @@ class VectorIndex:
         r = self._row_of.get(int(note_id))
         return None if r is None else self._mat[r].copy()
 
-    def _cosines(self, qvec: np.ndarray) -> np.ndarray:
+    def _query(self, qvec: np.ndarray) -> np.ndarray:
         q = l2_normalize(np.asarray(qvec, dtype=np.float32).reshape(-1))
         if q.shape[0] != self.dim:
             raise ValueError(f"query dim {q.shape[0]} != {self.dim}")
-        return self._mat[: self._n_rows] @ q
+        return q
+
+    def _cosines(self, qvec: np.ndarray) -> np.ndarray:
+        return self._mat[: self._n_rows] @ self._query(qvec)
 
     def search(
         self, qvec: np.ndarray, k: int = 10, allowed=None, min_cosine: float | None = 0.10
@@ -131,22 +134,31 @@ class VectorIndex:
         """
         if k <= 0 or self._n_rows == 0:
             return []
+        if allowed is not None and not isinstance(allowed, np.ndarray) or (
+            isinstance(allowed, np.ndarray) and allowed.dtype != np.bool_
+        ):
+            ids_list = allowed.tolist() if isinstance(allowed, np.ndarray) else list(allowed)
+            if len(ids_list) * 4 <= self._n_rows:
+                # a narrow scope: score only its rows instead of the whole matrix
+                rows = np.array(sorted({r for r in (self._row_of.get(int(i)) for i in ids_list) if r is not None}),
+                                dtype=np.int64)
+                if rows.size == 0:
+                    return []
+                sub = self._mat[rows] @ self._query(qvec)
+                keep = np.ones(rows.size, dtype=bool) if min_cosine is None else sub >= min_cosine
+                return self._top(rows[keep], sub[keep], k)
         s = self._cosines(qvec)
         ok = self._alive[: self._n_rows].copy()
         if min_cosine is not None:
             ok &= s >= min_cosine
         if allowed is not None:
-            if np.asarray(allowed).dtype == np.bool_ or not hasattr(allowed, "__len__") or len(allowed) * 4 > self._n_rows:
-                ok &= _allowed_filter(allowed, self._ids[: self._n_rows])
-            else:  # a short id list: look rows up directly
-                rows = [self._row_of.get(int(i)) for i in allowed]
-                sub = np.zeros_like(ok)
-                sub[[r for r in rows if r is not None]] = True
-                ok &= sub
+            ok &= _allowed_filter(allowed, self._ids[: self._n_rows])
         cand = np.flatnonzero(ok)
+        return self._top(cand, s[cand], k)
+
+    def _top(self, cand: np.ndarray, sc: np.ndarray, k: int) -> list[tuple[int, float]]:
         if cand.size == 0:
             return []
-        sc = s[cand]
         if cand.size > k:
             kth = -np.partition(-sc, k - 1)[k - 1]
             keep = sc >= kth  # every tie at the boundary, so the id tie-break is deterministic

@@ -149,8 +149,9 @@ def _extra(module: str, extra: str) -> Any:
     try:
         return importlib.import_module(f"runtime.adapters.{module}")
     except ImportError as exc:
-        raise errors.ConfigError(f"this command needs the optional extra {extra!r} ({exc.name} is missing): "
-                                 f"pip install 'palimpsest[{extra}]'", details={"extra": extra}) from None
+        needs = {"http": "fastapi uvicorn", "mcp": "mcp"}[extra]  # no brackets: the terminal renderer eats them
+        raise errors.ConfigError(f"this command needs palimpsest's optional extra {extra!r} ({exc.name or exc} is "
+                                 f"missing): pip install {needs}", details={"extra": extra}) from None
 
 
 @app.command("serve")

@@ -15,6 +15,7 @@ import enum
 import inspect
 import json
 import logging
+import re
 import sys
 import types
 import typing
@@ -52,7 +53,8 @@ RESOURCE_ROUTES: tuple[ResourceRoute, ...] = (
     ResourceRoute("POST", "/v1/memory/{ns}/remember", "memory.remember", {"ns": NAMESPACE}),
     ResourceRoute("POST", "/v1/memory/{ns}/recall", "memory.recall", {"ns": NAMESPACE}),
     ResourceRoute("POST", "/v1/memory/{ns}/edges", "memory.link", {"ns": NAMESPACE}),
-    ResourceRoute("GET", "/v1/memory/{ns}/edges/{memory_id}", "memory.edges", {"ns": NAMESPACE, "memory_id": "memory_id"}),
+    ResourceRoute("GET", "/v1/memory/{ns}/edges/{memory_id}", "memory.edges",
+                  {"ns": NAMESPACE, "memory_id": "memory_id"}),
     ResourceRoute("POST", "/v1/memory/{ns}/edges/{edge_id}/delete", "memory.unlink",
                   {"ns": NAMESPACE, "edge_id": "edge_id"}),
     ResourceRoute("GET", "/v1/memory/{ns}/beliefs/{fact_key}/history", "memory.belief_history",
@@ -113,7 +115,8 @@ def _body_model(spec: VerbSpec, taken: set[str]) -> type[BaseModel] | None:
     rest = {n: (f.annotation, f) for n, f in fields.items() if n not in taken}
     if not rest:
         return None
-    return create_model(f"{spec.params_model.__name__}Body", __config__=ConfigDict(extra="forbid"), **rest)  # type: ignore[call-overload]
+    name = f"{spec.params_model.__name__}Body"
+    return create_model(name, __config__=ConfigDict(extra="forbid"), **rest)  # type: ignore[call-overload]
 
 
 def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], body: type[BaseModel] | None,
@@ -170,8 +173,9 @@ def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], bod
 
 
 def _response_model(spec: VerbSpec) -> type[BaseModel]:
-    return create_model(f"{tool_name(spec.full_name)}_response", ok=(Literal[True], True),
-                        verb=(Literal[spec.full_name], spec.full_name), result=(spec.result_model, ...))  # type: ignore[call-overload]
+    fields: dict[str, Any] = {"ok": (Literal[True], True), "verb": (Literal[spec.full_name], spec.full_name),
+                              "result": (spec.result_model, ...)}
+    return create_model(f"{tool_name(spec.full_name)}_response", **fields)  # type: ignore[call-overload]
 
 
 def _mount(app: FastAPI, runtime: Runtime, spec: VerbSpec, method: str, path: str, path_params: dict[str, str],
@@ -183,11 +187,13 @@ def _mount(app: FastAPI, runtime: Runtime, spec: VerbSpec, method: str, path: st
         query = [n for n in fields if n not in taken and _scalar(fields[n].annotation) is not None]
     else:
         body, query = _body_model(spec, taken), []
-    suffix = "" if generic else "_" + "_".join(p for p in path.split("/")[3:] if not p.startswith("{")).replace("-", "_")
+    # generic routes: the tool name (memory_recall); resource routes: method + path (post_memory_ns_remember)
+    op_id = tool_name(spec.full_name) if generic else \
+        re.sub(r"[^a-z0-9]+", "_", f"{method} {path[4:]}".lower()).strip("_")
     app.add_api_route(
         path, _endpoint(runtime, spec, path_params, body, query, generic), methods=[method],
         response_model=response_model, responses=ERROR_RESPONSES, summary=spec.summary or spec.full_name,
-        description=spec.doc, tags=[spec.pack], operation_id=tool_name(spec.full_name) + ("" if generic else f"{suffix}_resource"),
+        description=spec.doc, tags=[spec.pack], operation_id=op_id,
     )
 
 

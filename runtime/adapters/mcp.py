@@ -62,6 +62,7 @@ def build_server(runtime: Runtime) -> Server:
     """A low-level MCP server over an open runtime (the catalog is read once, when built)."""
     public = {tool_name(spec.full_name): spec for spec in runtime.verbs()}
     tools = [tool_for(spec) for spec in public.values()]
+    inputs = {tool.name: tool.input_schema for tool in tools}
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -84,7 +85,7 @@ def build_server(runtime: Runtime) -> Server:
 
     return Server("palimpsest", version=__version__, instructions="palimpsest memory: one tool per verb.",
                   on_list_tools=list_tools, on_call_tool=call_tool,
-                  get_tool_input_schema=lambda name: public[name].params_model.model_json_schema() if name in public else None)
+                  get_tool_input_schema=lambda name: inputs.get(name))
 
 
 def serve_stdio(runtime: Runtime) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 from runtime import PalimpsestError, errors
 from runtime.adapters.serving import TOKEN_ENV, client_settings
 
-_BY_CODE: dict[str, type[PalimpsestError]] = {cls.code: cls for cls in errors.ALL_ERRORS}  # later wins: "internal" → InternalError
+# later classes win, so "internal" maps to InternalError rather than the base class
+_BY_CODE: dict[str, type[PalimpsestError]] = {cls.code: cls for cls in errors.ALL_ERRORS}
 
 
 def error_from_dict(payload: Any, *, status: int | None = None, verb: str | None = None) -> PalimpsestError:
@@ -32,7 +33,10 @@ def error_from_dict(payload: Any, *, status: int | None = None, verb: str | None
 
 
 class RemoteClient:
-    """Call verbs on a palimpsest HTTP server: ``RemoteClient("http://127.0.0.1:8765").call("memory.recall", {...})``."""
+    """Call verbs on a palimpsest HTTP server.
+
+    ``RemoteClient("http://127.0.0.1:8765").call("memory.recall", {"query": "…"})`` returns the result JSON.
+    """
 
     def __init__(self, url: str, *, token: str | None = None, timeout: float | None = None) -> None:
         self.url = url.rstrip("/")

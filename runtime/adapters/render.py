@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runtime import PalimpsestError
@@ -75,7 +76,7 @@ def print_result(data: Any) -> None:
         elif isinstance(value, list) and not value:
             console.print(f"[bold]{key}[/bold]: (none)")
         else:
-            console.print(f"[bold]{key}[/bold]: {_cell(value)}", highlight=False)
+            console.print(f"[bold]{key}[/bold]: {escape(_cell(value))}", highlight=False)
 
 
 def print_error(err: PalimpsestError, as_json: bool) -> None:
@@ -83,7 +84,7 @@ def print_error(err: PalimpsestError, as_json: bool) -> None:
         print_json(err.to_dict())
         return
     console = Console(stderr=True, soft_wrap=True)
-    console.print(f"[red]error[/red] ({err.code}): {err.message}", highlight=False)
+    console.print(f"[red]error[/red] ({err.code}): {escape(err.message)}", highlight=False)
     for e in (err.details or {}).get("errors", []) if isinstance(err.details, dict) else []:
         loc = ".".join(str(p) for p in e.get("loc", [])) or "(params)"
-        console.print(f"  {loc}: {e.get('msg', '')}", highlight=False)
+        console.print(f"  {escape(loc)}: {escape(str(e.get('msg', '')))}", highlight=False)

@@ -31,7 +31,7 @@ LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
 
 def tool_name(verb: str) -> str:
-    """The MCP tool / OpenAPI operation name of a verb: dots become underscores (``memory.recall`` → ``memory_recall``)."""
+    """The MCP tool / OpenAPI operation name of a verb: ``memory.recall`` → ``memory_recall``."""
     return verb.replace(".", "_")
 
 
@@ -101,7 +101,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.bind((host.strip("[]"), port))
     except OSError as exc:
         sock.close()
-        raise errors.ConfigError(f"cannot listen on {host}:{port}: {exc}", details={"host": host, "port": port}) from None
+        raise errors.ConfigError(f"cannot listen on {host}:{port}: {exc}",
+                                 details={"host": host, "port": port}) from None
     sock.listen(128)
     sock.set_inheritable(True)
     return sock

@@ -56,12 +56,13 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
 
 
 class ServerProcess:
-    """A launcher process serving a database; ``url`` comes from the server info file it writes."""
+    """A server process (the test launcher, or ``argv``) holding ``db``; ``url`` comes from the info file it writes."""
 
-    def __init__(self, db: Path, mode: str, *, fakes: bool = False, env: dict[str, str] | None = None) -> None:
+    def __init__(self, db: Path, mode: str, *, fakes: bool = False, env: dict[str, str] | None = None,
+                 argv: list[str] | None = None) -> None:
         self.db = db
         self.info_file = Path(str(db) + ".server.json")
-        args = [sys.executable, str(HERE / "launch.py"), str(db), mode] + (["--fakes"] if fakes else [])
+        args = argv or [sys.executable, str(HERE / "launch.py"), str(db), mode] + (["--fakes"] if fakes else [])
         self.proc = subprocess.Popen(args, cwd=REPO, env=env or child_env(), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.info = self._wait_for_info()

@@ -36,9 +36,9 @@ def test_cli_on_a_held_database_names_the_holder_and_the_way_in(server):
     assert f"held by process {server.proc.pid}" in proc.stderr
     assert f"--server {server.url}" in proc.stderr
     proc = run_cli("--db", str(server.db), "--json", "call", "example.notes")
-    err = json.loads(proc.stderr)["error"] if proc.stderr.strip().startswith("{") else None
-    if err is not None:  # --json errors are the one shape, with the holder in the details
-        assert err["code"] == "storage_error" and err["details"]["holder"]["url"] == server.url
+    err = json.loads(proc.stdout)["error"]  # --json: the one error shape, with the holder in the details
+    assert err["code"] == "storage_error" and err["details"]["reason"] == "locked"
+    assert err["details"]["holder"]["url"] == server.url and err["details"]["holder"]["pid"] == server.proc.pid
 
 
 def test_cli_server_option_sends_the_call_to_the_server(server):
@@ -127,3 +127,14 @@ def test_pal_serve_refuses_a_public_bind_without_a_token(tmp_path):
     assert proc.returncode == errors.ConfigError.exit_code, proc.stderr
     assert "without a token" in proc.stderr
     assert not (tmp_path / "pal.db.server.json").exists()
+
+
+def test_missing_extra_is_named(tmp_path):
+    blocker = tmp_path / "blocked" / "fastapi"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'fastapi'\", name='fastapi')\n")
+    env = child_env()
+    env["PYTHONPATH"] = f"{blocker.parent}:{env['PYTHONPATH']}"
+    proc = run_cli("--db", str(tmp_path / "pal.db"), "serve", env=env)
+    assert proc.returncode == errors.ConfigError.exit_code, proc.stderr
+    assert "optional extra 'http'" in proc.stderr and "pip install fastapi uvicorn" in proc.stderr

@@ -50,3 +50,20 @@ def test_resolve_with_nothing_valid_returns_no_winner(kg):
     kg.call("kg.assert_fact", {"subject": "A", "predicate": "p", "object": "x", "valid_from": "2020"})
     r = kg.call("kg.resolve", {"subject": "A", "predicate": "p", "as_of": "2019"})
     assert r.winner is None and r.evidence == []
+
+
+def test_overlapping_same_value_intervals_merge(kg):
+    kg.call("kg.define_predicate", {"name": "plays_for", "cardinality": "many"})
+    f = {"subject": "P", "predicate": "plays_for", "object": "Club"}
+    kg.call("kg.assert_fact", {**f, "valid_from": "1990", "valid_to": "1996"})
+    res = kg.call("kg.assert_fact", {**f, "valid_from": "1994", "valid_to": "2001"})
+    assert res.action == "evidence" and res.fact.valid_to.year == 2001
+    assert [x.object for x in kg.call("kg.facts", {"subject": "P", "as_of": "1999"}).facts] == ["Club"]
+
+
+def test_explicit_end_extension_stops_at_the_successor(kg):
+    f = {"subject": "Q", "predicate": "works_at"}
+    kg.call("kg.assert_fact", {**f, "object": "A", "valid_from": "2000", "valid_to": "2002"})
+    b = kg.call("kg.assert_fact", {**f, "object": "B", "valid_from": "2005"}).fact
+    res = kg.call("kg.assert_fact", {**f, "object": "A", "valid_from": "2001", "valid_to": "2010"})
+    assert res.action == "evidence" and res.fact.valid_to.year == 2005 and res.fact.superseded_by == b.fact_id

@@ -70,3 +70,18 @@ def test_score_ids_and_shape_errors():
         vi.add([1, 2], np.zeros((1, 3)))
     with pytest.raises(ValueError):
         vi.search(np.zeros(4), 1)
+
+
+def test_narrow_scope_path_equals_mask_path():
+    m = rand(400, 16, seed=3)
+    vi = VectorIndex(16)
+    vi.add(np.arange(400) + 1000, m)
+    q = rand(1, 16, seed=4)[0]
+    scope = np.arange(1000, 1400, 7)  # 58 ids: the narrow path
+    mask = np.zeros(2000, dtype=bool)
+    mask[scope] = True  # a bool mask always takes the full-matrix path
+    a = vi.search(q, 10, allowed=scope, min_cosine=None)
+    b = vi.search(q, 10, allowed=mask, min_cosine=None)
+    assert [i for i, _ in a] == [i for i, _ in b]
+    assert [c for _, c in a] == pytest.approx([c for _, c in b], abs=1e-6)
+    assert vi.search(q, 10, allowed=[5, 6]) == []  # unknown ids
