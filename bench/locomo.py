@@ -315,6 +315,8 @@ def main(argv=None) -> int:
     ap.add_argument("--embedder", default="all", choices=["wordllama", "minilm", "all"])
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "locomo.md"))
     ap.add_argument("--perf", type=int, default=100_000, help="notes for the speed section (0 = skip)")
+    ap.add_argument("--runtime", action=argparse.BooleanOptionalAction, default=True,
+                    help="also run the product (pal import + memory.recall, default config)")
     args = ap.parse_args(argv)
 
     convs = load(Path(args.file))
@@ -363,6 +365,9 @@ def main(argv=None) -> int:
         for s in ABLATIONS:
             out.append(fmt_row(s.name, evaluate(convs, cis, s, e, cache, qcache)))
             print(out[-1], file=sys.stderr)
+    if args.runtime:
+        from bench_runtime_rows import runtime_rows
+        out += runtime_rows(Path(args.file), convs, res_bm, fmt_row, HEADER)
     out += ["\n### Shipped scheme (`ours`)\n",
             f"text leg: BM25 (k1 1.2, b 0.75) over `render_dated(content, occurred_at)` with thread-neighbour "
             f"expansion {OURS.expansion}; vector leg: same text; min-max fusion {OURS.bm25_w}/{OURS.dense_w}; "

@@ -136,7 +136,7 @@ def apply(facts: list[Fact], a: Assertion, now: datetime, new_id: int) -> Outcom
     succ = after[0] if after else None
     if succ is not None and succ.object_key == a.object_key and (a.valid_to is None or a.valid_to >= succ.start):
         succ.valid_from, succ.interval_changed = start, True  # the same value, known to start earlier
-        _evidence(succ, a)
+        _evidence(succ, a, after[1] if len(after) > 1 else None)
         target, action = succ, "extended"
     else:
         if a.valid_to is not None and (succ is None or a.valid_to <= succ.start):

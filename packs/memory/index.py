@@ -71,9 +71,11 @@ class Codes:
 class MemoryIndex:
     COLUMNS = {"alive": bool, "ns": np.int32, "mtype": np.int8, "kind": np.int8, "scope": np.int32,
                "thread": np.int32, "salience": np.float64, "decay": np.float64, "occurred": np.float64,
-               "created": np.float64, "superseded": np.float64, "archived": bool}
+               "created": np.float64, "superseded": np.float64, "archived": bool, "prefix": np.int64}
 
-    def __init__(self, *, k1: float, b: float, max_query_terms: int, expansion_weight: float) -> None:
+    def __init__(self, *, k1: float, b: float, max_query_terms: int, expansion_weight: float,
+                 prefix_chars: int = 0) -> None:
+        self.prefix_chars = prefix_chars  # near-duplicate detection: a hash of each note's opening characters
         self.bm25 = BM25Index(k1=k1, b=b, max_query_terms=max_query_terms)
         self.expander = ThreadExpander(weight=expansion_weight)
         self.vectors: dict[str, VectorIndex] = {}
@@ -119,6 +121,7 @@ class MemoryIndex:
             c["salience"][i], c["decay"][i] = r.salience, r.decay_factor
             c["occurred"][i], c["created"][i] = seconds(r.occurred_at), seconds(r.created_at)
             c["superseded"][i] = seconds(r.superseded_at)
+            c["prefix"][i] = hash(r.content[: self.prefix_chars].strip().lower()) if self.prefix_chars else 0
             if r.tags:
                 self.tags[i] = frozenset(r.tags)
         bags: dict[int, Any] = {}

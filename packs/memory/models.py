@@ -199,36 +199,55 @@ class FuseParams(Strict):
     filters: RecallFilters = Field(default_factory=RecallFilters)
 
 
-class Candidate(BaseModel):
-    id: int
-    relevance: float = Field(description="Fused relevance after context signals, scaled to [0,1].")
-    text_match: float
-    vector_match: float
-    context: dict[str, float] = Field(default_factory=dict)
+class Candidates(BaseModel):
+    """Candidates as columns (one list per feature, aligned by position): cheap to pass between stages."""
+
+    ids: list[int]
+    relevance: list[float] = Field(description="Fused relevance after context signals, scaled to [0,1].")
+    text_match: list[float]
+    vector_match: list[float]
+    context: dict[str, list[float]] = Field(default_factory=dict)
 
 
 class FuseResult(BaseModel):
-    candidates: list[Candidate]
+    candidates: Candidates
 
 
 class ScoreParams(Strict):
-    candidates: list[Candidate]
-    now: UtcDateTime
+    candidates: Candidates
+    now: datetime
     rerank: bool = True
 
 
 class Scored(BaseModel):
-    id: int
-    score: float
-    breakdown: Breakdown
+    """Scored candidates as columns, sorted by ``score`` (best first): every number the ranking used."""
+
+    formula: Literal["score", "rerank"]
+    weights: dict[str, float]
+    ids: list[int]
+    score: list[float]
+    relevance: list[float]
+    effective_salience: list[float]
+    recency: list[float]
+    text_match: list[float]
+    vector_match: list[float]
+    age_days: list[float]
+    context: dict[str, list[float]] = Field(default_factory=dict)
+
+    def breakdown(self, j: int) -> "Breakdown":
+        return Breakdown(formula=self.formula, weights=self.weights, score=self.score[j],
+                         relevance=self.relevance[j], effective_salience=self.effective_salience[j],
+                         recency=self.recency[j], text_match=self.text_match[j],
+                         vector_match=self.vector_match[j], age_days=self.age_days[j],
+                         context={k: v[j] for k, v in self.context.items()})
 
 
 class ScoreResult(BaseModel):
-    results: list[Scored]
+    results: Scored
 
 
 class RerankParams(Strict):
-    results: list[Scored]
+    results: Scored
 
 
 class GetParams(Strict):

@@ -31,7 +31,7 @@ def stored_models(s: MemorySettings) -> list[str]:
 
 def new_index(s: MemorySettings) -> MemoryIndex:
     return MemoryIndex(k1=s.bm25_k1, b=s.bm25_b, max_query_terms=s.max_query_terms,
-                       expansion_weight=s.context.expansion_weight)
+                       expansion_weight=s.context.expansion_weight, prefix_chars=s.near_duplicate_prefix)
 
 
 @pack.on_open

@@ -4,8 +4,11 @@ from __future__ import annotations
 import time
 import uuid
 
+import numpy as np
+
+from packs.memory.index import MemoryIndex
 from packs.memory.models import (CandidatesParams, EmbedParams, FuseParams, RecallFilters, RecallHit, RecallParams,
-                                 RecallResult, ScoreParams)
+                                 RecallResult, Scored, ScoreParams)
 from packs.memory.pack import pack
 from packs.memory.remember import fetch_notes
 from packs.memory.settings import MemorySettings
@@ -59,39 +62,46 @@ def recall(params: RecallParams, ctx: Context) -> RecallResult:
     scored = ctx.call("memory.recall_score", ScoreParams.model_construct(
         candidates=fused.candidates, now=(params.now or ctx.now()).replace(tzinfo=None), rerank=True)).results
     deadline.check("score")
-    ranked = _demote_near_duplicates(scored, fetch_notes(ctx, [r.id for r in scored[: params.limit * 3]]), s)
-    if params.min_score is not None:
-        ranked = [r for r in ranked if r.score >= params.min_score]
-    top = ranked[: params.limit]
-    notes = fetch_notes(ctx, [r.id for r in top])
+    scored = _demote_near_duplicates(scored, ctx.state.index, s)
+    keep = [j for j, sc in enumerate(scored.score) if params.min_score is None or sc >= params.min_score]
+    top = keep[: params.limit]
+    notes = fetch_notes(ctx, [scored.ids[j] for j in top])
     hits, used, truncated = [], 0, False
-    for r in top:
-        note = notes[r.id]
+    for j in top:
+        note = notes[scored.ids[j]]
         if hits and s.response_char_budget and used + len(note.content) > s.response_char_budget:
             truncated = True
             break
         used += len(note.content)
-        hits.append(RecallHit(note=note, score=r.score, breakdown=r.breakdown if params.include_breakdown else None))
+        hits.append(RecallHit(note=note, score=scored.score[j],
+                              breakdown=scored.breakdown(j) if params.include_breakdown else None))
     return RecallResult(recall_id=uuid.uuid4().hex, query=params.query, results=hits, fusion=fusion,
                         embedder=emb.model, truncated=truncated)
 
 
-def _demote_near_duplicates(scored: list, notes: dict, s: MemorySettings) -> list:
-    """A note whose first N characters equal a better-ranked note's is penalised (recorded in its breakdown)."""
-    if not s.near_duplicate_prefix or not s.near_duplicate_penalty:
+def _demote_near_duplicates(scored: Scored, index: MemoryIndex, s: MemorySettings) -> Scored:
+    """A note whose first N characters equal a better-ranked note's loses a share of its score.
+
+    The penalty is recorded in its breakdown (``context["near_duplicate"]``) and the list is re-sorted, so
+    the breakdown's ``score`` stays the number the results are ordered by.
+    """
+    if not s.near_duplicate_prefix or not s.near_duplicate_penalty or not scored.ids:
         return scored
-    seen: set[str] = set()
-    out = []
-    for r in scored:
-        note = notes.get(r.id)
-        prefix = note.content[: s.near_duplicate_prefix].strip().lower() if note else None
-        if prefix is not None and prefix in seen:
-            score = r.score * (1.0 - s.near_duplicate_penalty)
-            ctx_feats = dict(r.breakdown.context, near_duplicate=s.near_duplicate_penalty)
-            r = r.model_copy(update={"score": score, "breakdown": r.breakdown.model_copy(
-                update={"score": score, "context": ctx_feats})})
-        elif prefix is not None:
-            seen.add(prefix)
-        out.append(r)
-    out.sort(key=lambda x: (-x.score, x.id))
-    return out
+    prefixes = index.cols["prefix"][np.asarray(scored.ids, dtype=np.int64)]
+    seen: set[int] = set()
+    penalty = np.zeros(len(scored.ids))
+    for j, p in enumerate(prefixes.tolist()):
+        if p in seen:
+            penalty[j] = s.near_duplicate_penalty
+        seen.add(p)
+    if not penalty.any():
+        return scored
+    score = np.asarray(scored.score) * (1.0 - penalty)
+    ids = np.asarray(scored.ids, dtype=np.int64)
+    order = np.lexsort((ids, -score))
+    context = dict(scored.context, near_duplicate=penalty.tolist())
+    cols = {k: v for k, v in scored.model_dump().items() if k not in ("formula", "weights")}
+    cols.update(score=score.tolist(), context=context)
+    reordered = {k: ({kk: [vv[j] for j in order] for kk, vv in v.items()} if k == "context"
+                     else [v[j] for j in order]) for k, v in cols.items()}
+    return Scored.model_construct(formula=scored.formula, weights=scored.weights, **reordered)

@@ -1,26 +1,27 @@
 """The recall pipeline's sub-handlers: embed → candidates → fuse (+ context) → score → rerank.
 
 Each stage is a hidden verb, callable alone for debugging (``pal call memory.recall_fuse --internal``).
-The formulas are the ones in ADR 0008; ``tests/packs/memory/test_scoring.py`` reads both.
+Candidates travel between stages as columns, and scoring is vectorised. The formulas are the ones in
+ADR 0008; ``tests/packs/memory/test_scoring.py`` reads both.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from packs.memory import fusion as fusion_fns
 from packs.memory.context import ContextConfig, apply_context
 from packs.memory.index import seconds
-from packs.memory.models import (Breakdown, Candidate, CandidatesParams, CandidatesResult, EmbedParams,
-                                 EmbedResult, FuseParams, FuseResult, Leg, RerankParams, Scored, ScoreParams,
-                                 ScoreResult)
+from packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams, EmbedResult,
+                                 FuseParams, FuseResult, Leg, RerankParams, Scored, ScoreParams, ScoreResult)
 from packs.memory.pack import pack
 from packs.memory.settings import MemorySettings
 from packs.memory.text import cjk_ratio
 from runtime import Act, Context, Visibility
 
 SUB = {"act": Act.ASSERTIVE, "visibility": Visibility.SUBHANDLER}
+CONTEXT_SIGNALS = ("neighbour", "thread", "date", "speaker")
+RERANK_FEATURES = {"relevance": "relevance", "salience": "effective_salience", "temporal": "recency",
+                   "text_match": "text_match", "vector_match": "vector_match"}
 
 
 @pack.verb("recall_embed", **SUB)
@@ -67,22 +68,20 @@ def recall_fuse(params: FuseParams, ctx: Context) -> FuseResult:
     per_leg = {name: fusion_fns.minmax(leg) for name, leg in legs.items()}
     index = ctx.state.index
     c = s.context
-    ctx_result = apply_context(
+    result = apply_context(
         fused.scores, params.query, neighbours=index.neighbours, thread_of=index.thread_of,
         config=ContextConfig(neighbour_alpha=c.neighbour_alpha, thread_beta=c.thread_beta,
                              thread_top=c.thread_top, date_gamma=0.0, speaker_gamma=0.0))
     # neighbours pulled in by the context stage must pass the same namespace and filters as the legs
     mask = index.mask(ctx.namespace, params.filters)
-    scores = {i: v for i, v in ctx_result.scores.items() if i < mask.shape[0] and mask[i]}
-    top = max(scores.values(), default=0.0)
-    out = []
-    for i, v in scores.items():
-        feats = ctx_result.features(i)
-        out.append(Candidate.model_construct(
-            id=i, relevance=(v / top if top > 0 else 0.0), text_match=per_leg["text"].get(i, 0.0),
-            vector_match=per_leg["vector"].get(i, 0.0),
-            context={k: round(float(x), 6) for k, x in feats.items() if k != "base"}))
-    return FuseResult.model_construct(candidates=out)
+    ids = [i for i in result.scores if i < mask.shape[0] and mask[i]]
+    raw = np.array([result.scores[i] for i in ids], dtype=np.float64)
+    top = float(raw.max()) if raw.size else 0.0
+    return FuseResult.model_construct(candidates=Candidates.model_construct(
+        ids=ids, relevance=(raw / top if top > 0 else raw * 0).tolist(),
+        text_match=[per_leg["text"].get(i, 0.0) for i in ids],
+        vector_match=[per_leg["vector"].get(i, 0.0) for i in ids],
+        context={name: [result.components.get(name, {}).get(i, 0.0) for i in ids] for name in CONTEXT_SIGNALS}))
 
 
 def score_weights(ctx: Context) -> dict[str, float]:
@@ -93,29 +92,34 @@ def score_weights(ctx: Context) -> dict[str, float]:
             "temporal": ctx.tunable("temporal_weight", w.temporal)}
 
 
+def _sorted(cols: dict, order: np.ndarray) -> dict:
+    return {k: (np.asarray(v)[order].tolist() if isinstance(v, (list, np.ndarray)) else
+                {kk: np.asarray(vv)[order].tolist() for kk, vv in v.items()} if k == "context" else v)
+            for k, v in cols.items()}
+
+
 @pack.verb("recall_score", **SUB)
 def recall_score(params: ScoreParams, ctx: Context) -> ScoreResult:
     """score = (w_rel·relevance + w_sal·salience·e^(−decay·age) + w_temp·2^(−age/half_life)) / Σw."""
     s: MemorySettings = ctx.settings
     w = score_weights(ctx)
     total = sum(w.values()) or 1.0
-    index = ctx.state.index
-    feats = index.features(c.id for c in params.candidates)
-    now_s = seconds(params.now)
-    out = []
-    for j, cand in enumerate(params.candidates):
-        age = max(0.0, float(now_s - feats["occurred"][j]) / 86400.0)
-        eff_sal = float(feats["salience"][j]) * math.exp(-float(feats["decay"][j]) * age)
-        recency = 2.0 ** (-age / s.recency_half_life_days)
-        score = (w["relevance"] * cand.relevance + w["salience"] * eff_sal + w["temporal"] * recency) / total
-        out.append(Scored.model_construct(id=cand.id, score=score, breakdown=Breakdown.model_construct(
-            relevance=cand.relevance, effective_salience=eff_sal, recency=recency, weights=w, score=score,
-            text_match=cand.text_match, vector_match=cand.vector_match, context=cand.context, age_days=age,
-            formula="score")))
+    cand = params.candidates
+    feats = ctx.state.index.features(cand.ids)
+    age = np.maximum(0.0, (seconds(params.now) - feats["occurred"]) / 86400.0)
+    eff_sal = feats["salience"] * np.exp(-feats["decay"] * age)
+    recency = 2.0 ** (-age / s.recency_half_life_days)
+    relevance = np.asarray(cand.relevance, dtype=np.float64)
+    score = (w["relevance"] * relevance + w["salience"] * eff_sal + w["temporal"] * recency) / total
+    ids = np.asarray(cand.ids, dtype=np.int64)
+    order = np.lexsort((ids, -score))
+    cols = _sorted({"formula": "score", "weights": w, "ids": ids, "score": score, "relevance": relevance,
+                    "effective_salience": eff_sal, "recency": recency, "text_match": cand.text_match,
+                    "vector_match": cand.vector_match, "age_days": age, "context": cand.context}, order)
+    scored = Scored.model_construct(**cols)
     if params.rerank and sum(s.rerank.model_dump().values()) > 0:
-        out = ctx.call("memory.recall_rerank", {"results": out}).results
-    out.sort(key=lambda r: (-r.score, r.id))
-    return ScoreResult.model_construct(results=out)
+        scored = ctx.call("memory.recall_rerank", RerankParams.model_construct(results=scored)).results
+    return ScoreResult.model_construct(results=scored)
 
 
 @pack.verb("recall_rerank", **SUB)
@@ -123,15 +127,11 @@ def recall_rerank(params: RerankParams, ctx: Context) -> ScoreResult:
     """Replace each score by Σ w·feature / Σ w over relevance, salience, temporal, text_match, vector_match."""
     w = ctx.settings.rerank.model_dump()
     total = sum(w.values())
+    r = params.results
     if total <= 0:
-        return ScoreResult.model_construct(results=list(params.results))
-    out = []
-    for r in params.results:
-        b = r.breakdown
-        feats = {"relevance": b.relevance, "salience": b.effective_salience, "temporal": b.recency,
-                 "text_match": b.text_match, "vector_match": b.vector_match}
-        score = sum(w[k] * feats[k] for k in w) / total
-        out.append(Scored.model_construct(id=r.id, score=score, breakdown=b.model_copy(
-            update={"score": score, "weights": w, "formula": "rerank"})))
-    out.sort(key=lambda r: (-r.score, r.id))
-    return ScoreResult.model_construct(results=out)
+        return ScoreResult.model_construct(results=r)
+    score = sum(w[k] * np.asarray(getattr(r, col), dtype=np.float64) for k, col in RERANK_FEATURES.items()) / total
+    ids = np.asarray(r.ids, dtype=np.int64)
+    order = np.lexsort((ids, -score))
+    cols = _sorted({**r.model_dump(), "formula": "rerank", "weights": w, "score": score, "ids": ids}, order)
+    return ScoreResult.model_construct(results=Scored.model_construct(**cols))

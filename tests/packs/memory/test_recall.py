@@ -77,8 +77,10 @@ def test_subhandlers_are_hidden_from_the_catalog_but_listed_on_request(rt):
     ("memory.recall_candidates", {"query": "postgres", "k": 5}),
     ("memory.recall_fuse", {"query": "postgres", "text": {"ids": [], "scores": []},
                             "vector": {"ids": [], "scores": []}, "fusion": "rrf"}),
-    ("memory.recall_score", {"candidates": [], "now": T0.isoformat()}),
-    ("memory.recall_rerank", {"results": []}),
+    ("memory.recall_score", {"candidates": {"ids": [], "relevance": [], "text_match": [], "vector_match": []}, "now": T0.isoformat()}),
+    ("memory.recall_rerank", {"results": {"formula": "score", "weights": {}, "ids": [], "score": [], "relevance": [],
+                                          "effective_salience": [], "recency": [], "text_match": [],
+                                          "vector_match": [], "age_days": []}}),
 ])
 def test_subhandlers_are_refused_from_outside_without_internal(rt, verb, params):
     with pytest.raises(errors.Forbidden) as exc:
@@ -99,12 +101,12 @@ def test_the_pipeline_run_by_hand_matches_recall(rt):
     assert set(legs.text.ids) == {1, 2, 4} and 3 not in legs.vector.ids
     fused = rt.call("memory.recall_fuse", {"query": query, "text": legs.text.model_dump(),
                                            "vector": legs.vector.model_dump(), "fusion": "weighted"}, internal=True)
-    assert max(c.relevance for c in fused.candidates) == pytest.approx(1.0)
-    scored = rt.call("memory.recall_score", {"candidates": [c.model_dump() for c in fused.candidates],
+    assert max(fused.candidates.relevance) == pytest.approx(1.0)
+    scored = rt.call("memory.recall_score", {"candidates": fused.candidates.model_dump(),
                                              "now": T0.isoformat()}, internal=True).results
     got = recall(rt, query, fusion="weighted", now=T0.isoformat(), include_breakdown=True).results
-    assert [(s.id, s.score) for s in scored] == [(h.note.id, h.score) for h in got]
-    assert [s.breakdown for s in scored] == [h.breakdown for h in got]
+    assert list(zip(scored.ids, scored.score)) == [(h.note.id, h.score) for h in got]
+    assert [scored.breakdown(j) for j in range(len(scored.ids))] == [h.breakdown for h in got]
 
 
 def test_recall_embed_routes_by_script(rt):
@@ -155,12 +157,12 @@ def test_single_leg_fusions_use_only_their_leg(rt, fusion, kept):
         remember(rt, text)
     legs = {"text": {"ids": [1, 2], "scores": [3.0, 1.0]}, "vector": {"ids": [3, 2], "scores": [0.9, 0.5]}}
     got = rt.call("memory.recall_fuse", {"query": "harbour", **legs, "fusion": fusion}, internal=True).candidates
-    ids_ = {c.id for c in got if c.relevance > 0}
+    ids_ = {i for i, r in zip(got.ids, got.relevance) if r > 0}
     want = {"vector": {3}, "text": {1}, "both": {1, 3}}[kept]  # (min-max puts each leg's weakest at 0)
     assert want <= ids_
     if kept != "both":
         other = {"vector": {1}, "text": {3}}[kept]
-        assert not other & {c.id for c in got}
+        assert not other & set(got.ids)
 
 
 # -- filters ----------------------------------------------------------------------------------------------

@@ -251,14 +251,14 @@ def test_rerank_turns_on_with_nonzero_weights(make_pal_runtime, weights):
 def test_rerank_subhandler_alone(make_pal_runtime):
     weights = {"relevance": 1.0, "salience": 0.0, "temporal": 0.0, "text_match": 0.0, "vector_match": 3.0}
     rt = make_pal_runtime(config=memory_config(rerank=weights), clock=lambda: NOW)
-    base = {"relevance": 0.2, "effective_salience": 0.9, "recency": 0.5, "weights": {"relevance": 1.0},
-            "score": 0.0, "text_match": 0.0, "age_days": 1.0, "formula": "score"}
-    res = rt.call("memory.recall_rerank", {"results": [
-        {"id": 1, "score": 0.9, "breakdown": {**base, "vector_match": 0.0}},
-        {"id": 2, "score": 0.1, "breakdown": {**base, "vector_match": 1.0}}]}, internal=True).results
-    assert [r.id for r in res] == [2, 1]
-    assert [r.score for r in res] == pytest.approx([(0.2 + 3.0) / 4.0, 0.2 / 4.0])
-    assert all(r.breakdown.formula == "rerank" and r.breakdown.score == r.score for r in res)
+    columns = {"formula": "score", "weights": {"relevance": 1.0}, "ids": [1, 2], "score": [0.9, 0.1],
+               "relevance": [0.2, 0.2], "effective_salience": [0.9, 0.9], "recency": [0.5, 0.5],
+               "text_match": [0.0, 0.0], "vector_match": [0.0, 1.0], "age_days": [1.0, 1.0]}
+    res = rt.call("memory.recall_rerank", {"results": columns}, internal=True).results
+    assert res.ids == [2, 1]
+    assert res.score == pytest.approx([(0.2 + 3.0) / 4.0, 0.2 / 4.0])
+    assert res.formula == "rerank" and res.weights == weights
+    assert [res.breakdown(j).score for j in range(2)] == res.score
 
 
 # -- near-duplicate demotion ------------------------------------------------------------------------------
@@ -273,8 +273,8 @@ def test_near_duplicates_are_demoted_and_the_breakdown_says_so(make_pal_runtime)
     hits = {h.note.id: h for h in recall(rt, "Orion Postgres migration", limit=50).results}
     assert set(hits) == {first, second, third}
     penalty = DEFAULTS["near_duplicate_penalty"]
-    assert "near_duplicate" not in hits[first].breakdown.context
-    assert "near_duplicate" not in hits[third].breakdown.context
+    assert hits[first].breakdown.context.get("near_duplicate", 0.0) == 0.0
+    assert hits[third].breakdown.context.get("near_duplicate", 0.0) == 0.0
     dup = hits[second]
     assert dup.breakdown.context["near_duplicate"] == penalty
     undemoted = evaluate_formula(dup)["score"]
