@@ -102,21 +102,17 @@ def cjk_ratio(text: str) -> float:
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 
+_CJK_RUN_RE = re.compile(
+    "([\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002fa1f\uf900-\ufaff\u3040-\u30ff\u31f0-\u31ff"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+)")  # the ranges of is_cjk_char
+
+
 def _split_cjk(word: str) -> list[tuple[bool, str]]:
-    """Split a word into alternating (is_cjk, run) pieces."""
-    out: list[tuple[bool, str]] = []
-    cur = []
-    cur_cjk = None
-    for ch in word:
-        c = is_cjk_char(ch)
-        if cur and c != cur_cjk:
-            out.append((bool(cur_cjk), "".join(cur)))
-            cur = []
-        cur.append(ch)
-        cur_cjk = c
-    if cur:
-        out.append((bool(cur_cjk), "".join(cur)))
-    return out
+    """Split a word into alternating (is_cjk, run) pieces (ASCII words skip the scan: the common case)."""
+    if word.isascii():
+        return [(False, word)]
+    parts = _CJK_RUN_RE.split(word)  # odd positions are the CJK runs
+    return [(i % 2 == 1, p) for i, p in enumerate(parts) if p]
 
 
 def _cjk_tokens(run: str, unigrams: bool) -> list[str]:

@@ -1,0 +1,69 @@
+"""`make bench`: run every benchmark and assemble bench/RESULTS.md (machine, commands, figures).
+
+Each benchmark writes its own markdown to bench/results/; this script runs them one after another (never in
+parallel: the machine has 2 shared cores) and concatenates their reports under a header describing the
+machine. A benchmark whose data (../shared/data) is absent says so and is skipped.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+BENCHES = [  # (results file, command)
+    ("locomo.md", ["bench/locomo.py", "--embedder", "all", "--perf", "0"]),
+    ("memory_perf.md", ["bench/memory_perf.py", "--sizes", "10000,100000"]),
+    ("kg.md", ["bench/kg_yago.py"]),
+    ("kg_scale.md", ["bench/kg_scale.py"]),
+]
+
+
+def machine() -> str:
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else "?"
+    mem = next((int(ln.split()[1]) // 1024 // 1024 for ln in Path("/proc/meminfo").read_text().splitlines()
+                if ln.startswith("MemTotal")), 0) if Path("/proc/meminfo").exists() else 0
+    return (f"{cpu}, {os.cpu_count()} cores, {mem} GiB RAM, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def main() -> int:
+    only = set(sys.argv[1:])
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    ran = []
+    for name, cmd in BENCHES:
+        if only and name.split(".")[0] not in only:
+            continue
+        script = ROOT / cmd[0]
+        if not script.exists():
+            print(f"skip {name}: {cmd[0]} is missing")
+            continue
+        t = time.perf_counter()
+        print(f"== {' '.join(cmd)}", flush=True)
+        proc = subprocess.run([sys.executable, *cmd], cwd=ROOT)
+        ran.append((name, " ".join(["python", *cmd]), proc.returncode, time.perf_counter() - t))
+    parts = [
+        "# Benchmark results\n",
+        f"Assembled {datetime.now():%Y-%m-%d %H:%M} by `make bench` (`python bench/run_all.py`).",
+        f"Machine: {machine()}. The machine is shared and noisy: figures are medians, and every comparison",
+        "that matters (ours vs plain BM25 vs plain dense) is measured side by side in the same run.\n",
+        "| report | command | exit | seconds |", "|---|---|---|---|",
+        *[f"| {n} | `{c}` | {rc} | {s:.0f} |" for n, c, rc, s in ran], "",
+    ]
+    for name, _ in BENCHES:
+        path = RESULTS / name
+        if path.exists():
+            parts += [f"\n---\n<!-- {name} -->\n", path.read_text().replace("\n# ", "\n## ", 1)]
+    (ROOT / "bench" / "RESULTS.md").write_text("\n".join(parts) + "\n")
+    print("wrote bench/RESULTS.md")
+    return 0 if all(rc == 0 for _, _, rc, _ in ran) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
