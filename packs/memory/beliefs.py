@@ -1,0 +1,1 @@
+"""(being written: see the issue this module belongs to)."""
