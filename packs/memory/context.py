@@ -31,13 +31,14 @@ R@10, WordLlama; see ``bench/results/locomo.md`` for the full ablation):
 
 from __future__ import annotations
 
-import bisect
-import calendar
 import datetime as dt
 import re
-from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from packs.memory.dates import (date_window_boost, has_time_expression, query_date_windows, render_dated,
+                                temporal_intent)
+from packs.memory.threads import ThreadExpander, ThreadLinks, expand_bag
 
 __all__ = [
     "ContextConfig",
@@ -54,132 +55,6 @@ __all__ = [
     "temporal_intent",
     "thread_propagation",
 ]
-
-
-# ----------------------------------------------------------------- rendering
-def render_dated(content: str, occurred_at: dt.datetime | dt.date | None) -> str:
-    """Text to index for a note: ``"<d Month YYYY>: <content>"`` (content unchanged if no date)."""
-    if occurred_at is None:
-        return content
-    return f"{occurred_at.day} {calendar.month_name[occurred_at.month]} {occurred_at.year}: {content}"
-
-
-# ------------------------------------------------------------- thread links
-class ThreadLinks:
-    """Previous/next note of the same thread, maintained incrementally.
-
-    Order inside a thread is by note id (ids increase in insertion order).
-    ``prev``/``next`` pointers are kept per note, so :meth:`neighbours` is two
-    dict look-ups; an append is O(1) and an out-of-order insert a
-    ``bisect.insort`` into the thread's member list.
-    """
-
-    def __init__(self) -> None:
-        self._members: dict[Hashable, list[int]] = {}
-        self._thread_of: dict[int, Hashable] = {}
-        self._prev: dict[int, int] = {}
-        self._next: dict[int, int] = {}
-
-    def _link(self, a: int | None, b: int | None) -> None:
-        if a is not None:
-            if b is None:
-                self._next.pop(a, None)
-            else:
-                self._next[a] = b
-        if b is not None:
-            if a is None:
-                self._prev.pop(b, None)
-            else:
-                self._prev[b] = a
-
-    def add(self, note_id: int, thread: Hashable | None) -> None:
-        if thread is None:
-            return
-        note_id = int(note_id)
-        if note_id in self._thread_of:
-            self.remove(note_id)
-        ids = self._members.setdefault(thread, [])
-        if not ids or ids[-1] < note_id:
-            j = len(ids)
-            ids.append(note_id)
-        else:
-            j = bisect.bisect_left(ids, note_id)
-            ids.insert(j, note_id)
-        prev = ids[j - 1] if j > 0 else None
-        nxt = ids[j + 1] if j + 1 < len(ids) else None
-        self._link(prev, note_id)
-        self._link(note_id, nxt)
-        self._thread_of[note_id] = thread
-
-    def remove(self, note_id: int) -> None:
-        note_id = int(note_id)
-        thread = self._thread_of.pop(note_id, None)
-        if thread is None:
-            return
-        ids = self._members[thread]
-        j = bisect.bisect_left(ids, note_id)
-        if j < len(ids) and ids[j] == note_id:
-            ids.pop(j)
-        prev, nxt = self._prev.pop(note_id, None), self._next.pop(note_id, None)
-        self._link(prev, nxt)
-        if not ids:
-            del self._members[thread]
-
-    def thread_of(self, note_id: int) -> Hashable | None:
-        return self._thread_of.get(note_id)
-
-    def neighbours(self, note_id: int) -> tuple[int | None, int | None]:
-        """``(prev_id, next_id)`` inside the note's thread (None at the ends / no thread)."""
-        return (self._prev.get(note_id), self._next.get(note_id))
-
-
-# -------------------------------------------------- write-time doc expansion
-def expand_bag(own: Iterable[str], neighbours: Iterable[Iterable[str]], weight: float = 0.5) -> Counter:
-    """``Counter(own) + weight · Σ Counter(neighbour)`` - the BM25 bag of an expanded note."""
-    bag: Counter = Counter(own)
-    if weight > 0:
-        for toks in neighbours:
-            for t in toks:
-                bag[t] += weight
-    return bag
-
-
-class ThreadExpander:
-    """Incremental thread-neighbour expansion for the full-text leg.
-
-    ``add(note_id, thread, tokens)`` returns ``{note_id: bag}`` for every note
-    whose expanded bag changed: the new note and its previous/next thread
-    neighbours (usually just the previous one, since notes are appended).  The
-    caller re-indexes those bags (``BM25Index.add_weighted`` replaces by id),
-    so ingest costs O(tokens of 2-3 notes), never a rebuild.  Notes without a
-    thread are not expanded.
-    """
-
-    def __init__(self, weight: float = 0.5) -> None:
-        self.weight = float(weight)
-        self.links = ThreadLinks()
-        self._tokens: dict[int, list[str]] = {}
-
-    def bag(self, note_id: int) -> Counter:
-        prev, nxt = self.links.neighbours(note_id)
-        neigh = [self._tokens[j] for j in (prev, nxt) if j is not None]
-        return expand_bag(self._tokens.get(int(note_id), []), neigh, self.weight)
-
-    def add(self, note_id: int, thread: Hashable | None, tokens: Sequence[str]) -> dict[int, Counter]:
-        note_id = int(note_id)
-        self._tokens[note_id] = list(tokens)
-        self.links.add(note_id, thread)
-        prev, nxt = self.links.neighbours(note_id)
-        changed = [note_id] + [j for j in (prev, nxt) if j is not None]
-        return {j: self.bag(j) for j in changed}
-
-    def remove(self, note_id: int) -> dict[int, Counter]:
-        """Forget a note; returns the re-expanded bags of its former neighbours."""
-        note_id = int(note_id)
-        prev, nxt = self.links.neighbours(note_id)
-        self.links.remove(note_id)
-        self._tokens.pop(note_id, None)
-        return {j: self.bag(j) for j in (prev, nxt) if j is not None}
 
 
 # ------------------------------------------------------- query-time signals
@@ -230,99 +105,6 @@ def thread_propagation(
     hi = max(tval.values(), default=0.0)
     feat = {i: (tval[t] / hi if (t is not None and hi > 0) else 0.0) for i, t in th.items()}
     return {i: s + beta * feat[i] for i, s in scores.items()}, feat
-
-
-# ------------------------------------------------------------------ time
-_MONTHS = [m.lower() for m in calendar.month_name[1:]]
-_MON_RE = "|".join(_MONTHS + [m[:3] for m in _MONTHS if m != "may"] + ["sept"])
-_DATE_RE = re.compile(
-    rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?({_MON_RE})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?\s*(\d{{4}})?\b",
-    re.I,
-)
-_YEAR_RE = re.compile(r"\b(19\d\d|20\d\d)\b")
-_TEMPORAL_Q = re.compile(
-    r"^\s*(when|how long|what (year|month|day|date|time)|which (year|month|day|date))\b|\bhow long ago\b", re.I
-)
-_TIME_EXPR = re.compile(
-    rf"\b(yesterday|today|tonight|tomorrow|last|next|ago|recently|weekend|week|month|year|years|since|"
-    rf"(?:mon|tues|wednes|thurs|fri|satur|sun)day|{_MON_RE}|\d{{4}}|morning|evening|night|earlier|soon)\b",
-    re.I,
-)
-
-
-def _month_of(tok: str) -> int:
-    tok = tok.lower().rstrip(".")
-    for k, m in enumerate(_MONTHS, 1):
-        if m.startswith(tok[:3]):
-            return k
-    raise ValueError(tok)
-
-
-def query_date_windows(
-    query: str, *, before_days: int = 3, after_days: int = 10
-) -> list[tuple[dt.datetime, dt.datetime]]:
-    """Absolute dates named in ``query`` as ``[start, end)`` windows of ``occurred_at``.
-
-    * "13 October 2023" / "October 13, 2023" -> ``[d - before_days, d + after_days]``
-      (a note about a day is usually written that day or soon after);
-    * "May 2023" -> the month plus ``after_days`` of slack;
-    * a bare year (only when no month date was found) -> that year (+15 days).
-    A month or day without a year is ignored (ambiguous).
-    """
-    out: list[tuple[dt.datetime, dt.datetime]] = []
-    for m in _DATE_RE.finditer(query):
-        d1, mon, d2, y = m.groups()
-        if not y:
-            continue
-        year, month = int(y), _month_of(mon)
-        day = d1 or d2
-        try:
-            if day:
-                c = dt.datetime(year, month, int(day))
-                out.append((c - dt.timedelta(days=before_days), c + dt.timedelta(days=after_days + 1)))
-            else:
-                start = dt.datetime(year, month, 1)
-                end = dt.datetime(year + (month == 12), month % 12 + 1, 1)
-                out.append((start, end + dt.timedelta(days=after_days)))
-        except ValueError:
-            continue
-    if not out:
-        for m in _YEAR_RE.finditer(query):
-            y = int(m.group(1))
-            out.append((dt.datetime(y, 1, 1), dt.datetime(y + 1, 1, 16)))
-    return out
-
-
-def temporal_intent(query: str) -> bool:
-    """True for questions asking *when* / *how long* / *what year|month|day*."""
-    return bool(_TEMPORAL_Q.search(query))
-
-
-def has_time_expression(text: str) -> bool:
-    """True when ``text`` mentions a time (yesterday, last week, a month name, a year, ...)."""
-    return bool(_TIME_EXPR.search(text))
-
-
-def _naive(d: dt.datetime | dt.date) -> dt.datetime:
-    if not isinstance(d, dt.datetime):
-        d = dt.datetime(d.year, d.month, d.day)
-    return d.replace(tzinfo=None)
-
-
-def date_window_boost(
-    scores: Mapping[int, float],
-    occurred_at: Callable[[int], dt.datetime | dt.date | None],
-    windows: Sequence[tuple[dt.datetime, dt.datetime]],
-    gamma: float = 0.2,
-) -> tuple[dict[int, float], dict[int, float]]:
-    """Add ``γ`` to candidates whose ``occurred_at`` falls in any window; returns (scores, feature)."""
-    if not windows:
-        return dict(scores), {i: 0.0 for i in scores}
-    feat: dict[int, float] = {}
-    for i in scores:
-        d = occurred_at(i)
-        feat[i] = 1.0 if d is not None and any(a <= _naive(d) < b for a, b in windows) else 0.0
-    return {i: s + gamma * feat[i] for i, s in scores.items()}, feat
 
 
 def speaker_boost(

@@ -1,0 +1,130 @@
+"""Threads: which notes sit next to which (a chat session, a meeting), and write-time document expansion.
+
+See ``packs/memory/context.py`` for how the signals are used and what they measured.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+
+__all__ = ["ThreadExpander", "ThreadLinks", "expand_bag"]
+
+
+# ------------------------------------------------------------- thread links
+class ThreadLinks:
+    """Previous/next note of the same thread, maintained incrementally.
+
+    Order inside a thread is by note id (ids increase in insertion order).
+    ``prev``/``next`` pointers are kept per note, so :meth:`neighbours` is two
+    dict look-ups; an append is O(1) and an out-of-order insert a
+    ``bisect.insort`` into the thread's member list.
+    """
+
+    def __init__(self) -> None:
+        self._members: dict[Hashable, list[int]] = {}
+        self._thread_of: dict[int, Hashable] = {}
+        self._prev: dict[int, int] = {}
+        self._next: dict[int, int] = {}
+
+    def _link(self, a: int | None, b: int | None) -> None:
+        if a is not None:
+            if b is None:
+                self._next.pop(a, None)
+            else:
+                self._next[a] = b
+        if b is not None:
+            if a is None:
+                self._prev.pop(b, None)
+            else:
+                self._prev[b] = a
+
+    def add(self, note_id: int, thread: Hashable | None) -> None:
+        if thread is None:
+            return
+        note_id = int(note_id)
+        if note_id in self._thread_of:
+            self.remove(note_id)
+        ids = self._members.setdefault(thread, [])
+        if not ids or ids[-1] < note_id:
+            j = len(ids)
+            ids.append(note_id)
+        else:
+            j = bisect.bisect_left(ids, note_id)
+            ids.insert(j, note_id)
+        prev = ids[j - 1] if j > 0 else None
+        nxt = ids[j + 1] if j + 1 < len(ids) else None
+        self._link(prev, note_id)
+        self._link(note_id, nxt)
+        self._thread_of[note_id] = thread
+
+    def remove(self, note_id: int) -> None:
+        note_id = int(note_id)
+        thread = self._thread_of.pop(note_id, None)
+        if thread is None:
+            return
+        ids = self._members[thread]
+        j = bisect.bisect_left(ids, note_id)
+        if j < len(ids) and ids[j] == note_id:
+            ids.pop(j)
+        prev, nxt = self._prev.pop(note_id, None), self._next.pop(note_id, None)
+        self._link(prev, nxt)
+        if not ids:
+            del self._members[thread]
+
+    def thread_of(self, note_id: int) -> Hashable | None:
+        return self._thread_of.get(note_id)
+
+    def neighbours(self, note_id: int) -> tuple[int | None, int | None]:
+        """``(prev_id, next_id)`` inside the note's thread (None at the ends / no thread)."""
+        return (self._prev.get(note_id), self._next.get(note_id))
+
+
+# -------------------------------------------------- write-time doc expansion
+def expand_bag(own: Iterable[str], neighbours: Iterable[Iterable[str]], weight: float = 0.5) -> Counter:
+    """``Counter(own) + weight · Σ Counter(neighbour)`` - the BM25 bag of an expanded note."""
+    bag: Counter = Counter(own)
+    if weight > 0:
+        for toks in neighbours:
+            for t in toks:
+                bag[t] += weight
+    return bag
+
+
+class ThreadExpander:
+    """Incremental thread-neighbour expansion for the full-text leg.
+
+    ``add(note_id, thread, tokens)`` returns ``{note_id: bag}`` for every note
+    whose expanded bag changed: the new note and its previous/next thread
+    neighbours (usually just the previous one, since notes are appended).  The
+    caller re-indexes those bags (``BM25Index.add_weighted`` replaces by id),
+    so ingest costs O(tokens of 2-3 notes), never a rebuild.  Notes without a
+    thread are not expanded.
+    """
+
+    def __init__(self, weight: float = 0.5) -> None:
+        self.weight = float(weight)
+        self.links = ThreadLinks()
+        self._tokens: dict[int, list[str]] = {}
+
+    def bag(self, note_id: int) -> Counter:
+        prev, nxt = self.links.neighbours(note_id)
+        neigh = [self._tokens[j] for j in (prev, nxt) if j is not None]
+        return expand_bag(self._tokens.get(int(note_id), []), neigh, self.weight)
+
+    def add(self, note_id: int, thread: Hashable | None, tokens: Sequence[str]) -> dict[int, Counter]:
+        note_id = int(note_id)
+        self._tokens[note_id] = list(tokens)
+        self.links.add(note_id, thread)
+        prev, nxt = self.links.neighbours(note_id)
+        changed = [note_id] + [j for j in (prev, nxt) if j is not None]
+        return {j: self.bag(j) for j in changed}
+
+    def remove(self, note_id: int) -> dict[int, Counter]:
+        """Forget a note; returns the re-expanded bags of its former neighbours."""
+        note_id = int(note_id)
+        prev, nxt = self.links.neighbours(note_id)
+        self.links.remove(note_id)
+        self._tokens.pop(note_id, None)
+        return {j: self.bag(j) for j in (prev, nxt) if j is not None}
