@@ -11,11 +11,14 @@ from packs.memory.importers import Conversation, parse_jsonl, parse_locomo
 from runtime import hookimpl
 
 BATCH = 500
+PARTICIPATES = "participates_in"  # (speaker, participates_in, <conversation scope>)
 
 
 def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, namespace: str | None,
                          progress: Callable[[int], None] | None = None) -> dict[str, int]:
-    """Register speakers as person entities, then remember every turn in batches.
+    """Register speakers as person entities and the conversation as a project entity named after its scope,
+    record ``(speaker, participates_in, <scope>)`` (coexisting facts: one person, many conversations; this is
+    how memory.explain finds the scope a person owns), then remember every turn in batches.
 
     Returns counts and ``note_ids``: ``{"<scope>/<turn id>": note id}``.
     """
@@ -25,6 +28,15 @@ def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, na
         for speaker in conv.speakers:
             rt.call("kg.upsert_entity", {"name": speaker, "kind": "person"}, namespace=namespace)
         rt.call("kg.upsert_entity", {"name": conv.scope, "kind": "project"}, namespace=namespace)
+        first = min((t.occurred_at for t in conv.turns), default=None)
+        for speaker in dict.fromkeys(conv.speakers):
+            known = rt.call("kg.facts", {"subject": speaker, "predicate": PARTICIPATES, "object": conv.scope,
+                                         "include_superseded": True}, namespace=namespace).facts
+            if not known:  # a re-import adds no evidence
+                rt.call("kg.assert_fact", {"subject": speaker, "predicate": PARTICIPATES, "object": conv.scope,
+                                           "allow_coexisting": True, "object_kind": "project",
+                                           **({"valid_from": first.isoformat()} if first else {})},
+                        namespace=namespace)
         notes = conv.notes(key_prefix)
         for start in range(0, len(notes), BATCH):
             batch = notes[start:start + BATCH]

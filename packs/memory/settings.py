@@ -5,6 +5,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from packs.memory.models_explain import ExplainSettings
+from packs.memory.models_graph import GraphSettings
+
 
 class TypeDefaults(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -71,3 +74,5 @@ class MemorySettings(BaseModel):
     max_batch: int = Field(ge=1)
     max_query_chars: int = Field(ge=1)
     recall_deadline_ms: int = Field(ge=0)
+    explain: ExplainSettings  # memory.explain (ADR 0011)
+    graph: GraphSettings  # the memory graph layer: edges, walk, centrality, beliefs (ADR 0012)
