@@ -12,6 +12,7 @@ from runtime.errors import ReadOnlyViolation, StorageError
 
 MIGRATION_RE = re.compile(r"^(\d{3,})_[a-z0-9_]+\.sql$")
 META_SCHEMA = "_palimpsest"
+CATALOG = "_pal_store"  # not a valid pack name, so it can never collide with a pack's schema
 # Statement kinds an assertive (read-only) verb may run; everything else is refused before DuckDB sees it.
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 
@@ -24,7 +25,12 @@ def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
         p.parent.mkdir(parents=True, exist_ok=True)
         target = str(p)
     try:
-        con = duckdb.connect(target)
+        # The store is attached under a catalog name of ours. DuckDB names a database's catalog after its file
+        # (or "memory" for an in-memory one), and a file called memory.duckdb or kg.duckdb would make the
+        # pack schemas of the same name ambiguous.
+        con = duckdb.connect(":memory:")
+        source = ":memory:" if target == ":memory:" else target.replace("'", "''")
+        con.execute(f"ATTACH '{source}' AS {CATALOG}; USE {CATALOG}; DETACH memory;")
     except duckdb.IOException as exc:
         msg = str(exc)
         if "lock" in msg.lower():
@@ -37,10 +43,6 @@ def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
         raise StorageError(f"cannot open database {target}: {msg}", details={"path": target}) from None
     except duckdb.Error as exc:
         raise StorageError(f"cannot open database {target}: {exc}", details={"path": target}) from None
-    if target == ":memory:":
-        # DuckDB names an in-memory database's catalog "memory", which makes the memory pack's schema name
-        # ambiguous; use a catalog with our own name instead.
-        con.execute("ATTACH ':memory:' AS palimpsest; USE palimpsest; DETACH memory;")
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")
     con.execute(
         f"""CREATE TABLE IF NOT EXISTS {META_SCHEMA}.migrations (

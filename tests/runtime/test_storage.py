@@ -78,3 +78,13 @@ def test_schema_per_pack(tmp_path) -> None:  # type: ignore[no-untyped-def]
         assert (rt.call("one.count").n, rt.call("two.count").n) == (1, 0)
         schemas = {r[0] for r in rt._con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
         assert {"one", "two", "_palimpsest"} <= schemas
+
+
+@pytest.mark.parametrize("stem", ["store", "memory", "palimpsest"])
+def test_a_file_named_like_a_pack_schema_still_opens(tmp_path, stem) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / f"{stem}.duckdb"
+    pack = store_pack(tmp_path)
+    with Runtime.open(db, packs=[pack], env=ENV) as rt:
+        rt.call("store.add", {"text": "kept"})
+    with Runtime.open(db, packs=[pack], env=ENV) as rt:
+        assert rt.call("store.count").n == 1

@@ -1,0 +1,63 @@
+"""brain.feedback: credit a recall's score components for one note's outcome, then re-project the weights."""
+from __future__ import annotations
+
+from packs.brain import posteriors as post
+from packs.brain import store
+from packs.brain.ledger import serve_features
+from packs.brain.models import FeedbackParams, FeedbackResult
+from packs.brain.pack import pack
+from packs.brain.settings import BrainSettings
+from runtime import Act, Context, errors
+
+
+def event_weight(params: FeedbackParams, s: BrainSettings, verb: str) -> float:
+    """correction → weights.correction; else the source's configured weight, or the caller's within bounds."""
+    w = s.weights
+    if params.weight is None:
+        return w.correction if params.signal == "correction" else getattr(w, params.source)
+    low, high = (w.implicit_min, w.implicit_max) if params.source == "implicit" else (w.implicit_max, w.max)
+    if not low <= params.weight <= high:
+        raise errors.InvalidParams(
+            f"weight {params.weight} of {params.source} feedback must lie in [{low}, {high}]", verb=verb,
+            details={"errors": [{"loc": ["weight"], "msg": "out of range"}]})
+    return params.weight
+
+
+@pack.verb("feedback", act=Act.COMMISSIVE)
+def feedback(params: FeedbackParams, ctx: Context) -> FeedbackResult:
+    """Tell the brain whether a recalled note was useful; it updates the profile's posteriors and weights.
+
+    The note must be one the recall ``recall_id`` returned in this namespace. A useful note credits the
+    components it scored above that recall's average in and debits the others (not_useful and correction do
+    the reverse), by ``weight × clip(z, −1, 1)`` per component; see ADR 0010.
+    """
+    s: BrainSettings = ctx.settings
+    served = serve_features(ctx, params.recall_id)
+    if served is None:
+        raise errors.NotFound(f"no recall {params.recall_id!r} in namespace {ctx.namespace!r} (unknown, or pruned "
+                              f"after {s.serve_retention_days:g} days)", verb=ctx.verb,
+                              details={"errors": [{"loc": ["recall_id"], "msg": "unknown recall"}]})
+    ids, features = served
+    if params.note_id not in ids:
+        raise errors.InvalidParams(f"note {params.note_id} was not returned by recall {params.recall_id!r}",
+                                   verb=ctx.verb, details={"errors": [{"loc": ["note_id"], "msg": "not served"}],
+                                                           "served": ids})
+    weight = event_weight(params, s, ctx.verb)
+    name = store.resolve(ctx, params.profile, params.actor)
+    store.ensure(ctx, name)
+    state, n, explore = store.load(ctx, name)
+    g = post.credit(features, ids.index(params.note_id), relative=s.credit == "relative")
+    delta = post.deltas(g, params.signal, weight)
+    new = post.apply(state, delta, s.ess_cap, s.min_count)
+    seq = store.append_event(
+        ctx, name, "feedback", {"credit": g, "mode": s.credit, "delta": delta, "cap": s.ess_cap,
+                                     "floor": s.min_count},
+        recall_id=params.recall_id, note_id=params.note_id, signal=params.signal, source=params.source,
+        weight=weight, actor=params.actor)
+    store.save(ctx, name, new, n + 1)
+    projected = None
+    if name == store.active_profile(ctx):
+        use_sample = explore if params.explore is None else params.explore
+        projected = store.project(ctx, name, new, use_sample, f"{ctx.namespace}/{name}/{seq}")
+    return FeedbackResult(event_seq=seq, profile=name, weight=weight, credit=g, delta=delta,
+                          state=store.describe(ctx, name, new, n + 1, explore), projected=projected)

@@ -1,0 +1,150 @@
+"""Params and results of the brain pack's verbs (params forbid unknown fields)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Signal = Literal["useful", "not_useful", "correction"]
+Source = Literal["explicit", "implicit"]
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
+NS_FIELD = Field(None, description="Namespace (defaults to the call's namespace).")
+ACTOR_FIELD = Field(None, pattern=NAME, description="Who gives the feedback / uses the profile (optional).")
+PROFILE_FIELD = Field(None, pattern=NAME, description="A profile by name (default: the one bound to the actor, "
+                                                      "else to the namespace, else the default profile).")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Posterior(BaseModel):
+    alpha: float
+    beta: float
+    mean: float = Field(description="alpha / (alpha + beta): the weight the brain projects.")
+
+
+class ProfileState(BaseModel):
+    namespace: str
+    profile: str
+    explore: bool
+    active: bool = Field(description="Bound to the namespace itself, so recall ranks with its weights.")
+    posteriors: dict[str, Posterior]
+    feedback_events: int = Field(description="Feedback events since the profile's last init or reset.")
+
+
+class FeedbackParams(Strict):
+    recall_id: str = Field(min_length=1, max_length=128, description="The recall_id of a memory.recall answer.")
+    note_id: int = Field(description="A note that recall returned.")
+    signal: Signal = Field(description="useful | not_useful | correction (a wrong answer the user corrected).")
+    source: Source = Field("explicit", description="explicit (the user said so) or implicit (inferred from use).")
+    weight: Optional[float] = Field(None, gt=0, description="Override the configured weight of this source "
+                                                            "(implicit: within [implicit_min, implicit_max]).")
+    actor: Optional[str] = ACTOR_FIELD
+    profile: Optional[str] = PROFILE_FIELD
+    explore: Optional[bool] = Field(None, description="Project a Thompson sample instead of the means "
+                                                      "(default: the profile's setting).")
+    namespace: Optional[str] = NS_FIELD
+
+
+class FeedbackResult(BaseModel):
+    event_seq: int
+    profile: str
+    weight: float
+    credit: dict[str, float] = Field(description="Per component, in [-1, 1]: how far the note stood out.")
+    delta: dict[str, tuple[float, float]] = Field(description="(Δalpha, Δbeta) per component, before the cap.")
+    state: ProfileState
+    projected: Optional[dict[str, float]] = Field(
+        None, description="The memory score weights now set for this namespace (None: the profile is not "
+                          "the namespace's active one).")
+
+
+class ProfileParams(Strict):
+    name: str = Field(pattern=NAME, description="The profile to create (if new) and bind.")
+    actor: Optional[str] = Field(None, pattern=NAME, description="Bind it for this actor only (default: bind "
+                                                                 "it to the namespace, so recall uses it).")
+    bind: bool = Field(True, description="False: only create it.")
+    explore: Optional[bool] = Field(None, description="Thompson sampling for this profile (default: config).")
+    namespace: Optional[str] = NS_FIELD
+
+
+class ProfileResult(BaseModel):
+    created: bool
+    bound_to: Optional[str] = Field(description="'*' (the namespace), an actor, or None when not bound.")
+    state: ProfileState
+    projected: Optional[dict[str, float]] = None
+
+
+class StateParams(Strict):
+    profile: Optional[str] = PROFILE_FIELD
+    actor: Optional[str] = ACTOR_FIELD
+    events: int = Field(0, ge=0, le=1000, description="Also return the newest N events of the profile.")
+    namespace: Optional[str] = NS_FIELD
+
+
+class Event(BaseModel):
+    seq: int
+    kind: str
+    recall_id: Optional[str]
+    note_id: Optional[int]
+    signal: Optional[str]
+    source: Optional[str]
+    weight: Optional[float]
+    actor: Optional[str]
+    payload: dict
+    at: datetime
+
+
+class StateResult(BaseModel):
+    state: ProfileState
+    projected: Optional[dict[str, float]] = Field(description="Weights the brain last set for this namespace.")
+    bindings: dict[str, str] = Field(description="actor ('*' = the namespace) → profile, in this namespace.")
+    events: list[Event] = Field(default_factory=list)
+
+
+class ResetParams(Strict):
+    profile: Optional[str] = PROFILE_FIELD
+    actor: Optional[str] = ACTOR_FIELD
+    namespace: Optional[str] = NS_FIELD
+
+
+class ResetResult(BaseModel):
+    event_seq: int
+    state: ProfileState
+    projected: Optional[dict[str, float]] = None
+
+
+class ReplayParams(Strict):
+    profile: Optional[str] = PROFILE_FIELD
+    actor: Optional[str] = ACTOR_FIELD
+    namespace: Optional[str] = NS_FIELD
+
+
+class ReplayResult(BaseModel):
+    profile: str
+    events: int = Field(description="Events folded.")
+    replayed: dict[str, Posterior]
+    stored: dict[str, Posterior]
+    matches: bool = Field(description="The replayed posteriors equal the stored ones exactly.")
+
+
+class ServeItem(Strict):
+    note_id: int
+    rank: int = Field(ge=0)
+    score: float
+    relevance: float
+    effective_salience: float
+    recency: float
+
+
+class RecordServeParams(Strict):
+    recall_id: str = Field(min_length=1, max_length=128)
+    query: str
+    weights: dict[str, float]
+    items: list[ServeItem] = Field(max_length=200)
+
+
+class RecordServeResult(BaseModel):
+    recorded: int
+    pruned: int

@@ -1,0 +1,77 @@
+"""brain.profile, brain.state, brain.reset and brain.replay: naming, inspecting, resetting and rebuilding state."""
+from __future__ import annotations
+
+from packs.brain import posteriors as post
+from packs.brain import store
+from packs.brain.models import (Event, Posterior, ProfileParams, ProfileResult, ReplayParams, ReplayResult,
+                                ResetParams, ResetResult, StateParams, StateResult)
+from packs.brain.pack import pack
+from packs.brain.settings import BrainSettings
+from runtime import Act, Context
+
+
+@pack.verb("profile", act=Act.DECLARATION)
+def profile(params: ProfileParams, ctx: Context) -> ProfileResult:
+    """Create a named profile (its posteriors start at the prior) and bind it to the namespace or an actor.
+
+    Bound to the namespace (no ``actor``), its weights become the memory score weights recall uses here.
+    Bound to an actor, it receives that actor's feedback; an actor without a binding falls back to the
+    namespace's profile, and a namespace without one to the default profile.
+    """
+    created = store.ensure(ctx, params.name, params.explore)
+    bound_to, projected = None, None
+    if params.bind:
+        bound_to = params.actor or store.NAMESPACE_ACTOR
+        ctx.db.execute(
+            "INSERT INTO brain.bindings VALUES (?, ?, ?, ?) ON CONFLICT (namespace, actor) DO UPDATE SET "
+            "profile = excluded.profile, bound_at = excluded.bound_at",
+            [ctx.namespace, bound_to, params.name, ctx.now()])
+    state, n, explore = store.load(ctx, params.name)
+    if bound_to == store.NAMESPACE_ACTOR:
+        projected = store.project(ctx, params.name, state, explore, f"{ctx.namespace}/{params.name}/bind/{n}")
+    return ProfileResult(created=created, bound_to=bound_to, state=store.describe(ctx, params.name, state, n, explore),
+                         projected=projected)
+
+
+@pack.verb("state", act=Act.ASSERTIVE)
+def state(params: StateParams, ctx: Context) -> StateResult:
+    """Show a profile's posteriors (the default: the actor's, else the namespace's), bindings and newest events."""
+    name = store.resolve(ctx, params.profile, params.actor)
+    st, n, explore = store.load(ctx, name)
+    evs = store.events(ctx, name, params.events) if params.events else []
+    return StateResult(state=store.describe(ctx, name, st, n, explore), projected=store.projected(ctx),
+                       bindings=store.bindings(ctx), events=[Event(**e) for e in evs])
+
+
+@pack.verb("reset", act=Act.COMMISSIVE)
+def reset(params: ResetParams, ctx: Context) -> ResetResult:
+    """Put a profile's posteriors back at the prior (logged as a reset event; earlier events are kept)."""
+    s: BrainSettings = ctx.settings
+    name = store.resolve(ctx, params.profile, params.actor)
+    store.ensure(ctx, name)
+    p = store.prior(s)
+    seq = store.append_event(ctx, name, "reset", {"prior": p}, actor=params.actor)
+    st = post.prior_state(p)
+    store.save(ctx, name, st, 0)
+    _, _, explore = store.load(ctx, name)
+    projected = None
+    if name == store.active_profile(ctx):
+        projected = store.project(ctx, name, st, False, f"{ctx.namespace}/{name}/{seq}")
+    return ResetResult(event_seq=seq, state=store.describe(ctx, name, st, 0, explore), projected=projected)
+
+
+@pack.verb("replay", act=Act.ASSERTIVE)
+def replay(params: ReplayParams, ctx: Context) -> ReplayResult:
+    """Rebuild a profile's posteriors from its event log alone and compare them with the stored ones."""
+    name = store.resolve(ctx, params.profile, params.actor)
+    evs = store.events(ctx, name)
+    rebuilt, _ = post.replay((e["kind"], e["payload"]) for e in evs)
+    stored, _, _ = store.load(ctx, name)
+    if rebuilt is None:  # never touched: both are the prior
+        rebuilt = stored
+
+    def view(st: post.State) -> dict[str, Posterior]:
+        return {c: Posterior(alpha=a, beta=b, mean=a / (a + b)) for c, (a, b) in st.items()}
+
+    return ReplayResult(profile=name, events=len(evs), replayed=view(rebuilt), stored=view(stored),
+                        matches=all(rebuilt[c] == stored[c] for c in post.COMPONENTS))

@@ -1,0 +1,137 @@
+"""The brain's tables: profiles and bindings, posteriors (a cache of the event log), events, projections."""
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from packs.brain import posteriors as post
+from packs.brain.models import Posterior, ProfileState
+from packs.brain.settings import BrainSettings
+from runtime import Context, errors
+
+NAMESPACE_ACTOR = "*"  # the binding of the namespace itself
+TUNABLE = {c: f"memory::{c}_weight" for c in post.COMPONENTS}
+
+
+def prior(s: BrainSettings) -> dict[str, dict[str, float]]:
+    return {c: getattr(s.priors, c).model_dump() for c in post.COMPONENTS}
+
+
+def profile_row(ctx: Context, name: str) -> Optional[tuple[bool]]:
+    rows = ctx.db.query("SELECT explore FROM brain.profiles WHERE namespace = ? AND name = ?", [ctx.namespace, name])
+    return rows[0] if rows else None
+
+
+def binding(ctx: Context, actor: str) -> Optional[str]:
+    rows = ctx.db.query("SELECT profile FROM brain.bindings WHERE namespace = ? AND actor = ?",
+                        [ctx.namespace, actor])
+    return rows[0][0] if rows else None
+
+
+def bindings(ctx: Context) -> dict[str, str]:
+    return dict(ctx.db.query("SELECT actor, profile FROM brain.bindings WHERE namespace = ? ORDER BY actor",
+                             [ctx.namespace]))
+
+
+def active_profile(ctx: Context) -> str:
+    """The profile bound to the namespace itself (its weights are the ones recall ranks with)."""
+    return binding(ctx, NAMESPACE_ACTOR) or ctx.settings.default_profile
+
+
+def resolve(ctx: Context, profile: Optional[str], actor: Optional[str]) -> str:
+    """A named profile (which must exist), else the actor's binding, else the namespace's, else the default."""
+    s: BrainSettings = ctx.settings
+    if profile is not None:
+        if profile != s.default_profile and profile_row(ctx, profile) is None:
+            raise errors.NotFound(f"no profile {profile!r} in namespace {ctx.namespace!r}", verb=ctx.verb,
+                                  details={"errors": [{"loc": ["profile"], "msg": "unknown profile"}]})
+        return profile
+    if actor is not None:
+        bound = binding(ctx, actor)
+        if bound is not None:
+            return bound
+    return active_profile(ctx)
+
+
+def load(ctx: Context, name: str) -> tuple[post.State, int, bool]:
+    """(state, feedback events since init/reset, explore) — the prior when nothing is stored yet."""
+    s: BrainSettings = ctx.settings
+    rows = ctx.db.query("SELECT component, alpha, beta, events FROM brain.posteriors "
+                        "WHERE namespace = ? AND profile = ?", [ctx.namespace, name])
+    row = profile_row(ctx, name)
+    explore = bool(row[0]) if row else s.explore
+    if not rows:
+        return post.prior_state(prior(s)), 0, explore
+    return {c: (a, b) for c, a, b, _ in rows}, int(rows[0][3]), explore
+
+
+def ensure(ctx: Context, name: str, explore: Optional[bool] = None) -> bool:
+    """Create the profile (its row, an init event, its posteriors at the prior) unless it exists."""
+    s: BrainSettings = ctx.settings
+    created = profile_row(ctx, name) is None
+    if created:
+        ctx.db.execute("INSERT INTO brain.profiles VALUES (?, ?, ?, ?)",
+                       [ctx.namespace, name, s.explore if explore is None else explore, ctx.now()])
+    elif explore is not None:
+        ctx.db.execute("UPDATE brain.profiles SET explore = ? WHERE namespace = ? AND name = ?",
+                       [explore, ctx.namespace, name])
+    if not ctx.db.query("SELECT 1 FROM brain.posteriors WHERE namespace = ? AND profile = ? LIMIT 1",
+                        [ctx.namespace, name]):
+        p = prior(s)
+        append_event(ctx, name, "init", {"prior": p})
+        now = ctx.now()
+        ctx.db.executemany("INSERT INTO brain.posteriors VALUES (?, ?, ?, ?, ?, 0, ?)",
+                           [[ctx.namespace, name, c, p[c]["alpha"], p[c]["beta"], now] for c in post.COMPONENTS])
+    return created
+
+
+def save(ctx: Context, name: str, state: post.State, events: int) -> None:
+    now = ctx.now()
+    ctx.db.executemany(
+        "UPDATE brain.posteriors SET alpha = ?, beta = ?, events = ?, updated_at = ? "
+        "WHERE namespace = ? AND profile = ? AND component = ?",
+        [[a, b, events, now, ctx.namespace, name, c] for c, (a, b) in state.items()])
+
+
+def append_event(ctx: Context, name: str, kind: str, payload: dict[str, Any], **cols: Any) -> int:
+    (seq,) = ctx.db.query(
+        "INSERT INTO brain.events (seq, namespace, profile, kind, recall_id, note_id, signal, source, weight, "
+        "actor, payload, created_at) VALUES (nextval('brain.event_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        [ctx.namespace, name, kind, cols.get("recall_id"), cols.get("note_id"), cols.get("signal"),
+         cols.get("source"), cols.get("weight"), cols.get("actor"), json.dumps(payload), ctx.now()])[0]
+    return int(seq)
+
+
+def events(ctx: Context, name: str, newest: Optional[int] = None) -> list[dict[str, Any]]:
+    sql = ("SELECT seq, kind, recall_id, note_id, signal, source, weight, actor, payload, created_at AS at FROM brain.events "
+           "WHERE namespace = ? AND profile = ? ORDER BY seq" + (" DESC LIMIT ?" if newest is not None else ""))
+    rows = ctx.db.query_dicts(sql, [ctx.namespace, name] + ([newest] if newest is not None else []))
+    for r in rows:
+        r["payload"] = json.loads(r["payload"])
+    return rows
+
+
+def project(ctx: Context, name: str, state: post.State, explore: bool, seed: str) -> dict[str, float]:
+    """Set the memory pack's score weights for this namespace from the profile's posteriors."""
+    weights = post.sample(state, seed) if explore else post.mean(state)
+    for c in post.COMPONENTS:
+        ctx.set_tunable(TUNABLE[c], weights[c])
+    ctx.db.execute(
+        "INSERT INTO brain.projections VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace) DO UPDATE SET "
+        "profile = excluded.profile, relevance = excluded.relevance, salience = excluded.salience, "
+        "temporal = excluded.temporal, sampled = excluded.sampled, set_at = excluded.set_at",
+        [ctx.namespace, name, weights["relevance"], weights["salience"], weights["temporal"], explore, ctx.now()])
+    return weights
+
+
+def projected(ctx: Context) -> Optional[dict[str, float]]:
+    rows = ctx.db.query("SELECT relevance, salience, temporal FROM brain.projections WHERE namespace = ?",
+                        [ctx.namespace])
+    return dict(zip(post.COMPONENTS, rows[0])) if rows else None
+
+
+def describe(ctx: Context, name: str, state: post.State, events_n: int, explore: bool) -> ProfileState:
+    return ProfileState(
+        namespace=ctx.namespace, profile=name, explore=explore, active=name == active_profile(ctx),
+        posteriors={c: Posterior(alpha=a, beta=b, mean=a / (a + b)) for c, (a, b) in state.items()},
+        feedback_events=events_n)
