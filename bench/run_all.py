@@ -20,6 +20,7 @@ BENCHES = [  # (results file, command)
     ("locomo.md", ["bench/locomo.py", "--embedder", "all", "--perf", "0"]),
     ("memory_perf.md", ["bench/memory_perf.py", "--sizes", "10000,100000"]),
     ("explain.md", ["bench/explain_locomo.py"]),
+    ("brain.md", ["bench/brain_learning.py"]),
     ("kg.md", ["bench/kg_yago.py"]),
     ("kg_scale.md", ["bench/kg_scale.py"]),
 ]
