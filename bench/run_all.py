@@ -19,6 +19,7 @@ RESULTS = ROOT / "bench" / "results"
 BENCHES = [  # (results file, command)
     ("locomo.md", ["bench/locomo.py", "--embedder", "all", "--perf", "0"]),
     ("memory_perf.md", ["bench/memory_perf.py", "--sizes", "10000,100000"]),
+    ("memory_graph.md", ["bench/memory_graph.py"]),
     ("explain.md", ["bench/explain_locomo.py"]),
     ("brain.md", ["bench/brain_learning.py"]),
     ("kg.md", ["bench/kg_yago.py"]),

@@ -129,6 +129,8 @@ class RecallParams(RecallFilters):
     include_breakdown: bool = Field(False, description="Return each result's score components.")
     fusion: Optional[Fusion] = Field(None, description="Override the configured fusion (rrf|weighted|union|…).")
     now: Optional[UtcDateTime] = Field(None, description="The 'now' ages are measured to (default: the clock).")
+    expand_graph: bool = Field(False, description="Also walk memory edges from the best candidates and add the "
+                                                  "notes reached (memory.recall_expand, ADR 0012).")
     namespace: Optional[str] = NS_FIELD
 
 

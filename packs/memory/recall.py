@@ -9,6 +9,7 @@ import numpy as np
 from packs.memory.index import MemoryIndex
 from packs.memory.models import (CandidatesParams, EmbedParams, FuseParams, RecallFilters, RecallHit, RecallParams,
                                  RecallResult, Scored, ScoreParams)
+from packs.memory.models_graph import ExpandParams
 from packs.memory.pack import pack
 from packs.memory.remember import fetch_notes
 from packs.memory.settings import MemorySettings
@@ -59,6 +60,10 @@ def recall(params: RecallParams, ctx: Context) -> RecallResult:
     fused = ctx.call("memory.recall_fuse", FuseParams.model_construct(
         query=params.query, text=legs.text, vector=legs.vector, fusion=fusion, filters=filters))
     deadline.check("fuse")
+    if params.expand_graph:  # graph step (ADR 0012): walked neighbours of the best candidates join them
+        fused = ctx.call("memory.recall_expand", ExpandParams.model_construct(
+            candidates=fused.candidates, vector=emb.vector, model=emb.model, filters=filters))
+        deadline.check("expand")
     scored = ctx.call("memory.recall_score", ScoreParams.model_construct(
         candidates=fused.candidates, now=(params.now or ctx.now()).replace(tzinfo=None), rerank=True)).results
     deadline.check("score")
