@@ -54,4 +54,5 @@ def load_indexes(ctx: Context) -> None:
 
 
 # the verbs register themselves on `pack` when imported
-from packs.memory import admin, beliefs, explain, graph, lifecycle, recall, remember, stages  # noqa: E402,F401
+from packs.memory import (admin, beliefs, explain, graph, lifecycle, recall, remember, stages,  # noqa: E402,F401
+                          walk)
