@@ -122,6 +122,10 @@ def schema_versions(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     return {p: v for p, v in rows}
 
 
+_STATEMENT_KINDS: dict[str, tuple[str, ...]] = {}  # SQL text -> statement kinds (the text alone decides them)
+_STATEMENT_CACHE_SIZE = 4096
+
+
 class Database:
     """The handle a verb gets: the call's transaction, read-only for assertive verbs.
 
@@ -136,7 +140,12 @@ class Database:
         self._verb = verb
 
     def _guard(self, sql: str) -> None:
-        kinds = [s.type.name for s in self._con.extract_statements(sql)]
+        kinds = _STATEMENT_KINDS.get(sql)
+        if kinds is None:  # parsing costs ~0.2 ms; packs reuse a few dozen SQL strings, so parse each once
+            kinds = tuple(s.type.name for s in self._con.extract_statements(sql))
+            if len(_STATEMENT_KINDS) >= _STATEMENT_CACHE_SIZE:
+                _STATEMENT_KINDS.clear()
+            _STATEMENT_KINDS[sql] = kinds
         if "TRANSACTION" in kinds:
             raise ReadOnlyViolation("verbs may not control transactions; the runtime owns them", verb=self._verb)
         if self.read_only and any(k not in READ_ONLY_STATEMENTS for k in kinds):
