@@ -151,19 +151,46 @@ def detector(ctx: Context) -> Detector:
     return det
 
 
-@pack.verb("detect_entities", act=Act.ASSERTIVE)
-def detect_entities(params: DetectParams, ctx: Context) -> DetectResult:
-    """Find known entity names and aliases in a text (word boundaries, case-insensitive; CJK by substring)."""
-    limit = ctx.settings.detect_max_text_length
-    if len(params.text) > limit:
-        raise errors.LimitExceeded(f"text is longer than {limit} characters",
-                                   details={"errors": [{"loc": ["text"], "msg": f"at most {limit} characters"}]})
-    det = detector(ctx)
+def _detect(det: Detector, text: str) -> DetectResult:
     matches, seen = [], []
-    for h in det.find(params.text):
+    for h in det.find(text):
         eid, name, kind = det.keys[h.key]
         matches.append(Match(entity_id=eid, node_id=f"e:{eid}", name=name, kind=kind,
-                             matched=params.text[h.start:h.end], start=h.start, end=h.end))
+                             matched=text[h.start:h.end], start=h.start, end=h.end))
         if eid not in seen:
             seen.append(eid)
     return DetectResult(matches=matches, entity_ids=seen)
+
+
+def _check_length(ctx: Context, text: str, loc: list) -> None:
+    limit = ctx.settings.detect_max_text_length
+    if len(text) > limit:
+        raise errors.LimitExceeded(f"text is longer than {limit} characters",
+                                   details={"errors": [{"loc": loc, "msg": f"at most {limit} characters"}]})
+
+
+@pack.verb("detect_entities", act=Act.ASSERTIVE)
+def detect_entities(params: DetectParams, ctx: Context) -> DetectResult:
+    """Find known entity names and aliases in a text (word boundaries, case-insensitive; CJK by substring)."""
+    _check_length(ctx, params.text, ["text"])
+    return _detect(detector(ctx), params.text)
+
+
+class DetectManyParams(KgParams):
+    texts: list[str] = Field(min_length=1, description="Texts to scan, e.g. a batch of notes being stored.")
+
+
+class DetectManyResult(BaseModel):
+    results: list[DetectResult] = Field(description="One result per text, in order")
+
+
+@pack.verb("detect_entities_many", act=Act.ASSERTIVE)
+def detect_entities_many(params: DetectManyParams, ctx: Context) -> DetectManyResult:
+    """detect_entities for many texts at once (one detector look-up for the batch: bulk imports use it)."""
+    if len(params.texts) > ctx.settings.max_batch:
+        raise errors.LimitExceeded(f"at most {ctx.settings.max_batch} texts per call",
+                                   details={"errors": [{"loc": ["texts"], "msg": "batch too large"}]})
+    for i, text in enumerate(params.texts):
+        _check_length(ctx, text, ["texts", str(i)])
+    det = detector(ctx)
+    return DetectManyResult(results=[_detect(det, t) for t in params.texts])

@@ -139,12 +139,12 @@ def _embed_and_store(ctx: Context, rows: list[NoteRow]) -> dict[str, np.ndarray]
 
 
 def _link_mentions(ctx: Context, rows: list[NoteRow]) -> None:
-    """``mentions`` edges from each note to the known entities its content names (kg.detect_entities)."""
-    links = []
-    for r in rows:
-        found = ctx.call("kg.detect_entities", {"text": r.content})
-        links.extend({"src": f"m:{r.id}", "dst": m, "relation": "mentions"}
-                     for m in dict.fromkeys(x.node_id for x in found.matches))
+    """``mentions`` edges from each note to the known entities its content names (one kg call per batch)."""
+    if not rows:
+        return
+    found = ctx.call("kg.detect_entities_many", {"texts": [r.content for r in rows]}).results
+    links = [{"src": f"m:{r.id}", "dst": m, "relation": "mentions"}
+             for r, hits in zip(rows, found) for m in dict.fromkeys(x.node_id for x in hits.matches)]
     if links:
         ctx.call("kg.link_many", {"links": links})
 

@@ -50,6 +50,21 @@ def test_detect_entities_word_boundaries_aliases_cjk(kg):
     assert len(res.entity_ids) == 5
 
 
+def test_detect_entities_many_equals_one_call_per_text(kg):
+    kg.call("kg.upsert_entity", {"name": "Orion", "kind": "project", "aliases": ["the orion project"]})
+    kg.call("kg.upsert_entity", {"name": "Ada", "kind": "person"})
+    texts = ["Ada leads the Orion project", "nothing known here", "ORION, again: orion", "Ada"]
+    many = kg.call("kg.detect_entities_many", {"texts": texts}).results
+    assert many == [kg.call("kg.detect_entities", {"text": t}) for t in texts]
+    assert [r.entity_ids for r in many][1] == []
+    limit = kg._settings["kg"].detect_max_text_length
+    with pytest.raises(errors.LimitExceeded) as exc:
+        kg.call("kg.detect_entities_many", {"texts": ["ok", "x" * (limit + 1)]})
+    assert exc.value.details["errors"][0]["loc"] == ["texts", "1"]
+    with pytest.raises(errors.InvalidParams):
+        kg.call("kg.detect_entities_many", {"texts": []})
+
+
 def test_detector_cache_follows_commits_and_ignores_rollbacks(kg):
     assert kg.call("kg.detect_entities", {"text": "Zorro rides"}).matches == []
     kg.call("kg.upsert_entity", {"name": "Zorro"})
