@@ -57,9 +57,12 @@ def record_serve(params: RecordServeParams, ctx: Context) -> RecordServeResult:
     ctx.db.execute("INSERT INTO brain.serves VALUES (?, ?, ?, ?, ?)",
                    [params.recall_id, ctx.namespace, params.query, now, json.dumps(params.weights)])
     if params.items:
-        ctx.db.executemany("INSERT INTO brain.serve_items VALUES (?, ?, ?, ?, ?, ?, ?)", [
-            [params.recall_id, i.note_id, i.rank, i.score, i.relevance, i.effective_salience, i.recency]
-            for i in params.items])
+        items = params.items  # one set-wise insert: DuckDB's executemany costs ~0.1 ms a row
+        ctx.db.execute(
+            "INSERT INTO brain.serve_items SELECT $1, unnest($2::BIGINT[]), unnest($3::INTEGER[]), "
+            "unnest($4::DOUBLE[]), unnest($5::DOUBLE[]), unnest($6::DOUBLE[]), unnest($7::DOUBLE[])",
+            [params.recall_id, [i.note_id for i in items], [i.rank for i in items], [i.score for i in items],
+             [i.relevance for i in items], [i.effective_salience for i in items], [i.recency for i in items]])
     return RecordServeResult(recorded=len(params.items), pruned=len(old))
 
 
