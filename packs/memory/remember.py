@@ -36,11 +36,20 @@ def _check_limits(s: MemorySettings, notes: list[NoteIn], single: bool) -> None:
         raise errors.LimitExceeded(f"at most {s.max_batch} notes per call, got {len(notes)}",
                                    details={"errors": [{"loc": ["notes"], "msg": "batch too large"}]})
     for i, n in enumerate(notes):
+        where = [] if single else ["notes", str(i)]
         if len(n.content) > s.max_content_chars:
             raise errors.LimitExceeded(
                 f"content is {len(n.content)} characters; the limit is {s.max_content_chars}",
-                details={"errors": [{"loc": ["content"] if single else ["notes", str(i), "content"],
-                                     "msg": "content too long"}]})
+                details={"errors": [{"loc": [*where, "content"], "msg": "content too long"}]})
+        if len(n.tags) > s.max_tags:
+            raise errors.LimitExceeded(f"a note has at most {s.max_tags} tags, got {len(n.tags)}",
+                                       details={"errors": [{"loc": [*where, "tags"], "msg": "too many tags"}]})
+        labels = [("scope", n.scope), ("thread", n.thread), ("source_id", n.source_id)]
+        for field, value in labels + [(f"tags.{j}", t) for j, t in enumerate(n.tags)]:
+            if value is not None and len(value) > s.max_label_chars:
+                raise errors.LimitExceeded(
+                    f"{'.'.join([*where, field])} is {len(value)} characters; the limit is {s.max_label_chars}",
+                    details={"errors": [{"loc": [*where, *field.split(".")], "msg": f"{field} too long"}]})
 
 
 def _replays(ctx: Context, notes: list[NoteIn]) -> dict[str, int]:
@@ -138,15 +147,21 @@ def _embed_and_store(ctx: Context, rows: list[NoteRow]) -> dict[str, np.ndarray]
     return out
 
 
+# Texts / links per kg call. A batch of max_batch notes may mention more entities than the kg takes in one call
+# (3 400 notes naming 3 entities each is past kg.max_batch = 10 000 links), so the calls are chunked; they share
+# this call's transaction, so the batch stays all or nothing. Keep it at most [packs.kg] max_batch.
+KG_CHUNK = 1000
+
+
 def _link_mentions(ctx: Context, rows: list[NoteRow]) -> None:
-    """``mentions`` edges from each note to the known entities its content names (one kg call per batch)."""
-    if not rows:
-        return
-    found = ctx.call("kg.detect_entities_many", {"texts": [r.content for r in rows]}).results
+    """``mentions`` edges from each note to the known entities its content names (one kg call per chunk)."""
+    found = [hits for i in range(0, len(rows), KG_CHUNK)
+             for hits in ctx.call("kg.detect_entities_many",
+                                  {"texts": [r.content for r in rows[i:i + KG_CHUNK]]}).results]
     links = [{"src": f"m:{r.id}", "dst": m, "relation": "mentions"}
              for r, hits in zip(rows, found) for m in dict.fromkeys(x.node_id for x in hits.matches)]
-    if links:
-        ctx.call("kg.link_many", {"links": links})
+    for i in range(0, len(links), KG_CHUNK):
+        ctx.call("kg.link_many", {"links": links[i:i + KG_CHUNK]})
 
 
 @pack.verb("remember", act=Act.COMMISSIVE)

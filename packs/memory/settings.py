@@ -71,6 +71,8 @@ class MemorySettings(BaseModel):
     near_duplicate_penalty: float = Field(ge=0, le=1)
     response_char_budget: int = Field(ge=0)
     max_content_chars: int = Field(ge=1)
+    max_label_chars: int = Field(ge=1)  # longest scope, thread, tag, source_id of a note
+    max_tags: int = Field(ge=0)  # most tags on one note
     max_batch: int = Field(ge=1)
     max_query_chars: int = Field(ge=1)
     recall_deadline_ms: int = Field(ge=0)
