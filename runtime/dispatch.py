@@ -106,10 +106,51 @@ def validate_params(spec: VerbSpec, params: dict[str, Any] | BaseModel | None) -
         params = {}
     if not isinstance(params, dict):
         raise InvalidParams(f"params must be a JSON object, got {type(params).__name__}", verb=spec.full_name)
+    problem = _hostile(params, [], 0)
+    if problem is not None:
+        loc, msg = problem
+        raise InvalidParams(f"invalid params: {'.'.join(loc) or 'params'}: {msg}", verb=spec.full_name,
+                            details={"errors": [{"loc": loc, "msg": msg, "type": "value_error"}]})
     try:
         return spec.params_model.model_validate(params)
     except ValidationError as exc:
         raise from_validation_error(exc, verb=spec.full_name) from None
+    except (ValueError, TypeError, OverflowError, ArithmeticError, RecursionError) as exc:
+        # a validator that failed with something pydantic does not convert is still bad input, not a crash
+        raise InvalidParams(f"invalid params: {type(exc).__name__}: {exc}", verb=spec.full_name,
+                            details={"errors": [{"loc": [], "msg": str(exc), "type": type(exc).__name__}]}) from None
+
+
+MAX_PARAMS_DEPTH = 64
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def _hostile(value: Any, loc: list[str], depth: int) -> tuple[list[str], str] | None:
+    """Input no verb can store, found before any pack sees it: JSON nested deeper than 64 levels, strings with
+    lone UTF-16 surrogates (not encodable as UTF-8, so not storable), integers beyond 64 bits."""
+    if depth > MAX_PARAMS_DEPTH:
+        return loc, f"nested more than {MAX_PARAMS_DEPTH} levels deep"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return loc, "text contains a lone surrogate (not valid Unicode text)"
+    elif isinstance(value, bool):
+        return None
+    elif isinstance(value, int):
+        if not INT64[0] <= value <= INT64[1]:
+            return loc, "integer out of the 64-bit range"
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            found = _hostile(k, loc + [str(k)], depth + 1) or _hostile(v, loc + [str(k)], depth + 1)
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _hostile(v, loc + [str(i)], depth + 1)
+            if found:
+                return found
+    return None
 
 
 def check_namespace(namespace: str, verb: str) -> str:

@@ -69,6 +69,10 @@ def _start_nodes(ctx: Context, params: GraphRecallParams) -> list[str]:
                                       details={"errors": [{"loc": ["entities", i], "msg": "unknown entity"}]})
             nodes.append(f"e:{hit[0]}")
     if params.text:
+        limit = ctx.settings.detect_max_text_length
+        if len(params.text) > limit:
+            raise errors.LimitExceeded(f"text is longer than {limit} characters",
+                                       details={"errors": [{"loc": ["text"], "msg": f"at most {limit} characters"}]})
         det = detector(ctx)
         nodes += [f"e:{det.keys[h.key][0]}" for h in det.find(params.text)]
     return list(dict.fromkeys(nodes))

@@ -43,18 +43,19 @@ def pagerank_scores(ctx: Context, relations: list[str] | None, node_types: list[
         args += [ctx.namespace, now, now]
     if node_types:
         args += [list(node_types), list(node_types)]
-    edges = _edge_sql(relations, node_types, include_facts, args)
+    # zero-weight edges are dropped before nodes are numbered, so the numbering and the matrix agree
+    edges = f"SELECT * FROM ({_edge_sql(relations, node_types, include_facts, args)}) WHERE w > 0"
     ctx.db.execute(
         f"WITH e AS ({edges}), n AS (SELECT node, (row_number() OVER (ORDER BY node)) - 1 AS ix FROM "
         "(SELECT src AS node FROM e UNION SELECT dst FROM e)) "
-        "SELECT s.ix AS s, d.ix AS d, e.w AS w FROM e JOIN n s ON s.node = e.src JOIN n d ON d.node = e.dst "
-        "WHERE e.w > 0", args)
+        "SELECT s.ix AS s, d.ix AS d, e.w AS w FROM e JOIN n s ON s.node = e.src JOIN n d ON d.node = e.dst",
+        args)
     cols = ctx.db.fetchnumpy()
     src, dst, w = (np.asarray(cols[k]) for k in ("s", "d", "w"))
     if len(src) == 0:
         return [], 0, np.zeros(0)
-    ctx.db.execute(f"WITH e AS ({edges}) SELECT node FROM (SELECT src AS node FROM e WHERE w > 0 UNION "
-                   "SELECT dst FROM e WHERE w > 0) ORDER BY node", args)
+    ctx.db.execute(f"WITH e AS ({edges}) SELECT node FROM (SELECT src AS node FROM e UNION "
+                   "SELECT dst FROM e) ORDER BY node", args)
     nodes = [r[0] for r in ctx.db.fetchall()]
     n = len(nodes)
     adj = sp.csr_matrix((w.astype(np.float64), (src.astype(np.int64), dst.astype(np.int64))), shape=(n, n))

@@ -1,8 +1,7 @@
 """What the reliability work found (issue 9), one regression test per finding.
 
-Fixed ones pass. The ones in code this suite does not own (packs/kg/**, runtime/**) are strict xfails: they
-fail today, document the bug, and turn into an XPASS failure the day it is fixed (then drop the marker and the
-matching ``rel_support.KNOWN_ISSUES`` entry, which lets the fuzzer look past them meanwhile).
+Fixed ones pass. The one still open (the live memory graph does not see note edges written through kg.link) is
+a strict xfail: it fails today, documents the bug, and turns into an XPASS failure the day it is fixed.
 """
 import re
 from pathlib import Path
@@ -92,7 +91,6 @@ def test_ids_at_the_64_bit_edge_are_just_missing(rt):
 
 
 # -- open: packs/kg/** (not ours to edit) ------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="kg: a lone surrogate reaches DuckDB (storage_error) instead of invalid_params")
 @pytest.mark.parametrize("verb, params", [
     ("kg.assert_fact", {"subject": "Al\ud800ice", "predicate": "works_at", "object": "Orion"}),
     ("kg.upsert_entity", {"name": "x\udfff"}),
@@ -102,23 +100,17 @@ def test_kg_lone_surrogate_is_invalid_params(rt, verb, params):
     rejected_cleanly(rt, verb, params)
 
 
-@pytest.mark.xfail(strict=True, reason="kg: parse_when's astimezone raises OverflowError, which escapes rt.call "
-                                       "untyped (runtime.validate_params only converts pydantic errors)")
 @pytest.mark.parametrize("when", CAL_EDGE)
 def test_kg_tz_date_at_calendar_edge(rt, when):
     rejected_cleanly(rt, "kg.assert_fact", {"subject": "Alice", "predicate": "works_at", "object": "Acme",
                                             "valid_from": when})
 
 
-@pytest.mark.xfail(strict=True, reason="kg.link: json.dumps of deeply nested properties raises RecursionError, "
-                                       "an internal error; no depth/size cap on properties")
 def test_kg_deep_json_properties(rt):
     rejected_cleanly(rt, "kg.link", {"src": "e:1", "dst": "e:2", "relation": "supports",
                                      "properties": _deep(3000, "dict")})
 
 
-@pytest.mark.xfail(strict=True, reason="kg.pagerank: node indexes count zero-weight edges but the node list "
-                                       "does not, so a zero-weight edge can index past the matrix (internal error)")
 @pytest.mark.parametrize("via", ["kg", "memory"])
 def test_kg_centrality_with_a_zero_weight_edge(rt, via):
     a, b = rt.ids
@@ -131,8 +123,6 @@ def test_kg_centrality_with_a_zero_weight_edge(rt, via):
     assert res.top
 
 
-@pytest.mark.xfail(strict=True, reason="kg.graph_recall scans any text: detect_max_text_length is enforced by "
-                                       "kg.detect_entities only")
 def test_kg_graph_recall_text_is_capped(make_pal_runtime):
     rt = make_pal_runtime(config={**HASHING, "packs": {**HASHING["packs"], "kg": {"detect_max_text_length": 100}}})
     rt.call("kg.upsert_entity", {"name": "Alice"})

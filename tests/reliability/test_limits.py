@@ -151,7 +151,9 @@ def test_listing_limits_are_clamped_to_max_query_limit(make_pal_runtime):
     rt = make_pal_runtime(config=config(kg={"max_query_limit": 2}))
     rt.call("kg.assert_facts", {"facts": [{"subject": f"P{i}", "predicate": "likes", "object": "Orion"}
                                           for i in range(5)]})
-    assert len(rt.call("kg.facts", {"limit": 10 ** 30}).facts) == 2
+    assert len(rt.call("kg.facts", {"limit": 2 ** 63 - 1}).facts) == 2
+    with pytest.raises(errors.InvalidParams, match="64-bit"):  # beyond any storable integer: refused, not clamped
+        rt.call("kg.facts", {"limit": 10 ** 30})
     assert len(rt.call("kg.entities", {"limit": 2 ** 63 - 1}).entities) == 2
     assert len(rt.call("kg.centrality", {"top": 10 ** 12}).top) == 2
 

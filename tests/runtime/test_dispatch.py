@@ -140,3 +140,24 @@ def test_closed_runtime_is_a_storage_error(tmp_path) -> None:  # type: ignore[no
     rt.close()
     with pytest.raises(errors.StorageError, match="closed"):
         rt.call("store.count")
+
+
+def _nested(levels: int) -> dict:
+    deep: dict = {}
+    node = deep
+    for _ in range(levels):
+        node["x"] = {}
+        node = node["x"]
+    return deep
+
+
+@pytest.mark.parametrize("params,loc,msg", [
+    ({"text": "a\ud800b"}, ["text"], "lone surrogate"),
+    ({"text": "ok", "count": 2 ** 64}, ["count"], "64-bit"),
+    ({"text": "ok", "extra": _nested(100)}, ["extra"], "levels deep"),
+])
+def test_hostile_input_is_refused_before_any_pack_sees_it(rt, params, loc, msg) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.InvalidParams, match=msg) as err:
+        rt.call("store.add", params)
+    assert err.value.details["errors"][0]["loc"][: len(loc)] == loc
+    assert count(rt) == 0
