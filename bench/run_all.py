@@ -6,6 +6,7 @@ machine. A benchmark whose data (../shared/data) is absent says so and is skippe
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -58,6 +59,11 @@ def main() -> int:
         if not name.endswith(".md"):  # a bench that prints its figures: keep them as they were printed
             (RESULTS / f"{name}.txt").write_text(f"$ python {' '.join(cmd)}\n{proc.stdout}")
         ran.append((name, " ".join(["python", *cmd]), proc.returncode, time.perf_counter() - t))
+    runs_file = RESULTS / "runs.json"
+    if assemble_only and runs_file.exists():
+        ran = [tuple(r) for r in json.loads(runs_file.read_text())]
+    else:
+        runs_file.write_text(json.dumps(ran))
     parts = [
         "# Benchmark results\n",
         f"Assembled {datetime.now():%Y-%m-%d %H:%M} by `make bench` (`python bench/run_all.py`).",
