@@ -97,8 +97,12 @@ class Context:
         self._runtime._set_tunable(self, target, value)
 
 
-def validate_params(spec: VerbSpec, params: dict[str, Any] | BaseModel | None) -> BaseModel:
+def validate_params(spec: VerbSpec, params: dict[str, Any] | BaseModel | None, *, trusted: bool = False) -> BaseModel:
+    """The params as the verb's model. ``trusted``: a model instance built by a pack for a nested call is taken
+    as it is (the recall stages pass large column lists); anything from outside is checked."""
     if isinstance(params, spec.params_model):
+        if not trusted:
+            _refuse_hostile(spec, params.model_dump())
         return params
     if isinstance(params, BaseModel):
         params = params.model_dump(exclude_unset=True)
@@ -106,11 +110,7 @@ def validate_params(spec: VerbSpec, params: dict[str, Any] | BaseModel | None) -
         params = {}
     if not isinstance(params, dict):
         raise InvalidParams(f"params must be a JSON object, got {type(params).__name__}", verb=spec.full_name)
-    problem = _hostile(params, [], 0)
-    if problem is not None:
-        loc, msg = problem
-        raise InvalidParams(f"invalid params: {'.'.join(loc) or 'params'}: {msg}", verb=spec.full_name,
-                            details={"errors": [{"loc": loc, "msg": msg, "type": "value_error"}]})
+    _refuse_hostile(spec, params)
     try:
         return spec.params_model.model_validate(params)
     except ValidationError as exc:
@@ -119,6 +119,14 @@ def validate_params(spec: VerbSpec, params: dict[str, Any] | BaseModel | None) -
         # a validator that failed with something pydantic does not convert is still bad input, not a crash
         raise InvalidParams(f"invalid params: {type(exc).__name__}: {exc}", verb=spec.full_name,
                             details={"errors": [{"loc": [], "msg": str(exc), "type": type(exc).__name__}]}) from None
+
+
+def _refuse_hostile(spec: VerbSpec, params: Any) -> None:
+    problem = _hostile(params, [], 0)
+    if problem is not None:
+        loc, msg = problem
+        raise InvalidParams(f"invalid params: {'.'.join(loc) or 'params'}: {msg}", verb=spec.full_name,
+                            details={"errors": [{"loc": loc, "msg": msg, "type": "value_error"}]})
 
 
 MAX_PARAMS_DEPTH = 64

@@ -170,7 +170,7 @@ class Runtime:
         if ctx.read_only and spec.writes:
             raise ReadOnlyViolation(
                 f"{ctx.verb} is read-only and cannot call {spec.act.value} verb {verb}", verb=ctx.verb)
-        model = validate_params(spec, params)
+        model = validate_params(spec, params, trusted=True)
         ns = check_namespace(getattr(model, "namespace", None) or namespace, verb)
         if depth >= 32:
             raise ReadOnlyViolation(f"call depth limit reached calling {verb}", verb=ctx.verb)

@@ -1,11 +1,10 @@
 """Params and results of the brain pack's verbs (params forbid unknown fields)."""
 from __future__ import annotations
 
-import re
 from datetime import datetime
-from typing import Any, Literal, Optional
+from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 Signal = Literal["useful", "not_useful", "correction"]
 Source = Literal["explicit", "implicit"]
@@ -16,36 +15,12 @@ PROFILE_FIELD = Field(None, pattern=NAME, description="A profile by name (defaul
                                                       "else to the namespace, else the default profile).")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-BIGINT = (-(2 ** 63), 2 ** 63 - 1)
-
-
-def storable(v: Any) -> Any:
-    """Refuse, as invalid params, what the store cannot hold: text with lone surrogates (not encodable as UTF-8)
-    and integers beyond 64 bits; otherwise the database refuses them mid-call as a storage error."""
-    if isinstance(v, str):
-        if _SURROGATE.search(v):
-            raise ValueError("text must be valid Unicode: it contains a lone surrogate (U+D800-U+DFFF)")
-    elif isinstance(v, int) and not isinstance(v, bool):
-        if not BIGINT[0] <= v <= BIGINT[1]:
-            raise ValueError("integer out of range: it must fit in a signed 64-bit integer")
-    elif isinstance(v, (list, tuple, set, frozenset)):
-        for x in v:
-            storable(x)
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            storable(k)
-            storable(x)
-    return v
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Params refuse unknown fields. (Unstorable text and integers are refused by the runtime for every verb.)"""
 
-    @field_validator("*", mode="after")
-    @classmethod
-    def _storable(cls, v: Any) -> Any:
-        return storable(v)
+    model_config = ConfigDict(extra="forbid")
 
 
 class Posterior(BaseModel):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import re
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Optional
 
@@ -23,37 +22,12 @@ def utc_naive(v: datetime) -> datetime:
 
 
 UtcDateTime = Annotated[datetime, AfterValidator(utc_naive)]
-_SURROGATE = re.compile("[\ud800-\udfff]")
-BIGINT = (-(2 ** 63), 2 ** 63 - 1)
-
-
-def storable(v: Any) -> Any:
-    """Refuse, as invalid params, what the store cannot hold: text with lone surrogates (not encodable as
-    UTF-8, e.g. a JSON "\\ud800" escape) and integers beyond 64 bits (ids, counts). Checked in nested lists and
-    dicts too; otherwise the database refuses them mid-call and the caller sees a storage error."""
-    if isinstance(v, str):
-        if _SURROGATE.search(v):
-            raise ValueError("text must be valid Unicode: it contains a lone surrogate (U+D800-U+DFFF)")
-    elif isinstance(v, int) and not isinstance(v, bool):
-        if not BIGINT[0] <= v <= BIGINT[1]:
-            raise ValueError("integer out of range: it must fit in a signed 64-bit integer")
-    elif isinstance(v, (list, tuple, set, frozenset)):
-        for x in v:
-            storable(x)
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            storable(k)
-            storable(x)
-    return v
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Params refuse unknown fields. (Unstorable text and integers are refused by the runtime for every verb.)"""
 
-    @field_validator("*", mode="after")
-    @classmethod
-    def _storable(cls, v: Any) -> Any:
-        return storable(v)
+    model_config = ConfigDict(extra="forbid")
 
 
 class NoteIn(Strict):

@@ -161,3 +161,11 @@ def test_hostile_input_is_refused_before_any_pack_sees_it(rt, params, loc, msg) 
         rt.call("store.add", params)
     assert err.value.details["errors"][0]["loc"][: len(loc)] == loc
     assert count(rt) == 0
+
+
+def test_a_model_instance_from_outside_is_checked_too(rt) -> None:  # type: ignore[no-untyped-def]
+    from runtime_fakes import TextParams
+
+    with pytest.raises(errors.InvalidParams, match="lone surrogate"):
+        rt.call("store.add", TextParams.model_construct(text="a\ud800", count=1))
+    assert count(rt) == 0
