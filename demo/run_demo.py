@@ -76,6 +76,16 @@ def main() -> int:
             print(f"  as of {when}: Orion uses {', '.join(f.object for f in facts)}")
         before = rt.call("kg.facts", {"subject": "Ben", "predicate": "works_on", "as_of": "2026-05-01"}).facts
         print(f"  where did Ben work before the May change? {', '.join(f.object for f in before)}")
+
+        rule("memory.explain: scoped recall + what the graph knows")
+        why = "why did we choose Postgres for the orion project?"
+        res = rt.call("memory.explain", {"query": why, "limit": 3})
+        print(f"? {why}\n  entities: {', '.join(e.name for e in res.entities_detected)}; scope: {res.scope}")
+        for hit in res.memories:
+            print(f"  {hit.score:.3f}  [{hit.note.kind or '-'}] {hit.note.content}")
+        for f in res.kg_facts + res.kg_history:
+            state = "current" if f.current else f"no longer current (now: {', '.join(f.current_objects)})"
+            print(f"  fact: {f.subject} {f.predicate} {f.object} — {state}; source note {f.source_note_id}")
     return 0
 
 
