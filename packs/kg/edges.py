@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from runtime import Act, Context, errors
 
 from packs.kg.core import pack
-from packs.kg.models import KgParams, NodeId, Relation, When
+from packs.kg.models import KgParams, NodeId, Relation, When, valid_to_after_start
 
 
 class LinkInput(BaseModel):
@@ -30,13 +30,7 @@ class LinkInput(BaseModel):
             raise ValueError("an edge cannot link a node to itself")
         return value
 
-    @field_validator("valid_to")
-    @classmethod
-    def _after_start(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
-        start = info.data.get("valid_from")
-        if value is not None and start is not None and value <= start:
-            raise ValueError("valid_to must be after valid_from")
-        return value
+    _after_start = field_validator("valid_to")(valid_to_after_start)
 
 
 class LinkParams(LinkInput, KgParams):

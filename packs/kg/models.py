@@ -116,6 +116,14 @@ class EntityRef(BaseModel):
 
 
 # -- facts -------------------------------------------------------------------------------------------------------
+def valid_to_after_start(cls: Any, value: datetime | None, info: ValidationInfo) -> datetime | None:
+    """A validity window must not end before (or when) it starts (facts and edges alike)."""
+    start = info.data.get("valid_from")
+    if value is not None and start is not None and value <= start:
+        raise ValueError("valid_to must be after valid_from")
+    return value
+
+
 class FactInput(BaseModel):
     """One fact to assert."""
 
@@ -136,13 +144,7 @@ class FactInput(BaseModel):
     subject_kind: Kind | None = Field(None, description="Kind for the subject entity if it is created.")
     object_kind: Kind | None = Field(None, description="Kind for the object entity if it is created.")
 
-    @field_validator("valid_to")
-    @classmethod
-    def _after_start(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
-        start = info.data.get("valid_from")
-        if value is not None and start is not None and value <= start:
-            raise ValueError("valid_to must be after valid_from")
-        return value
+    _after_start = field_validator("valid_to")(valid_to_after_start)
 
 
 class AssertFactParams(FactInput, KgParams):

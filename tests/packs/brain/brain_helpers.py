@@ -2,19 +2,11 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from store_support import HASHING, Clock, snapshot  # noqa: E402,F401
 
 NOW = datetime(2026, 3, 2, 12, 0, 0)
-HASHING = {"packs": {"memory": {"embedder": "hashing"}}}
 QUERY = "Orion Postgres migration"
 DEFAULT_WEIGHTS = {"relevance": 0.70, "salience": 0.20, "temporal": 0.10}
-
-
-class Clock:
-    def __init__(self, now: datetime = NOW) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def remember(rt, content: str, **kw) -> int:
@@ -41,13 +33,6 @@ def order(rt, **kw) -> list[int]:
 
 def weights_used(rt, **kw) -> dict[str, float]:
     return recall(rt, include_breakdown=True, **kw).results[0].breakdown.weights
-
-
-def snapshot(rt) -> dict[str, list]:
-    """Every row of every table of every schema: what "writes nothing" is checked against."""
-    tables = rt._con.execute("SELECT schema_name, table_name FROM duckdb_tables() ORDER BY 1, 2").fetchall()
-    return {f"{s}.{t}": sorted(map(repr, rt._con.execute(f'SELECT * FROM "{s}"."{t}"').fetchall()))
-            for s, t in tables}
 
 
 def means(state) -> dict[str, float]:

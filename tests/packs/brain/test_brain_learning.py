@@ -22,7 +22,7 @@ def teach_recency(rt, relevant: int, fresh: int, rounds: int, **kw) -> list:
 
 
 def test_feedback_moves_the_posteriors_and_flips_the_next_recall(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     assert order(rt) == [relevant, fresh]
     assert weights_used(rt) == DEFAULT_WEIGHTS  # the brain installed but untaught changes nothing
@@ -51,14 +51,14 @@ def test_feedback_moves_the_posteriors_and_flips_the_next_recall(make_pal_runtim
 
 def test_state_and_ledger_survive_closing_and_reopening(tmp_path):
     db = str(tmp_path / "pal.duckdb")
-    with open_test_runtime(config=HASHING, path=db, clock=Clock()) as rt:
+    with open_test_runtime(config=HASHING, path=db, clock=Clock(NOW)) as rt:
         relevant, fresh = pair(rt)
         teach_recency(rt, relevant, fresh, 3)
         old_rid = recall(rt).recall_id
         state = rt.call("brain.state").state
         ranked = order(rt)
         used = weights_used(rt)
-    with open_test_runtime(config=HASHING, path=db, clock=Clock()) as rt:
+    with open_test_runtime(config=HASHING, path=db, clock=Clock(NOW)) as rt:
         assert rt.call("brain.state").state == state
         assert weights_used(rt) == used
         assert order(rt) == ranked
@@ -69,7 +69,7 @@ def test_state_and_ledger_survive_closing_and_reopening(tmp_path):
 
 
 def test_recall_stays_read_only_and_the_breakdown_is_only_returned_when_asked(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     plain = recall(rt)
     assert all(h.breakdown is None for h in plain.results)
@@ -109,7 +109,7 @@ def relay_pack() -> Pack:
 
 
 def test_only_top_level_recalls_are_recorded(make_pal_runtime):
-    rt = make_pal_runtime(relay_pack(), discover=True, config=HASHING, clock=Clock())
+    rt = make_pal_runtime(relay_pack(), discover=True, config=HASHING, clock=Clock(NOW))
     relevant, _ = pair(rt)
     nested = rt.call("relay.ask", {"query": QUERY}).recall_id
     with pytest.raises(errors.NotFound):
@@ -120,7 +120,7 @@ def test_only_top_level_recalls_are_recorded(make_pal_runtime):
 
 
 def test_feedback_weights_by_signal_and_source(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     rid = recall(rt).recall_id
     fb = lambda **kw: rt.call("brain.feedback", {"recall_id": rid, "note_id": fresh, **kw})  # noqa: E731
@@ -138,7 +138,7 @@ def test_feedback_weights_by_signal_and_source(make_pal_runtime):
 
 def test_absolute_credit_is_configurable(make_pal_runtime):
     rt = make_pal_runtime(config={"packs": {"memory": {"embedder": "hashing"}, "brain": {"credit": "absolute"}}},
-                          clock=Clock())
+                          clock=Clock(NOW))
     relevant, fresh = pair(rt)
     res = rt.call("brain.feedback", {"recall_id": recall(rt).recall_id, "note_id": fresh, "signal": "useful"})
     assert res.credit == pytest.approx({"relevance": -1.0, "salience": 1.0, "temporal": 1.0})
@@ -147,7 +147,7 @@ def test_absolute_credit_is_configurable(make_pal_runtime):
 
 
 def test_thompson_sampling_projects_a_sample_not_the_mean(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     rt.call("brain.profile", {"name": "explorer", "explore": True})
     rid = recall(rt).recall_id
@@ -162,7 +162,7 @@ def test_thompson_sampling_projects_a_sample_not_the_mean(make_pal_runtime):
 
 
 def test_old_serves_are_pruned_and_then_unknown(make_pal_runtime):
-    clock = Clock()
+    clock = Clock(NOW)
     rt = make_pal_runtime(config=HASHING, clock=clock)
     relevant, _ = pair(rt)
     old = recall(rt).recall_id
@@ -174,7 +174,7 @@ def test_old_serves_are_pruned_and_then_unknown(make_pal_runtime):
 
 
 def test_nothing_is_written_on_bad_feedback(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     rid = recall(rt, limit=1).recall_id  # returns `relevant` only
     before = snapshot(rt)

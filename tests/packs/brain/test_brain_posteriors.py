@@ -5,7 +5,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from brain_helpers import HASHING, Clock, pair, recall
+from brain_helpers import HASHING, NOW, Clock, pair, recall
 from packs.brain import posteriors as post
 from runtime import errors
 from runtime.testing import open_test_runtime
@@ -100,7 +100,7 @@ def test_replay_and_sample_are_deterministic():
 
 
 def test_many_feedback_events_through_the_runtime_stay_inside_the_bounds(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     rid = recall(rt).recall_id
     for signal in ["useful"] * 150 + ["not_useful"] * 40:

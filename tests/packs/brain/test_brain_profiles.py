@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from brain_helpers import DEFAULT_WEIGHTS, HASHING, Clock, means, order, pair, recall, weights_used
+from brain_helpers import DEFAULT_WEIGHTS, HASHING, NOW, Clock, means, order, pair, recall, weights_used
 from packs.brain import posteriors as post
 from runtime import errors
 from runtime.testing import open_test_runtime
@@ -21,7 +21,7 @@ def useful_fresh(rt, relevant, fresh, n=1, **kw):
 
 
 def test_profiles_isolate_and_binding_the_namespace_switches_recall_weights(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     pair(rt, namespace="team")
     made = rt.call("brain.profile", {"name": "alice", "actor": "alice"})
@@ -54,7 +54,7 @@ def test_profiles_isolate_and_binding_the_namespace_switches_recall_weights(make
 
 
 def test_create_without_binding_and_bad_profile_params(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     res = rt.call("brain.profile", {"name": "draft", "bind": False})
     assert res.created and res.bound_to is None
     assert rt.call("brain.state", {"profile": "draft"}).state.profile == "draft"
@@ -65,7 +65,7 @@ def test_create_without_binding_and_bad_profile_params(make_pal_runtime):
 
 
 def test_reset_returns_to_the_prior_keeps_the_log_and_restores_default_weights(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     useful_fresh(rt, relevant, fresh, 5)
     assert weights_used(rt) != DEFAULT_WEIGHTS
@@ -82,7 +82,7 @@ def test_reset_returns_to_the_prior_keeps_the_log_and_restores_default_weights(m
 
 
 def test_replaying_the_event_log_rebuilds_the_same_state(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     rng = random.Random(7)
     for i in range(60):
@@ -107,14 +107,14 @@ def test_replaying_the_event_log_rebuilds_the_same_state(make_pal_runtime):
 
 
 def test_untouched_profile_replays_to_the_prior(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     res = rt.call("brain.replay")
     assert res.matches and res.events == 0
     assert {c: (p.alpha, p.beta) for c, p in res.stored.items()} == PRIOR
 
 
 def test_without_the_brain_recall_uses_the_configured_defaults(make_pal_runtime):
-    rt = make_pal_runtime(config={**HASHING, "runtime": {"disabled": ["brain"]}}, clock=Clock())
+    rt = make_pal_runtime(config={**HASHING, "runtime": {"disabled": ["brain"]}}, clock=Clock(NOW))
     assert "brain" not in rt.catalog.packs
     relevant, fresh = pair(rt)
     assert weights_used(rt) == DEFAULT_WEIGHTS and order(rt) == [relevant, fresh]
@@ -125,13 +125,13 @@ def test_without_the_brain_recall_uses_the_configured_defaults(make_pal_runtime)
     assert "brain" not in schemas
     # the memory config still rules: other defaults are used as they are
     tuned = make_pal_runtime(config={"packs": {"memory": {"embedder": "hashing", "score_weights": {
-        "relevance": 0.1, "salience": 0.1, "temporal": 0.8}}}, "runtime": {"disabled": ["brain"]}}, clock=Clock())
+        "relevance": 0.1, "salience": 0.1, "temporal": 0.8}}}, "runtime": {"disabled": ["brain"]}}, clock=Clock(NOW))
     pair(tuned)
     assert weights_used(tuned) == {"relevance": 0.1, "salience": 0.1, "temporal": 0.8}
 
 
 def test_state_and_replay_are_read_only(make_pal_runtime):
-    rt = make_pal_runtime(config=HASHING, clock=Clock())
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     rt.call("brain.state", {"profile": "default", "events": 10})
     rt.call("brain.replay", {"profile": "default"})
     assert rt._con.execute("SELECT count(*) FROM brain.events").fetchone() == (0,)

@@ -6,28 +6,14 @@ import pytest
 
 from runtime import errors
 from runtime.testing import open_test_runtime
+from store_support import HASHING, Clock, snapshot  # noqa: E402,F401
 
-HASHING = {"packs": {"memory": {"embedder": "hashing"}}}
 T0 = datetime(2026, 3, 2, 10, 0, 0)
-
-
-class Clock:
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def snapshot(rt) -> dict[str, list]:
-    tables = rt._con.execute("SELECT schema_name, table_name FROM duckdb_tables() ORDER BY 1, 2").fetchall()
-    return {f"{s}.{t}": sorted(map(repr, rt._con.execute(f'SELECT * FROM "{s}"."{t}"').fetchall()))
-            for s, t in tables}
 
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return Clock(T0)
 
 
 @pytest.fixture

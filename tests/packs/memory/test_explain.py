@@ -10,23 +10,15 @@ import pytest
 from packs.memory.commands import import_conversations
 from packs.memory.importers import Conversation, Turn
 from runtime import Act, errors
+from store_support import HASHING, Clock, snapshot  # noqa: E402,F401
 
-HASHING = {"packs": {"memory": {"embedder": "hashing"}}}
 T0 = datetime(2026, 7, 1, 12, 0, 0)
-
-
-class Clock:
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def make(make_pal_runtime, **explain_settings):
     config = {"packs": {"memory": {"embedder": "hashing", **({"explain": explain_settings}
                                                               if explain_settings else {})}}}
-    return make_pal_runtime(config=config, clock=Clock())
+    return make_pal_runtime(config=config, clock=Clock(T0))
 
 
 @pytest.fixture
@@ -71,15 +63,6 @@ def explain(rt, query: str, **kw):
 
 def parts(res) -> set[str]:
     return {d.part for d in res.degraded}
-
-
-def snapshot(rt) -> dict[str, list]:
-    """Every row of every table, except the brain pack's feedback log: the brain observes calls and writes
-    afterwards in a transaction of its own (a deferred call), which is not explain writing."""
-    tables = rt._con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE schema_name <> 'brain' "
-                             "ORDER BY 1, 2").fetchall()
-    return {f"{s}.{t}": sorted(map(repr, rt._con.execute(f'SELECT * FROM "{s}"."{t}"').fetchall()))
-            for s, t in tables}
 
 
 # -- the scoped "why" question --------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ import pytest
 
 from runtime import Act, Visibility, errors
 from runtime.testing import open_test_runtime
+from store_support import HASHING, Clock, snapshot  # noqa: E402,F401
 
-HASHING = {"packs": {"memory": {"embedder": "hashing"}}}
 WORDLLAMA = {"packs": {"memory": {"embedder": "wordllama"}}}
 T0 = datetime(2026, 3, 2, 10, 0, 0)
 SUBHANDLERS = ["memory.recall_embed", "memory.recall_candidates", "memory.recall_fuse", "memory.recall_score",
@@ -15,19 +15,9 @@ SUBHANDLERS = ["memory.recall_embed", "memory.recall_candidates", "memory.recall
 FUSIONS = ["rrf", "weighted", "union", "vector_only", "keyword_only"]
 
 
-class Clock:
-    """A settable clock for the runtime (created_at of each note comes from it)."""
-
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 def clock():
-    return Clock()
+    return Clock(T0)
 
 
 @pytest.fixture
@@ -45,13 +35,6 @@ def recall(rt, query: str, **kw):
 
 def ids(rt, query: str, **kw) -> list[int]:
     return [h.note.id for h in recall(rt, query, **kw).results]
-
-
-def snapshot(rt) -> dict[str, list]:
-    """Every row of every table of every schema: what "writes nothing" is checked against."""
-    tables = rt._con.execute("SELECT schema_name, table_name FROM duckdb_tables() ORDER BY 1, 2").fetchall()
-    return {f"{s}.{t}": sorted(map(repr, rt._con.execute(f'SELECT * FROM "{s}"."{t}"').fetchall()))
-            for s, t in tables}
 
 
 def supersede(rt, old_id: int, new_id: int, when: datetime) -> None:
@@ -139,7 +122,7 @@ def test_unknown_fusion_is_invalid(rt):
 
 
 def test_keyword_only_ignores_the_vector_leg(make_pal_runtime):
-    rt = make_pal_runtime(config=WORDLLAMA, clock=Clock())
+    rt = make_pal_runtime(config=WORDLLAMA, clock=Clock(T0))
     car = remember(rt, "We bought a car yesterday")
     auto = remember(rt, "The automobile needs new tyres before winter")  # no shared word, close in meaning
     vec = recall(rt, "car", fusion="vector_only", include_breakdown=True).results

@@ -1,0 +1,24 @@
+"""What the pack tests share: a fast test configuration, a settable clock, and a whole-store snapshot."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+HASHING = {"packs": {"memory": {"embedder": "hashing"}}}  # the deterministic test embedder: fast, no model load
+
+
+class Clock:
+    """A settable clock for a runtime (``Runtime.open(..., clock=Clock(t))``; move it with ``clock.now = …``)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def snapshot(rt: Any) -> dict[str, list]:
+    """Every row of every table of every schema: what "writes nothing" is checked against."""
+    tables = rt._con.execute("SELECT schema_name, table_name FROM duckdb_tables() ORDER BY 1, 2").fetchall()
+    return {f"{s}.{t}": sorted(map(repr, rt._con.execute(f'SELECT * FROM "{s}"."{t}"').fetchall()))
+            for s, t in tables}
