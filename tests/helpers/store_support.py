@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+T0 = datetime(2026, 3, 2, 10, 0, 0)  # where the memory tests' clock starts
 HASHING = {"packs": {"memory": {"embedder": "hashing"}}}  # the deterministic test embedder: fast, no model load
 
 

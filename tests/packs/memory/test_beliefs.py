@@ -1,26 +1,11 @@
 """Beliefs: memory.upsert_belief versions a keyed semantic note into an append-only history, linked by
 supersedes edges; memory.belief_history lists the versions (issue 5)."""
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from runtime import errors
-from runtime.testing import open_test_runtime
-from store_support import HASHING, Clock, snapshot  # noqa: E402,F401
-
-T0 = datetime(2026, 3, 2, 10, 0, 0)
-
-
-@pytest.fixture
-def clock():
-    return Clock(T0)
-
-
-@pytest.fixture
-def rt(clock):
-    r = open_test_runtime(config=HASHING, clock=clock)
-    yield r
-    r.close()
+from store_support import T0, snapshot
 
 
 def upsert(rt, key: str, content: str, **kw):

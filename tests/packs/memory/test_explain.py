@@ -10,7 +10,7 @@ import pytest
 from packs.memory.commands import import_conversations
 from packs.memory.importers import Conversation, Turn
 from runtime import Act, errors
-from store_support import HASHING, Clock, snapshot  # noqa: E402,F401
+from store_support import Clock, snapshot
 
 T0 = datetime(2026, 7, 1, 12, 0, 0)
 

@@ -2,7 +2,7 @@
 (hand-built graph, exact scores), recall's expand_graph step, centrality, namespaces and typed errors (issue 5)."""
 import math
 import re
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -12,9 +12,7 @@ from packs.memory.embedding import EmbedderSpec
 from packs.memory.pack import pack as memory_pack
 from runtime import Pack, errors, hookimpl
 from runtime.testing import open_test_runtime
-from store_support import HASHING, Clock, snapshot  # noqa: E402,F401
-
-T0 = datetime(2026, 3, 2, 10, 0, 0)
+from store_support import HASHING, T0, snapshot
 
 
 # -- an embedder whose vectors the test chooses: a note's vector is picked by a key word in its content ----------
@@ -57,18 +55,6 @@ table_pack.add_hooks(TableHooks())
 def table_runtime(extra: dict | None = None, **kw):
     memory = {"embedder": "table", **(extra or {})}
     return open_test_runtime(kg_pack, memory_pack, table_pack, config={"packs": {"memory": memory}}, **kw)
-
-
-@pytest.fixture
-def clock():
-    return Clock(T0)
-
-
-@pytest.fixture
-def rt(clock):
-    r = open_test_runtime(config=HASHING, clock=clock)
-    yield r
-    r.close()
 
 
 def remember(rt, content: str, **kw) -> int:

@@ -1,25 +1,11 @@
 """Lifecycle: memory.consolidate, memory.consolidation_candidates, memory.archive, memory.prune (issue 5)."""
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from runtime import errors
 from runtime.testing import open_test_runtime
-from store_support import HASHING, Clock, snapshot  # noqa: E402,F401
-
-T0 = datetime(2026, 3, 2, 10, 0, 0)
-
-
-@pytest.fixture
-def clock():
-    return Clock(T0)
-
-
-@pytest.fixture
-def rt(clock):
-    r = open_test_runtime(config=HASHING, clock=clock)
-    yield r
-    r.close()
+from store_support import HASHING, T0, snapshot
 
 
 def remember(rt, content: str, **kw) -> int:

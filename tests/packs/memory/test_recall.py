@@ -6,23 +6,12 @@ import pytest
 
 from runtime import Act, Visibility, errors
 from runtime.testing import open_test_runtime
-from store_support import HASHING, Clock, snapshot  # noqa: E402,F401
+from store_support import HASHING, T0, Clock, snapshot  # noqa: E402,F401
 
 WORDLLAMA = {"packs": {"memory": {"embedder": "wordllama"}}}
-T0 = datetime(2026, 3, 2, 10, 0, 0)
 SUBHANDLERS = ["memory.recall_embed", "memory.recall_candidates", "memory.recall_fuse", "memory.recall_score",
                "memory.recall_rerank"]
 FUSIONS = ["rrf", "weighted", "union", "vector_only", "keyword_only"]
-
-
-@pytest.fixture
-def clock():
-    return Clock(T0)
-
-
-@pytest.fixture
-def rt(make_pal_runtime, clock):
-    return make_pal_runtime(config=HASHING, clock=clock)
 
 
 def remember(rt, content: str, **kw) -> int:

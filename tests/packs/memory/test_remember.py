@@ -9,7 +9,6 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from runtime import Act, Context, Pack, errors
-from runtime.testing import open_test_runtime
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULTS = tomllib.loads((ROOT / "config" / "default.toml").read_text(encoding="utf-8"))["packs"]["memory"]
