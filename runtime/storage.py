@@ -187,10 +187,3 @@ class Database:
         self.execute(sql, params)
         cols = [d[0] for d in self._con.description or ()]
         return [dict(zip(cols, row)) for row in self._con.fetchall()]
-
-    def register_frame(self, name: str, frame: Any) -> None:
-        """Expose a numpy/arrow/pandas object as a view for bulk inserts (``INSERT … SELECT FROM name``)."""
-        self._con.register(name, frame)
-
-    def unregister(self, name: str) -> None:
-        self._con.unregister(name)
