@@ -25,6 +25,7 @@ class Frame:
     """State shared by every nested call of one top-level call: its transaction and what runs after commit."""
 
     read_only: bool
+    began: bool = False  # BEGIN runs at the call's first statement: a call served from memory costs no SQL
     on_commit: list[Callable[[], None]] = field(default_factory=list)
     deferred: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
 
@@ -63,7 +64,7 @@ class Context:
         self.settings = runtime._settings.get(spec.pack)
         self.state = runtime._state[spec.pack]
         self.read_only = frame.read_only or not spec.writes
-        self.db = Database(runtime._con, read_only=self.read_only, verb=spec.full_name)
+        self.db = Database(runtime._con, read_only=self.read_only, verb=spec.full_name, frame=frame)
         self.log = logging.getLogger(f"palimpsest.{spec.pack}")
 
     def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *, namespace: str | None = None) -> Any:

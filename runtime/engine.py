@@ -139,20 +139,17 @@ class Runtime:
         ns = check_namespace(getattr(model, "namespace", None) or namespace or self.default_namespace, verb)
         with self._lock:
             con = self._require_open()
-            frame = Frame(read_only=not spec.writes)
-            try:
-                con.execute("BEGIN TRANSACTION")
-            except duckdb.Error as exc:
-                raise StorageError(f"cannot start a transaction: {exc}", verb=verb) from None
+            frame = Frame(read_only=not spec.writes)  # its transaction begins at the first statement
             try:
                 result = self._pm.hook.palimpsest_dispatch(
                     call=CallInfo(spec, model, ns, None, 0, frame, self))
-                if frame.read_only:
+                if frame.began and frame.read_only:
                     con.execute("ROLLBACK")  # belt and braces: nothing an assertive verb did may persist
-                else:
+                elif frame.began:
                     con.execute("COMMIT")
             except BaseException as exc:
-                _rollback(con)
+                if frame.began:
+                    _rollback(con)
                 if isinstance(exc, duckdb.Error):
                     raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
                 raise

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 import duckdb
 
@@ -126,6 +126,12 @@ _STATEMENT_KINDS: dict[str, tuple[str, ...]] = {}  # SQL text -> statement kinds
 _STATEMENT_CACHE_SIZE = 4096
 
 
+class TransactionFrame(Protocol):
+    """What a :class:`Database` needs of the call it serves: whether its transaction has begun."""
+
+    began: bool
+
+
 class Database:
     """The handle a verb gets: the call's transaction, read-only for assertive verbs.
 
@@ -134,10 +140,21 @@ class Database:
     SELECT/EXPLAIN raises :class:`ReadOnlyViolation` (and the runtime rolls the transaction back regardless).
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, *, read_only: bool, verb: str) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, read_only: bool, verb: str,
+                 frame: "TransactionFrame | None" = None) -> None:
         self._con = con
         self.read_only = read_only
         self._verb = verb
+        self._frame = frame
+
+    def _begin(self) -> None:
+        """Open the call's transaction at its first statement (the runtime commits or rolls back if it began)."""
+        if self._frame is not None and not self._frame.began:
+            try:
+                self._con.execute("BEGIN TRANSACTION")
+            except duckdb.Error as exc:
+                raise StorageError(f"cannot start a transaction: {exc}", verb=self._verb) from None
+            self._frame.began = True
 
     def _guard(self, sql: str) -> None:
         kinds = _STATEMENT_KINDS.get(sql)
@@ -156,6 +173,7 @@ class Database:
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> "Database":
         self._guard(sql)
+        self._begin()
         try:
             self._con.execute(sql, params) if params is not None else self._con.execute(sql)
         except duckdb.Error as exc:
@@ -164,6 +182,7 @@ class Database:
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> "Database":
         self._guard(sql)
+        self._begin()
         try:
             self._con.executemany(sql, list(rows))
         except duckdb.Error as exc:

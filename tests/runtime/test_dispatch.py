@@ -169,3 +169,33 @@ def test_a_model_instance_from_outside_is_checked_too(rt) -> None:  # type: igno
     with pytest.raises(errors.InvalidParams, match="lone surrogate"):
         rt.call("store.add", TextParams.model_construct(text="a\ud800", count=1))
     assert count(rt) == 0
+
+
+def _no_transaction_open(rt) -> bool:  # type: ignore[no-untyped-def]
+    import duckdb
+
+    try:
+        rt._con.execute("COMMIT")  # DuckDB refuses COMMIT when no transaction is active
+    except duckdb.Error as exc:
+        return "no transaction is active" in str(exc)
+    return False
+
+
+def test_every_call_leaves_no_transaction_open(rt) -> None:  # type: ignore[no-untyped-def]
+    """The transaction begins at a call's first statement (a call served from memory runs no SQL at all) and
+    whatever began is always closed: after a write, a read, a refused write and a failed write."""
+    from runtime_fakes import plain_pack
+
+    rt.call("store.add", {"text": "x"})
+    assert _no_transaction_open(rt)
+    rt.call("store.count")
+    assert _no_transaction_open(rt)
+    with pytest.raises(errors.ReadOnlyViolation):
+        rt.call("store.sneaky_count")
+    assert _no_transaction_open(rt)
+    with pytest.raises(errors.InternalError):
+        rt.call("store.add_then_fail", {"text": "lost"})
+    assert _no_transaction_open(rt) and count(rt) == 1
+    with open_test_runtime(plain_pack("quiet")) as other:
+        other.call("quiet.ping")
+        assert _no_transaction_open(other)
