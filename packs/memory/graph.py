@@ -169,8 +169,8 @@ def create_edges(ctx: Context, links: list[LinkIn], loc: list[Any]) -> tuple[lis
     def apply() -> None:
         for eid, s, d, rel, w in edges:
             graph.add(eid, ns, s, d, rel, w)
-        for old in supersede:
-            index.set_superseded(old, now)
+        for old, by in supersede.items():
+            index.set_superseded(old, now, by)
 
     ctx.on_commit(apply)
     return ids, created, list(supersede), single

@@ -33,8 +33,13 @@ def index_text(content: str, occurred_at: datetime) -> str:
     return render_dated(content, occurred_at)
 
 
-@dataclass
+@dataclass(slots=True)
 class NoteRow:
+    """One stored note as the index keeps it: recall hydrates its answers from these, without SQL.
+
+    Field order is ``FULL_COLUMNS`` (packs/memory/pack.py), so a row of that SELECT unpacks into it.
+    """
+
     id: int
     namespace: str
     content: str
@@ -49,6 +54,10 @@ class NoteRow:
     created_at: datetime
     superseded_at: datetime | None = None
     archived_at: datetime | None = None
+    kind_source: str = "caller"
+    source_id: str | None = None
+    key: str | None = None
+    superseded_by: int | None = None
 
 
 class Codes:
@@ -71,7 +80,8 @@ class Codes:
 class MemoryIndex:
     COLUMNS = {"alive": bool, "ns": np.int32, "mtype": np.int8, "kind": np.int8, "scope": np.int32,
                "thread": np.int32, "salience": np.float64, "decay": np.float64, "occurred": np.float64,
-               "created": np.float64, "superseded": np.float64, "archived": bool, "prefix": np.int64}
+               "created": np.float64, "superseded": np.float64, "archived": bool, "prefix": np.int64,
+               "prev": np.int64, "next": np.int64}  # prev/next: thread neighbours, -1 for none
 
     def __init__(self, *, k1: float, b: float, max_query_terms: int, expansion_weight: float,
                  prefix_chars: int = 0) -> None:
@@ -82,6 +92,7 @@ class MemoryIndex:
         self.namespaces, self.scopes, self.threads = Codes(), Codes(), Codes()
         self.tags: dict[int, frozenset[str]] = {}
         self.thread_names: dict[int, str] = {}
+        self.rows: dict[int, NoteRow] = {}  # every note, for answers without a SQL round trip
         self._cap = 0
         self.cols: dict[str, np.ndarray] = {}
         self._grow(1024)
@@ -94,6 +105,8 @@ class MemoryIndex:
             new = np.zeros(cap, dtype=dtype)
             if name == "superseded":
                 new[:] = np.nan  # never superseded
+            elif name in ("prev", "next"):
+                new[:] = -1
             if name in self.cols:
                 new[: self._cap] = self.cols[name]
             self.cols[name] = new
@@ -124,11 +137,16 @@ class MemoryIndex:
             c["prefix"][i] = hash(r.content[: self.prefix_chars].strip().lower()) if self.prefix_chars else 0
             if r.tags:
                 self.tags[i] = frozenset(r.tags)
+            self.rows[i] = r
         bags: dict[int, Any] = {}
         for r in rows:
             thread = None if r.thread is None else (r.namespace, r.thread)
             bags.update(self.expander.add(r.id, thread, tokenize(index_text(r.content, r.occurred_at))))
         self.bm25.add_weighted(list(bags), list(bags.values()))
+        links = self.expander.links
+        for j in bags:  # the notes whose thread neighbours may have changed
+            p, n = links.neighbours(j)
+            c["prev"][j], c["next"][j] = -1 if p is None else p, -1 if n is None else n
         for model, matrix in vectors.items():
             self.add_vectors(model, ids, matrix)
 
@@ -138,19 +156,29 @@ class MemoryIndex:
             index = self.vectors[model] = VectorIndex(matrix.shape[1])
         index.add(ids, matrix)
 
-    def set_superseded(self, note_id: int, when: datetime | None) -> None:
+    def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
         if note_id < self._cap:
             self.cols["superseded"][note_id] = seconds(when)
+        row = self.rows.get(note_id)
+        if row is not None:
+            row.superseded_at, row.superseded_by = when, by
 
-    def set_archived(self, note_id: int, archived: bool) -> None:
+    def set_archived(self, note_id: int, when: datetime | None) -> None:
         if note_id < self._cap:
-            self.cols["archived"][note_id] = archived
-            self.cols["alive"][note_id] = not archived
+            self.cols["archived"][note_id] = when is not None
+            self.cols["alive"][note_id] = when is None
+        row = self.rows.get(note_id)
+        if row is not None:
+            row.archived_at = when
 
     # -- reads --------------------------------------------------------------------------------------------
-    def mask(self, namespace: str, f: Any) -> np.ndarray:
-        """Boolean mask over note ids: in this namespace, alive, and passing the recall filters ``f``."""
-        c = self.cols
+    def mask(self, namespace: str, f: Any, ids: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask over note ids: in this namespace, alive, and passing the recall filters ``f``.
+
+        With ``ids`` the mask covers just those notes (``mask[j]`` is about ``ids[j]``): the fuse stage checks
+        a few hundred pooled notes instead of re-masking the whole store.
+        """
+        c = self.cols if ids is None else {k: v[ids] for k, v in self.cols.items()}
         ns = self.namespaces.get(namespace, create=False)
         m = c["alive"] & (c["ns"] == ns)
         if f.memory_type is not None:
@@ -173,11 +201,12 @@ class MemoryIndex:
             m &= ~(sup <= cut)  # NaN (never superseded) compares False, so it stays
         if f.tags:
             want, none = set(f.tags), frozenset()
-            cand = np.flatnonzero(m)
+            pos = np.flatnonzero(m)
+            note = pos if ids is None else ids[pos]
             if f.tag_mode == "all":
-                ok = [i for i in cand if want <= self.tags.get(int(i), none)]
+                ok = [j for j, i in zip(pos, note) if want <= self.tags.get(int(i), none)]
             else:
-                ok = [i for i in cand if want & self.tags.get(int(i), none)]
+                ok = [j for j, i in zip(pos, note) if want & self.tags.get(int(i), none)]
             m = np.zeros_like(m)
             m[np.array(ok, dtype=np.int64)] = True
         return m

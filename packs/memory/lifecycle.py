@@ -39,7 +39,7 @@ def archive_notes(ctx: Context, ids: list[int]) -> tuple[list[int], list[int]]:
 
     def apply() -> None:
         for i in done:
-            index.set_archived(i, True)
+            index.set_archived(i, now)
 
     if done:
         ctx.on_commit(apply)

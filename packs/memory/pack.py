@@ -20,8 +20,9 @@ pack = Pack(
 pack.add_hooks(embedding)
 pack.add_hooks(commands)
 
-NOTE_COLUMNS = ("id, namespace, content, memory_type, kind, scope, thread, tags, salience, decay_factor, "
-                "occurred_at, created_at, superseded_at, archived_at")
+# the columns of a note, in NoteRow's field order
+FULL_COLUMNS = ("id, namespace, content, memory_type, kind, scope, thread, tags, salience, decay_factor, "
+                "occurred_at, created_at, superseded_at, archived_at, kind_source, source_id, key, superseded_by")
 
 
 def stored_models(s: MemorySettings) -> list[str]:
@@ -41,7 +42,7 @@ def load_indexes(ctx: Context) -> None:
     specs = [spec for group in ctx.hook("register_embedders") for spec in group]
     ctx.state.embedders = Embedders(specs, s.query_cache_size)
     ctx.state.index = index = new_index(s)
-    rows = [NoteRow(*r) for r in ctx.db.query(f"SELECT {NOTE_COLUMNS} FROM memory.notes ORDER BY id")]
+    rows = [NoteRow(*r) for r in ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes ORDER BY id")]
     index.add(rows, {})
     for model in stored_models(s):
         got = ctx.db.query("SELECT note_id, vec FROM memory.vectors WHERE model = ? ORDER BY note_id", [model])

@@ -11,8 +11,9 @@ from packs.memory.models import (CandidatesParams, EmbedParams, FuseParams, Reca
                                  RecallResult, Scored, ScoreParams)
 from packs.memory.models_graph import ExpandParams
 from packs.memory.pack import pack
-from packs.memory.remember import fetch_notes
+from packs.memory.remember import note_from_index
 from packs.memory.settings import MemorySettings
+from packs.memory.stages import sort_columns
 from packs.memory.text import is_meaningless_query
 from runtime import Act, Context, errors
 
@@ -70,10 +71,10 @@ def recall(params: RecallParams, ctx: Context) -> RecallResult:
     scored = _demote_near_duplicates(scored, ctx.state.index, s)
     keep = [j for j, sc in enumerate(scored.score) if params.min_score is None or sc >= params.min_score]
     top = keep[: params.limit]
-    notes = fetch_notes(ctx, [scored.ids[j] for j in top])
+    rows = ctx.state.index.rows  # the index holds each committed note as stored: no SQL on the recall path
     hits, used, truncated = [], 0, False
     for j in top:
-        note = notes[scored.ids[j]]
+        note = note_from_index(rows[scored.ids[j]])
         if hits and s.response_char_budget and used + len(note.content) > s.response_char_budget:
             truncated = True
             break
@@ -92,21 +93,14 @@ def _demote_near_duplicates(scored: Scored, index: MemoryIndex, s: MemorySetting
     """
     if not s.near_duplicate_prefix or not s.near_duplicate_penalty or not scored.ids:
         return scored
-    prefixes = index.cols["prefix"][np.asarray(scored.ids, dtype=np.int64)]
-    seen: set[int] = set()
-    penalty = np.zeros(len(scored.ids))
-    for j, p in enumerate(prefixes.tolist()):
-        if p in seen:
-            penalty[j] = s.near_duplicate_penalty
-        seen.add(p)
+    ids = np.asarray(scored.ids, dtype=np.int64)
+    _, first = np.unique(index.cols["prefix"][ids], return_index=True)  # best-ranked note of each prefix
+    penalty = np.full(ids.size, s.near_duplicate_penalty)
+    penalty[first] = 0.0
     if not penalty.any():
         return scored
     score = np.asarray(scored.score) * (1.0 - penalty)
-    ids = np.asarray(scored.ids, dtype=np.int64)
     order = np.lexsort((ids, -score))
-    context = dict(scored.context, near_duplicate=penalty.tolist())
-    cols = {k: v for k, v in scored.model_dump().items() if k not in ("formula", "weights")}
-    cols.update(score=score.tolist(), context=context)
-    reordered = {k: ({kk: [vv[j] for j in order] for kk, vv in v.items()} if k == "context"
-                     else [v[j] for j in order]) for k, v in cols.items()}
-    return Scored.model_construct(formula=scored.formula, weights=scored.weights, **reordered)
+    cols = {name: getattr(scored, name) for name in Scored.model_fields}
+    cols.update(score=score, context=dict(scored.context, near_duplicate=penalty))
+    return Scored.model_construct(**sort_columns(cols, order))

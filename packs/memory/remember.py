@@ -9,11 +9,10 @@ from packs.memory.classify import classify
 from packs.memory.index import NoteRow, index_text
 from packs.memory.models import (Note, NoteIn, RememberManyParams, RememberManyResult, RememberParams,
                                  RememberResult)
-from packs.memory.pack import NOTE_COLUMNS, pack, stored_models
+from packs.memory.pack import FULL_COLUMNS, pack, stored_models
 from packs.memory.settings import MemorySettings
 from runtime import Act, Context, errors
 
-FULL_COLUMNS = NOTE_COLUMNS + ", kind_source, source_id, key, superseded_by"
 
 
 def note_from_row(r: tuple[Any, ...], entities: list[str] | None = None) -> Note:
@@ -23,6 +22,15 @@ def note_from_row(r: tuple[Any, ...], entities: list[str] | None = None) -> Note
                 scope=scope, thread=thread, tags=list(tags or []), salience=sal, decay_factor=decay,
                 occurred_at=occ, created_at=created, source_id=source_id, key=key, superseded_by=superseded_by,
                 archived_at=archived, entities=entities or [])
+
+
+def note_from_index(r: NoteRow) -> Note:
+    """A note from the index's copy of its row (trusted: it was validated on the way in and read back)."""
+    return Note.model_construct(
+        id=r.id, namespace=r.namespace, content=r.content, memory_type=r.memory_type, kind=r.kind,
+        kind_source=r.kind_source, scope=r.scope, thread=r.thread, tags=list(r.tags or []), salience=r.salience,
+        decay_factor=r.decay_factor, occurred_at=r.occurred_at, created_at=r.created_at, source_id=r.source_id,
+        key=r.key, superseded_by=r.superseded_by, archived_at=r.archived_at, entities=[])
 
 
 def fetch_notes(ctx: Context, ids: list[int]) -> dict[int, Note]:
@@ -98,7 +106,8 @@ def store_notes(ctx: Context, notes: list[NoteIn], single: bool = False) -> tupl
         row = NoteRow(nid, ctx.namespace, n.content, n.memory_type, kind, n.scope, n.thread, n.tags,
                       defaults.salience if n.salience is None else n.salience,
                       defaults.decay_factor if n.decay_factor is None else n.decay_factor,
-                      n.occurred_at.replace(tzinfo=None) if n.occurred_at else now, now)
+                      n.occurred_at.replace(tzinfo=None) if n.occurred_at else now, now,
+                      kind_source=kind_source, source_id=n.source_id, key=n.key)
         rows.append(row)
         for k, v in (("id", nid), ("content", n.content), ("memory_type", n.memory_type), ("kind", kind),
                      ("kind_source", kind_source), ("scope", n.scope), ("thread", n.thread), ("tags", n.tags),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from packs.memory import fusion as fusion_fns
-from packs.memory.context import ContextConfig, apply_context
+from packs.memory.context_arrays import context_scores
 from packs.memory.index import seconds
 from packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams, EmbedResult,
                                  FuseParams, FuseResult, Leg, RerankParams, Scored, ScoreParams, ScoreResult)
@@ -19,7 +19,6 @@ from packs.memory.text import cjk_ratio
 from runtime import Act, Context, Visibility
 
 SUB = {"act": Act.ASSERTIVE, "visibility": Visibility.SUBHANDLER}
-CONTEXT_SIGNALS = ("neighbour", "thread", "date", "speaker")
 RERANK_FEATURES = {"relevance": "relevance", "salience": "effective_salience", "temporal": "recency",
                    "text_match": "text_match", "vector_match": "vector_match"}
 
@@ -67,21 +66,23 @@ def recall_fuse(params: FuseParams, ctx: Context) -> FuseResult:
         fused = fusion_fns.weighted({only: legs[only]}, {only: 1.0})
     per_leg = {name: fusion_fns.minmax(leg) for name, leg in legs.items()}
     index = ctx.state.index
-    c = s.context
-    result = apply_context(
-        fused.scores, params.query, neighbours=index.neighbours, thread_of=index.thread_of,
-        config=ContextConfig(neighbour_alpha=c.neighbour_alpha, thread_beta=c.thread_beta,
-                             thread_top=c.thread_top, date_gamma=0.0, speaker_gamma=0.0))
+    c = s.context  # the signals of context.apply_context, computed over columns (context_arrays.py)
+    pool = context_scores(np.fromiter(fused.scores, dtype=np.int64, count=len(fused.scores)),
+                          np.fromiter(fused.scores.values(), dtype=np.float64, count=len(fused.scores)),
+                          prev=index.cols["prev"], nxt=index.cols["next"], thread=index.cols["thread"],
+                          alpha=c.neighbour_alpha, beta=c.thread_beta, top=c.thread_top)
     # neighbours pulled in by the context stage must pass the same namespace and filters as the legs
-    mask = index.mask(ctx.namespace, params.filters)
-    ids = [i for i in result.scores if i < mask.shape[0] and mask[i]]
-    raw = np.array([result.scores[i] for i in ids], dtype=np.float64)
+    ok = index.mask(ctx.namespace, params.filters, ids=pool.ids)
+    ids = pool.ids[ok].tolist()
+    raw = pool.scores[ok]
     top = float(raw.max()) if raw.size else 0.0
+    zeros = [0.0] * len(ids)
     return FuseResult.model_construct(candidates=Candidates.model_construct(
         ids=ids, relevance=(raw / top if top > 0 else raw * 0).tolist(),
         text_match=[per_leg["text"].get(i, 0.0) for i in ids],
         vector_match=[per_leg["vector"].get(i, 0.0) for i in ids],
-        context={name: [result.components.get(name, {}).get(i, 0.0) for i in ids] for name in CONTEXT_SIGNALS}))
+        context={"neighbour": pool.neighbour[ok].tolist(), "thread": pool.thread[ok].tolist(),
+                 "date": zeros, "speaker": list(zeros)}))
 
 
 def score_weights(ctx: Context) -> dict[str, float]:
@@ -92,7 +93,8 @@ def score_weights(ctx: Context) -> dict[str, float]:
             "temporal": ctx.tunable("temporal_weight", w.temporal)}
 
 
-def _sorted(cols: dict, order: np.ndarray) -> dict:
+def sort_columns(cols: dict, order: np.ndarray) -> dict:
+    """Every list/array column (and each ``context`` column) reordered by ``order``; scalars kept."""
     return {k: (np.asarray(v)[order].tolist() if isinstance(v, (list, np.ndarray)) else
                 {kk: np.asarray(vv)[order].tolist() for kk, vv in v.items()} if k == "context" else v)
             for k, v in cols.items()}
@@ -113,7 +115,7 @@ def recall_score(params: ScoreParams, ctx: Context) -> ScoreResult:
     score = (w["relevance"] * relevance + w["salience"] * eff_sal + w["temporal"] * recency) / total
     ids = np.asarray(cand.ids, dtype=np.int64)
     order = np.lexsort((ids, -score))
-    cols = _sorted({"formula": "score", "weights": w, "ids": ids, "score": score, "relevance": relevance,
+    cols = sort_columns({"formula": "score", "weights": w, "ids": ids, "score": score, "relevance": relevance,
                     "effective_salience": eff_sal, "recency": recency, "text_match": cand.text_match,
                     "vector_match": cand.vector_match, "age_days": age, "context": cand.context}, order)
     scored = Scored.model_construct(**cols)
@@ -133,5 +135,5 @@ def recall_rerank(params: RerankParams, ctx: Context) -> ScoreResult:
     score = sum(w[k] * np.asarray(getattr(r, col), dtype=np.float64) for k, col in RERANK_FEATURES.items()) / total
     ids = np.asarray(r.ids, dtype=np.int64)
     order = np.lexsort((ids, -score))
-    cols = _sorted({**r.model_dump(), "formula": "rerank", "weights": w, "score": score, "ids": ids}, order)
+    cols = sort_columns({**r.model_dump(), "formula": "rerank", "weights": w, "score": score, "ids": ids}, order)
     return ScoreResult.model_construct(results=Scored.model_construct(**cols))

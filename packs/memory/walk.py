@@ -11,7 +11,7 @@ from packs.memory.models_graph import (CentralityParams, CentralityResult, Expan
                                        NoteCentrality, WalkHit, WalkHop, WalkParams, WalkResult)
 from packs.memory.pack import pack
 from packs.memory.recall import check_query
-from packs.memory.remember import fetch_notes
+from packs.memory.remember import note_from_index
 from packs.memory.settings import MemorySettings
 from runtime import Act, Context, Visibility, errors
 
@@ -97,7 +97,8 @@ def walk(params: WalkParams, ctx: Context) -> WalkResult:
     factors = s.graph.relation_factors.model_dump()
     ranked = sorted(((cos[n] * f * (1.0 + cent.get(n, 0.0)), n) for n, (f, *_rest) in best.items()),
                     key=lambda t: (-t[0], t[1]))[: params.limit]
-    notes = fetch_notes(ctx, [n for _, n in ranked])
+    rows = ctx.state.index.rows
+    notes = {n: note_from_index(rows[n]) for _, n in ranked}
     results = []
     for score, n in ranked:
         f, d, seed, path = best[n]

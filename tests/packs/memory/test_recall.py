@@ -26,11 +26,9 @@ def ids(rt, query: str, **kw) -> list[int]:
     return [h.note.id for h in recall(rt, query, **kw).results]
 
 
-def supersede(rt, old_id: int, new_id: int, when: datetime) -> None:
-    """No linking verb yet (memory.link arrives later): set the columns and tell the in-memory index."""
-    rt._con.execute("UPDATE memory.notes SET superseded_by = ?, superseded_at = ? WHERE id = ?",
-                    [new_id, when, old_id])
-    rt._state["memory"].index.set_superseded(old_id, when)
+def supersede(rt, old_id: int, new_id: int) -> None:
+    """The new note supersedes the old one from the clock's now (memory.link with a supersedes edge)."""
+    rt.call("memory.link", {"source_id": new_id, "target_id": old_id, "relation": "supersedes"})
 
 
 # -- sub-handlers -----------------------------------------------------------------------------------------
@@ -296,7 +294,7 @@ def test_superseded_notes_are_hidden_unless_asked(rt, clock):
     clock.now = T0 + timedelta(days=10)
     new = remember(rt, "Orion database is Postgres")
     assert set(ids(rt, "Orion database")) == {old, new}
-    supersede(rt, old, new, T0 + timedelta(days=10))
+    supersede(rt, old, new)
     assert ids(rt, "Orion database") == [new]
     assert set(ids(rt, "Orion database", include_superseded=True)) == {old, new}
     note = rt.call("memory.get", {"ids": [old]}).notes[0]
@@ -307,7 +305,7 @@ def test_as_of_before_the_supersession_still_returns_the_old_note(rt, clock):
     old = remember(rt, "Orion database is MySQL")
     clock.now = T0 + timedelta(days=10)
     new = remember(rt, "Orion database is Postgres")
-    supersede(rt, old, new, T0 + timedelta(days=10))
+    supersede(rt, old, new)
     # before the new note existed: only the old one, not yet superseded
     assert ids(rt, "Orion database", as_of=(T0 + timedelta(days=5)).isoformat()) == [old]
     # at and after the supersession: only the new one
@@ -428,3 +426,36 @@ def test_reembed_after_a_model_change(tmp_path, clock):
         assert ids(rt, "automobile", fusion="vector_only")[0] == car  # and after a reopen
         with pytest.raises(errors.ConfigError):
             rt.call("memory.reembed", {"model": "no-such-model"})
+
+
+def test_recalled_notes_equal_the_stored_rows_through_every_write(tmp_path, clock):
+    """recall answers from the index's copy of each note (no SQL); after remember, supersede, un-supersede,
+    archive and a reopen that copy must equal what memory.get reads from the table, field for field."""
+    db = str(tmp_path / "pal.duckdb")
+
+    def agree(rt) -> int:  # type: ignore[no-untyped-def]
+        hits = recall(rt, "Orion database", include_superseded=True, limit=20).results
+        stored = {n.id: n for n in rt.call("memory.get", {"ids": [h.note.id for h in hits]}).notes}
+        for h in hits:
+            assert h.note.model_dump(exclude={"entities"}) == stored[h.note.id].model_dump(exclude={"entities"})
+        return len(hits)
+
+    with open_test_runtime(config=HASHING, path=db, clock=clock) as rt:
+        old = remember(rt, "Orion database is MySQL", tags=["db", "orion"], source_id="chat:1", key="k-old",
+                       kind="decision", scope="orion", thread="s1")
+        new = remember(rt, "Orion database is Postgres", salience=0.9, thread="s1")
+        third = remember(rt, "Orion database backups run nightly", memory_type="semantic")
+        assert agree(rt) == 3
+        clock.now = T0 + timedelta(days=2)
+        edge = rt.call("memory.link", {"source_id": new, "target_id": old, "relation": "supersedes"}).edge.id
+        assert agree(rt) == 3
+        assert rt.call("memory.get", {"ids": [old]}).notes[0].superseded_by == new
+        rt.call("memory.unlink", {"edge_id": edge})
+        assert agree(rt) == 3
+        rt.call("memory.link", {"source_id": new, "target_id": old, "relation": "supersedes"})
+        rt.call("memory.archive", {"ids": [third]})
+        assert agree(rt) == 2
+    with open_test_runtime(config=HASHING, path=db, clock=clock) as rt:
+        assert agree(rt) == 2
+        got = {h.note.id: h.note for h in recall(rt, "Orion database", include_superseded=True).results}
+        assert got[old].superseded_by == new and got[old].key == "k-old" and got[old].source_id == "chat:1"
