@@ -17,7 +17,7 @@ import numpy as np
 from packs.memory.bm25 import BM25Index
 from packs.memory.context import ThreadExpander, render_dated
 from packs.memory.text import tokenize
-from packs.memory.vectors import VectorIndex
+from packs.memory.vectors import Prefilter, VectorIndex
 
 EPOCH = datetime(1970, 1, 1)
 KINDS = ("decision", "milestone", "problem", "preference", "emotional")
@@ -84,8 +84,9 @@ class MemoryIndex:
                "prev": np.int64, "next": np.int64}  # prev/next: thread neighbours, -1 for none
 
     def __init__(self, *, k1: float, b: float, max_query_terms: int, expansion_weight: float,
-                 prefix_chars: int = 0) -> None:
+                 prefix_chars: int = 0, prefilter: Prefilter = Prefilter()) -> None:
         self.prefix_chars = prefix_chars  # near-duplicate detection: a hash of each note's opening characters
+        self.prefilter = prefilter
         self.bm25 = BM25Index(k1=k1, b=b, max_query_terms=max_query_terms)
         self.expander = ThreadExpander(weight=expansion_weight)
         self.vectors: dict[str, VectorIndex] = {}
@@ -153,7 +154,7 @@ class MemoryIndex:
     def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
         index = self.vectors.get(model)
         if index is None:
-            index = self.vectors[model] = VectorIndex(matrix.shape[1])
+            index = self.vectors[model] = VectorIndex(matrix.shape[1], prefilter=self.prefilter)
         index.add(ids, matrix)
 
     def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:

@@ -9,6 +9,7 @@ from packs.memory import commands, embedding, hookspecs
 from packs.memory.embedding import Embedders
 from packs.memory.index import MemoryIndex, NoteRow
 from packs.memory.settings import MemorySettings
+from packs.memory.vectors import Prefilter
 from runtime import Context, Pack
 
 pack = Pack(
@@ -31,8 +32,10 @@ def stored_models(s: MemorySettings) -> list[str]:
 
 
 def new_index(s: MemorySettings) -> MemoryIndex:
+    pf = s.vector_prefilter
     return MemoryIndex(k1=s.bm25_k1, b=s.bm25_b, max_query_terms=s.max_query_terms,
-                       expansion_weight=s.context.expansion_weight, prefix_chars=s.near_duplicate_prefix)
+                       expansion_weight=s.context.expansion_weight, prefix_chars=s.near_duplicate_prefix,
+                       prefilter=Prefilter(min_rows=pf.min_rows, dims=pf.dims, candidates=pf.candidates))
 
 
 @pack.on_open

@@ -45,6 +45,15 @@ class ContextSettings(BaseModel):
     speaker_gamma: float = Field(ge=0)
 
 
+class VectorPrefilterSettings(BaseModel):
+    """The vector leg's prefilter for large scans (packs/memory/vectors.py, ADR 0008)."""
+
+    model_config = ConfigDict(extra="forbid")
+    min_rows: int = Field(ge=0)  # scans of fewer rows are exact; 0 = always exact
+    dims: int = Field(ge=1)
+    candidates: int = Field(ge=1)
+
+
 class MemorySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     episodic: TypeDefaults
@@ -57,6 +66,7 @@ class MemorySettings(BaseModel):
     rrf_k: float = Field(gt=0)
     fusion_weights: dict[str, float]
     min_cosine: float = Field(ge=-1, le=1)
+    vector_prefilter: VectorPrefilterSettings
     candidates_per_limit: int = Field(ge=1)
     candidates_min: int = Field(ge=1)
     candidates_max: int = Field(ge=1)

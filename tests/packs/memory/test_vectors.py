@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from packs.memory.vectors import VectorIndex, l2_normalize
+from packs.memory.vectors import Prefilter, VectorIndex, l2_normalize
 
 
 def rand(n, d, seed=0):
@@ -85,3 +85,60 @@ def test_narrow_scope_path_equals_mask_path():
     assert [i for i, _ in a] == [i for i, _ in b]
     assert [c for _, c in a] == pytest.approx([c for _, c in b], abs=1e-6)
     assert vi.search(q, 10, allowed=[5, 6]) == []  # unknown ids
+
+
+# -- the prefilter for large scans -------------------------------------------------------------------------
+def _structured(n: int, dim: int = 64, rank: int = 12, seed: int = 1) -> np.ndarray:
+    """Vectors with low-rank structure plus noise, like sentence embeddings (isotropic noise has no PCA)."""
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(n, rank)) @ rng.normal(size=(rank, dim)) + 0.3 * rng.normal(size=(n, dim))).astype(
+        np.float32)
+
+
+PF = Prefilter(min_rows=1000, dims=16, candidates=300)
+
+
+def test_prefilter_returns_exact_cosines_and_finds_the_exact_top():
+    x = _structured(3000)
+    idx = VectorIndex(64, prefilter=PF)
+    idx.add(np.arange(3000), x)
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    found = []
+    for q in _structured(50, seed=2):
+        got = idx.search(q, 10, min_cosine=None)
+        exact = idx.search_exact(q, 10, min_cosine=None)
+        qn = q / np.linalg.norm(q)
+        for i, c in got:  # every cosine returned is the true one
+            assert c == pytest.approx(float(xn[i] @ qn), abs=1e-5)
+        kth = exact[-1][1]
+        found.append(np.mean([c >= kth - 1e-6 for _, c in got]))
+    assert np.mean(found) >= 0.95  # of the exact top 10 (by score: ties count), on structured data
+
+
+def test_prefilter_is_off_below_its_threshold_and_respects_masks():
+    x = _structured(3000)
+    small = VectorIndex(64, prefilter=Prefilter(min_rows=5000, dims=16, candidates=300))
+    small.add(np.arange(3000), x)
+    q = _structured(1, seed=3)[0]
+    assert small.search(q, 20) == small.search_exact(q, 20)
+    big = VectorIndex(64, prefilter=PF)
+    big.add(np.arange(3000), x)
+    allowed = np.zeros(3000, dtype=bool)
+    allowed[::2] = True  # 1,500 rows allowed: still above min_rows, so prefiltered
+    got = big.search(q, 50, allowed=allowed, min_cosine=None)
+    assert len(got) == 50 and all(i % 2 == 0 for i, _ in got)
+
+
+def test_prefilter_stays_in_step_with_adds_and_compaction():
+    x = _structured(3000)
+    idx = VectorIndex(64, prefilter=PF)
+    idx.add(np.arange(3000), x)
+    extra = _structured(500, seed=4)
+    idx.add(np.arange(3000, 3500), extra)  # projected as they arrive
+    for j in (0, 250, 499):
+        assert idx.search(extra[j], 1)[0] == (3000 + j, pytest.approx(1.0, abs=1e-5))
+    idx.remove(range(0, 2000))  # more than a third dead: compaction moves rows (and their projections)
+    assert len(idx) == 1500
+    for i in (2000, 2999, 3499):
+        v = x[i] if i < 3000 else extra[i - 3000]
+        assert idx.search(v, 1)[0] == (i, pytest.approx(1.0, abs=1e-5))
