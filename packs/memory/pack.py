@@ -59,4 +59,6 @@ def load_indexes(ctx: Context) -> None:
 
 # the verbs register themselves on `pack` when imported
 from packs.memory import (admin, beliefs, explain, graph, lifecycle, recall, remember, stages,  # noqa: E402,F401
-                          walk)
+                          sync, walk)
+
+pack.add_hooks(sync)  # kg edges between notes written by others reach the live graph

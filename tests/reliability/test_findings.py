@@ -1,7 +1,7 @@
 """What the reliability work found (issue 9), one regression test per finding.
 
-Fixed ones pass. The one still open (the live memory graph does not see note edges written through kg.link) is
-a strict xfail: it fails today, documents the bug, and turns into an XPASS failure the day it is fixed.
+Fixed ones pass. A finding still open would be a strict xfail: it fails today, documents the bug, and turns into
+an XPASS failure the day it is fixed (the last one, note edges written through kg.link, is fixed: packs/memory/sync.py).
 """
 import re
 from pathlib import Path
@@ -145,14 +145,19 @@ def test_a_full_batch_may_mention_more_entities_than_one_kg_call_takes(make_pal_
     assert n == 3300
 
 
-# -- open: packs/memory/graph.py (not ours to edit) -----------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="memory graph: an 'm:'-to-'m:' edge written or removed through kg.link / "
-                                       "kg.unlink is in kg.edges (and in the graph rebuilt on open) but not in the "
-                                       "live memory graph, so memory.walk answers differently before and after a "
-                                       "restart")
+# -- fixed: packs/memory/sync.py ------------------------------------------------------------------------------
 def test_memory_graph_follows_note_edges_written_through_the_kg(rt):
+    """An 'm:'-to-'m:' edge written or removed through kg.link / kg.link_many / kg.unlink reaches the live memory
+    graph (it used to appear only after a restart rebuilt the graph from kg.edges)."""
     from rel_support import index_problems
 
     a, b = rt.ids
-    rt.call("kg.link", {"src": f"m:{a}", "dst": f"m:{b}", "relation": "supports"})
+    eid = rt.call("kg.link", {"src": f"m:{a}", "dst": f"m:{b}", "relation": "supports"}).edge.id
     assert not index_problems(rt)
+    assert [e.id for e in rt.call("memory.edges", {"memory_id": a}).edges] == [eid]
+    rt.call("kg.link_many", {"links": [{"src": f"m:{b}", "dst": f"m:{a}", "relation": "related_to"},
+                                       {"src": f"m:{a}", "dst": "e:1", "relation": "mentions"}]})
+    assert not index_problems(rt)
+    rt.call("kg.unlink", {"edge_id": eid})
+    assert not index_problems(rt)
+    assert {e.relation for e in rt.call("memory.edges", {"memory_id": a}).edges} == {"related_to"}
