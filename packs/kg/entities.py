@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 
 from runtime import Act, Context, errors
 
+from packs.kg.cache import Writer
 from packs.kg.core import pack
 from packs.kg.detect import Detector
 from packs.kg.models import EntityOut, FactOut, KgParams, Kind, Name, name_key
@@ -72,10 +73,11 @@ def upsert_entity(params: UpsertEntityParams, ctx: Context) -> UpsertEntityResul
     check_length(params.name, s.max_name_length, ["name"])
     for i, a in enumerate(params.aliases):
         check_length(a, s.max_name_length, ["aliases", i])
+    w = Writer(ctx, need_cache=False)
     known = lookup_keys(ctx, [name_key(params.name)])
     created = not known
     if created:
-        eid = create_entities(ctx, [(params.name, params.kind or s.default_entity_kind)])[0]
+        eid = create_entities(ctx, [(params.name, params.kind or s.default_entity_kind)], w)[0]
     else:
         eid, _, kind = known[name_key(params.name)]
         if params.kind is not None and params.kind != kind:
@@ -91,9 +93,12 @@ def upsert_entity(params: UpsertEntityParams, ctx: Context) -> UpsertEntityResul
         if key not in taken:
             fresh.setdefault(key, alias)
     if fresh:
+        w.touch_keys()
         ctx.db.execute("INSERT INTO kg.entity_keys SELECT ?, unnest(?::VARCHAR[]), ?, unnest(?::VARCHAR[]), false, ?",
                        [ctx.namespace, list(fresh), eid, list(fresh.values()), ctx.now()])
         bump_revision(ctx)
+        w.add_keys(dict.fromkeys(fresh, eid), {})
+    w.commit()
     return UpsertEntityResult(entity=entity_by_ref(ctx, entity_id=eid), created=created)
 
 

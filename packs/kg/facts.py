@@ -1,7 +1,6 @@
 """Write verbs over facts: kg.assert_fact, kg.assert_facts, kg.retract_fact, kg.define_predicate, kg.predicates."""
 from __future__ import annotations
 
-from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
@@ -12,40 +11,28 @@ from packs.kg.models import (
     AssertFactParams, AssertFactResult, AssertFactsParams, AssertFactsResult, AssertOutcome, DefinePredicateParams,
     FactInput, PredicateOut, PredicatesParams, PredicatesResult, RetractFactParams, RetractFactResult, name_key,
 )
+from packs.kg.cache import Writer, fact_from_row, load_rows, timelines_of
 from packs.kg.store import check_length, ensure_entities, facts_by_id
 from packs.kg.timeline import Assertion, Fact, Outcome, apply, heal_after_retraction
 
-_LOAD_COLUMNS = ("version_id, fact_id, subject_id, predicate, object_id, object_value, valid_from, valid_to, "
-                 "valid_to_source, superseded_by, coexisting, confidence, combined_confidence, evidence_count, "
-                 "source_id, first_recorded_at, object_text")
 
-
-def cardinalities(ctx: Context, predicates: set[str]) -> dict[str, str]:
-    rows = ctx.db.query("SELECT name, cardinality FROM kg.predicates WHERE namespace = ? AND name IN "
-                        "(SELECT unnest(?::VARCHAR[]))", [ctx.namespace, sorted(predicates)])
-    known = dict(rows)
+def cardinalities(ctx: Context, predicates: set[str], w: Writer) -> dict[str, str]:
+    if w.cache is not None:
+        known = w.cache.cards
+    else:
+        known = dict(ctx.db.query("SELECT name, cardinality FROM kg.predicates WHERE namespace = ? AND name IN "
+                                  "(SELECT unnest(?::VARCHAR[]))", [ctx.namespace, sorted(predicates)]))
     return {p: known.get(p, ctx.settings.default_cardinality) for p in predicates}
 
 
-def _fact_from_row(r: tuple) -> Fact:
-    return Fact(fact_id=r[1], version_id=r[0], object_key=f"e:{r[4]}" if r[4] is not None else f"v:{r[5]}",
-                object_id=r[4], object_value=r[5], valid_from=r[6], valid_to=r[7], valid_to_source=r[8],
-                superseded_by=r[9], coexisting=r[10], confidence=r[11], combined_confidence=r[12],
-                evidence_count=r[13], source_id=r[14], first_recorded_at=r[15], object_text=r[16])
-
-
-def load_timelines(ctx: Context, keys: set[tuple[int, str]]) -> dict[tuple[int, str], list[Fact]]:
-    """The transaction-time-current versions of every (subject_id, predicate) in ``keys``."""
-    out: dict[tuple[int, str], list[Fact]] = defaultdict(list)
-    if not keys:
-        return out
-    subjects, preds = zip(*sorted(keys))
-    rows = ctx.db.query(
-        f"SELECT {', '.join('f.' + c.strip() for c in _LOAD_COLUMNS.split(','))} FROM kg.facts f JOIN "
-        "(SELECT unnest(?::BIGINT[]) AS s, unnest(?::VARCHAR[]) AS p) k ON f.subject_id = k.s AND f.predicate = k.p "
-        "WHERE f.namespace = ? AND f.retracted_at IS NULL", [list(subjects), list(preds), ctx.namespace])
-    for r in rows:
-        out[(r[2], r[3])].append(_fact_from_row(r))
+def load_timelines(ctx: Context, keys: set[tuple[int, str]], w: Writer) -> dict[tuple[int, str], list[Fact]]:
+    """Copies of the transaction-current versions of every (subject_id, predicate) in ``keys``."""
+    if w.cache is not None:
+        return timelines_of(w.cache, keys)
+    out: dict[tuple[int, str], list[Fact]] = {k: [] for k in keys}
+    for r in load_rows(ctx, {sid for sid, _ in keys}):
+        if (r[0], r[1]) in out:
+            out[(r[0], r[1])].append(fact_from_row(r[1:]))
     return out
 
 
@@ -88,7 +75,7 @@ def persist(ctx: Context, changed: list[tuple[tuple[int, str, str], Fact]], now:
             f"SELECT *, ?, ? FROM (SELECT {sel})",
             [ctx.namespace, now, *cols])
         for vid, (_, f) in zip(vids, versioned):
-            f.version_id = vid
+            f.version_id, f.recorded_at = vid, now
     if in_place:
         ctx.db.execute(
             "UPDATE kg.facts f SET confidence = u.c, combined_confidence = u.cc, evidence_count = u.n, "
@@ -109,12 +96,13 @@ def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Ou
         check_length(it.subject, s.max_name_length, [*here, "subject"])
         check_length(it.object, s.max_literal_length if it.literal else s.max_name_length, [*here, "object"])
     now = ctx.now()
+    w = Writer(ctx)
     wanted = [(it.subject, it.subject_kind or s.default_entity_kind) for it in items]
     wanted += [(it.object, it.object_kind or s.default_entity_kind) for it in items if not it.literal]
-    ids = ensure_entities(ctx, wanted)
-    card = cardinalities(ctx, {it.predicate for it in items})
+    ids = ensure_entities(ctx, wanted, w)
+    card = cardinalities(ctx, {it.predicate for it in items}, w)
     keyed = [(ids[name_key(it.subject)], it) for it in items]
-    timelines = load_timelines(ctx, {(sid, it.predicate) for (sid, _), it in keyed})
+    timelines = load_timelines(ctx, {(sid, it.predicate) for (sid, _), it in keyed}, w)
     outcomes: list[Outcome] = []
     touched: dict[int, tuple[tuple[int, str, str], Fact]] = {}
     for n, ((sid, sname), it) in enumerate(keyed):
@@ -129,6 +117,7 @@ def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Ou
         outcomes.append(out)
         for f in (out.fact, *out.superseded):
             touched[id(f)] = ((sid, sname, it.predicate), f)
+    w.touch_subjects(sid for sid, _ in timelines)
     persist(ctx, list(touched.values()), now)
     sources = [(o.fact.fact_id, it.source_id, it.confidence if it.confidence is not None else s.default_confidence)
                for o, it in zip(outcomes, items) if it.source_id is not None]
@@ -136,6 +125,9 @@ def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Ou
         fids, srcs, confs = zip(*sources)
         ctx.db.execute("INSERT INTO kg.fact_sources SELECT ?, unnest(?::BIGINT[]), unnest(?::VARCHAR[]), "
                        "unnest(?::DOUBLE[]), ?", [ctx.namespace, list(fids), list(srcs), list(confs), now])
+    for (sid, pred), facts in timelines.items():
+        w.set_timeline(sid, pred, facts)
+    w.commit()
     return outcomes
 
 
@@ -186,12 +178,16 @@ def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
     if retracted is not None:
         raise errors.Conflict(f"fact {params.fact_id} is already retracted")
     now = ctx.now()
-    timeline = load_timelines(ctx, {(subject_id, predicate)})[(subject_id, predicate)]
+    w = Writer(ctx, need_cache=False)
+    timeline = load_timelines(ctx, {(subject_id, predicate)}, w)[(subject_id, predicate)]
     target = next(f for f in timeline if f.fact_id == params.fact_id)
     healed = heal_after_retraction(timeline, target)
+    w.touch_subjects([subject_id])
     ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'retracted' WHERE version_id = ?",
                    [now, target.version_id])
     persist(ctx, [((subject_id, subject_name, predicate), f) for f in healed], now)
+    w.set_timeline(subject_id, predicate, [f for f in timeline if f is not target])
+    w.commit()
     if params.reason:
         ctx.log.info("retracted fact %s in %s: %s", params.fact_id, ctx.namespace, params.reason)
     return RetractFactResult(fact=facts_by_id(ctx, [params.fact_id])[0], healed=[f.fact_id for f in healed])
@@ -203,12 +199,16 @@ def define_predicate(params: DefinePredicateParams, ctx: Context) -> PredicateOu
 
     Applies to facts asserted from now on; stored facts keep the shape they were given.
     """
+    w = Writer(ctx, need_cache=False)
+    w.touch_cards()
     ctx.db.execute(
         "INSERT INTO kg.predicates VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, name) DO UPDATE SET "
         "cardinality = excluded.cardinality, description = coalesce(excluded.description, kg.predicates.description)",
         [ctx.namespace, params.name, params.cardinality, params.description, ctx.now()])
     row = ctx.db.query("SELECT name, cardinality, description FROM kg.predicates WHERE namespace = ? AND name = ?",
                        [ctx.namespace, params.name])[0]
+    w.set_card(row[0], row[1])
+    w.commit()
     return PredicateOut(name=row[0], cardinality=row[1], description=row[2])
 
 

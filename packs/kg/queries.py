@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from runtime import Act, Context
 
+from packs.kg import cache
 from packs.kg.core import pack
 from packs.kg.models import FactOut, KgParams, Name, Predicate, When, name_key
 from packs.kg.store import entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
@@ -69,6 +70,15 @@ def _times(ctx: Context, as_of: datetime | None, known_at: datetime | None) -> d
 @pack.verb("facts", act=Act.ASSERTIVE)
 def facts(params: FactsParams, ctx: Context) -> FactsResult:
     """Query facts by subject/predicate/object at a valid time (as_of) as believed at a transaction time (known_at)."""
+    limit = min(params.limit, ctx.settings.max_query_limit)
+    c = cache.readable(ctx) if params.subject is not None and params.known_at is None else None
+    if c is not None:  # the current versions of one subject are in memory: answer without SQL
+        sid = c.keys.get(name_key(params.subject))
+        if sid is None:
+            return FactsResult(facts=[])
+        obj = None if params.object is None else (params.object, c.keys.get(name_key(params.object)))
+        when = None if params.as_of is None and params.include_superseded else _times(ctx, params.as_of, None)
+        return FactsResult(facts=cache.current_facts(c, sid, params.predicate, obj, when, limit))
     args: list[Any] = []
     where = [tx_filter(params.known_at, args)]
     if params.subject is not None:
@@ -86,7 +96,6 @@ def facts(params: FactsParams, ctx: Context) -> FactsResult:
         args.extend([params.object, hit[0] if hit else None])
     if params.as_of is not None or not params.include_superseded:
         where.append(valid_filter(_times(ctx, params.as_of, params.known_at), args))
-    limit = min(params.limit, ctx.settings.max_query_limit)
     return FactsResult(facts=read_facts(ctx, " AND ".join(where), args, limit=limit))
 
 

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 from runtime import Context, errors
 
+from packs.kg.cache import Writer
 from packs.kg.models import EntityOut, FactOut, name_key
 
 FACT_SELECT = """
@@ -91,10 +92,11 @@ def bump_revision(ctx: Context) -> None:
     ctx.on_commit(lambda: getattr(ctx.state, "detectors", {}).pop(ns, None))
 
 
-def create_entities(ctx: Context, items: list[tuple[str, str]]) -> list[int]:
+def create_entities(ctx: Context, items: list[tuple[str, str]], w: Writer) -> list[int]:
     """Insert new entities ``(name, kind)`` (names not known yet, distinct keys) and their name keys."""
     if not items:
         return []
+    w.touch_keys()
     now = ctx.now()
     ids = [r[0] for r in ctx.db.query("SELECT nextval('kg.entity_seq') FROM range(?)", [len(items)])]
     names = [n for n, _ in items]
@@ -105,18 +107,22 @@ def create_entities(ctx: Context, items: list[tuple[str, str]]) -> list[int]:
         "INSERT INTO kg.entity_keys SELECT ?, unnest(?::VARCHAR[]), unnest(?::BIGINT[]), unnest(?::VARCHAR[]), "
         "true, ?", [ctx.namespace, [name_key(n) for n in names], ids, names, now])
     bump_revision(ctx)
+    w.add_keys({name_key(n): i for n, i in zip(names, ids)}, dict(zip(ids, names)))
     return ids
 
 
-def ensure_entities(ctx: Context, wanted: list[tuple[str, str]]) -> dict[str, tuple[int, str]]:
+def ensure_entities(ctx: Context, wanted: list[tuple[str, str]], w: Writer) -> dict[str, tuple[int, str]]:
     """key → (entity id, canonical name) for each ``(name, kind)``, creating unknown ones (first kind wins)."""
     by_key: dict[str, tuple[str, str]] = {}
     for name, kind in wanted:
         by_key.setdefault(name_key(name), (name, kind))
-    known = lookup_keys(ctx, by_key)
-    out = {k: (v[0], v[1]) for k, v in known.items()}
-    missing = [k for k in by_key if k not in known]
-    for key, eid in zip(missing, create_entities(ctx, [by_key[k] for k in missing])):
+    c = w.cache
+    if c is not None:
+        out = {k: (c.keys[k], c.names[c.keys[k]]) for k in by_key if k in c.keys}
+    else:
+        out = {k: (v[0], v[1]) for k, v in lookup_keys(ctx, by_key).items()}
+    missing = [k for k in by_key if k not in out]
+    for key, eid in zip(missing, create_entities(ctx, [by_key[k] for k in missing], w)):
         out[key] = (eid, by_key[key][0])
     return out
 

@@ -15,7 +15,7 @@ from datetime import datetime
 MIN = datetime.min
 
 
-@dataclass
+@dataclass(slots=True)
 class Fact:
     fact_id: int                  # negative = provisional id of a fact created in this batch
     version_id: int | None        # the stored version this was read from; None for a new fact
@@ -33,8 +33,10 @@ class Fact:
     evidence_count: int
     source_id: str | None
     first_recorded_at: datetime
+    recorded_at: datetime         # when this version became our belief (transaction time from)
     interval_changed: bool = False
     evidence_changed: bool = False
+    row: tuple | None = None      # the cached row this copy was made from (reused by the cache while unchanged)
 
     @property
     def new(self) -> bool:
@@ -98,7 +100,8 @@ def _new(a: Assertion, fact_id: int, now: datetime, valid_from: datetime | None,
                 object_value=a.object_value, object_text=a.object_text, valid_from=valid_from, valid_to=valid_to,
                 valid_to_source=source,
                 superseded_by=successor, coexisting=a.coexisting, confidence=a.confidence,
-                combined_confidence=a.confidence, evidence_count=1, source_id=a.source_id, first_recorded_at=now)
+                combined_confidence=a.confidence, evidence_count=1, source_id=a.source_id, first_recorded_at=now,
+                recorded_at=now)
 
 
 def apply(facts: list[Fact], a: Assertion, now: datetime, new_id: int) -> Outcome:

@@ -1,0 +1,215 @@
+"""The in-process fact cache (packs/kg/cache.py) always agrees with the store: after writes, after a rolled-back
+call, inside a transaction that wrote, after reopen, and per namespace (adr/0014-kg-scale.md)."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime import Act, Context, Pack, errors
+from runtime.testing import open_test_runtime
+
+from packs.kg import pack as kg_pack
+from packs.kg.cache import LOAD_COLUMNS
+
+from .conftest import Clock, counts
+
+probe = Pack("kgprobe", version="0.1.0", requires=["kg"])
+
+
+class ProbeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    facts: list[dict] = Field(default_factory=list)
+    retract: int | None = None
+    alias: str | None = None
+    subject: str = "Alice"
+    fail: bool = False
+    steal_alias: str | None = None
+
+
+class ProbeResult(BaseModel):
+    seen: list[str]
+
+
+@probe.verb("write_then_read", act=Act.COMMISSIVE)
+def write_then_read(params: ProbeParams, ctx: Context) -> ProbeResult:
+    """Write kg data, read it back in the same transaction, then (optionally) fail so everything rolls back."""
+    if params.facts:
+        ctx.call("kg.assert_facts", {"facts": params.facts})
+    if params.retract is not None:
+        ctx.call("kg.retract_fact", {"fact_id": params.retract})
+    if params.alias:
+        ctx.call("kg.upsert_entity", {"name": params.subject, "aliases": [params.alias]})
+    seen = [f.object for f in ctx.call("kg.facts", {"subject": params.alias or params.subject}).facts]
+    if params.facts:  # a second write in the same transaction must build on the first one
+        ctx.call("kg.assert_facts", {"facts": [{**params.facts[-1], "object": "Second"}]})
+        seen += [f.object for f in ctx.call("kg.facts", {"subject": params.subject}).facts]
+    if params.steal_alias:  # kg creates the entity, then refuses the alias; this caller shrugs and commits
+        try:
+            ctx.call("kg.upsert_entity", {"name": "Newcomer", "aliases": [params.steal_alias]})
+        except errors.Conflict:
+            pass
+    if params.fail:
+        raise errors.Conflict("the caller changed its mind")
+    return ProbeResult(seen=seen)
+
+
+def _state(rt):
+    return rt._state["kg"]
+
+
+def assert_cache_matches_store(rt, ns: str = "default") -> None:
+    """Every cached row, key, name and cardinality equals what SQL holds now (nothing pending)."""
+    st = _state(rt)
+    assert ns not in st.kg_pending
+    c = st.kg_cache[ns]
+    cached = sorted(((sid, *r) for sid, rows in c.subjects.items() for r in rows), key=lambda r: (r[0], r[2]))
+    stored = sorted(rt._con.execute(f"SELECT {LOAD_COLUMNS} FROM kg.facts WHERE namespace = ? AND retracted_at IS "
+                                    "NULL", [ns]).fetchall(), key=lambda r: (r[0], r[2]))
+    assert cached == stored
+    keys = rt._con.execute("SELECT k.key, e.id, e.name FROM kg.entity_keys k JOIN kg.entities e ON e.id = "
+                           "k.entity_id WHERE k.namespace = ?", [ns]).fetchall()
+    assert c.keys == {k: i for k, i, _ in keys}
+    assert c.names == {i: n for _, i, n in keys}
+    assert c.cards == dict(rt._con.execute("SELECT name, cardinality FROM kg.predicates WHERE namespace = ?",
+                                           [ns]).fetchall())
+
+
+def assert_reads_match_sql(rt, clock: Clock, subjects: list[str], ns: str = "default") -> None:
+    """kg.facts answered from the cache equals the SQL path (known_at = now, after every write)."""
+    clock.tick()
+    for subject in subjects:
+        for as_of in (None, "1990", "2015-06", "2021-06", "2023-06", "2030"):
+            base = {"subject": subject}
+            if as_of:
+                base["as_of"] = as_of
+            for extra in ({}, {"predicate": "works_at"}, {"include_superseded": True}, {"object": "Meta"}):
+                q = {**base, **extra}
+                cached = rt.call("kg.facts", q, namespace=ns).facts
+                via_sql = rt.call("kg.facts", {**q, "known_at": clock.now}, namespace=ns).facts
+                assert cached == via_sql, q
+
+
+@pytest.fixture
+def rt(make_pal_runtime, clock):
+    return make_pal_runtime(kg_pack, probe, clock=clock)
+
+
+def test_cache_agrees_with_the_store_through_random_writes(rt, clock):
+    rng = random.Random(7)
+    rt.call("kg.define_predicate", {"name": "speaks", "cardinality": "many"})
+    subjects = ["Alice", "Bob", "Carol"]
+    for step in range(60):
+        clock.tick()
+        fact = {"subject": rng.choice(subjects), "predicate": rng.choice(["works_at", "works_at", "speaks"]),
+                "object": rng.choice(["Meta", "Google", "Startup", "IBM"]),
+                "valid_from": str(rng.randrange(2010, 2026)), "confidence": rng.choice([0.5, 0.9, 1.0])}
+        if rng.random() < 0.2:
+            fact["valid_to"] = str(int(fact["valid_from"]) + rng.randrange(1, 4))
+        if rng.random() < 0.1:
+            del fact["valid_from"]
+        if rng.random() < 0.1:
+            fact["allow_coexisting"] = True
+        res = rt.call("kg.assert_facts", {"facts": [fact, {**fact, "subject": rng.choice(subjects)}]})
+        if step % 7 == 3:
+            rt.call("kg.retract_fact", {"fact_id": res.outcomes[0].fact_id})
+        if step == 30:
+            rt.call("kg.upsert_entity", {"name": "Alice", "aliases": ["Ali"]})
+            rt.call("kg.define_predicate", {"name": "works_at", "cardinality": "many"})
+        assert_cache_matches_store(rt)
+    assert_reads_match_sql(rt, clock, [*subjects, "Ali", "Nobody"])
+
+
+def test_a_rolled_back_call_leaves_the_cache_unchanged(rt, clock):
+    rt.call("kg.assert_fact", {"subject": "Alice", "predicate": "works_at", "object": "Meta", "valid_from": "2020"})
+    fid = rt.call("kg.facts", {"subject": "Alice"}).facts[0].fact_id
+    assert_cache_matches_store(rt)
+    before = counts(rt)
+    clock.tick()
+    late = {"subject": "Alice", "predicate": "works_at", "object": "Google", "valid_from": "2023-06"}
+    for params in ({"facts": [late, {**late, "subject": "Dave"}], "fail": True}, {"retract": fid, "fail": True},
+                   {"alias": "Ali", "fail": True}):
+        with pytest.raises(errors.Conflict):
+            rt.call("kgprobe.write_then_read", params)
+        assert counts(rt) == before
+        assert [f.object for f in rt.call("kg.facts", {"subject": "Alice"}).facts] == ["Meta"]
+        assert rt.call("kg.facts", {"subject": "Dave"}).facts == []
+        assert rt.call("kg.facts", {"subject": "Ali"}).facts == []
+        assert_cache_matches_store(rt)
+    with pytest.raises(errors.InvalidParams):  # bad input mid-batch: nothing written, nothing cached
+        rt.call("kg.assert_facts", {"facts": [late, {**late, "valid_to": "2001"}]})
+    assert counts(rt) == before
+    assert_cache_matches_store(rt)
+    assert_reads_match_sql(rt, clock, ["Alice", "Dave"])
+
+
+def test_a_transaction_reads_its_own_kg_writes_and_the_cache_follows_its_commit(rt, clock):
+    rt.call("kg.assert_fact", {"subject": "Alice", "predicate": "works_at", "object": "Meta", "valid_from": "2020"})
+    clock.tick()
+    late = {"subject": "Alice", "predicate": "works_at", "object": "Google", "valid_from": "2023-06"}
+    seen = rt.call("kgprobe.write_then_read", {"facts": [late]}).seen
+    assert seen == ["Google", "Second"]  # the uncommitted writes were visible inside the transaction
+    assert [f.object for f in rt.call("kg.facts", {"subject": "Alice"}).facts] == ["Second"]
+    assert_cache_matches_store(rt)
+    fid = rt.call("kg.facts", {"subject": "Alice"}).facts[0].fact_id
+    clock.tick()
+    assert rt.call("kgprobe.write_then_read", {"retract": fid, "alias": "Ali"}).seen == ["Google"]
+    assert_cache_matches_store(rt)
+    assert_reads_match_sql(rt, clock, ["Alice", "Ali"])
+
+
+def test_a_failed_kg_write_whose_caller_commits_is_reloaded_from_the_store(rt, clock):
+    rt.call("kg.assert_fact", {"subject": "Alice", "predicate": "works_at", "object": "Meta", "valid_from": "2020"})
+    clock.tick()
+    late = {"subject": "Alice", "predicate": "works_at", "object": "Google", "valid_from": "2023-06"}
+    rt.call("kgprobe.write_then_read", {"facts": [late], "steal_alias": "Alice"})
+    # the half-done upsert_entity committed "Newcomer" without running its commit hook: the next use reloads
+    assert rt.call("kg.facts", {"subject": "Newcomer"}).facts == []
+    assert_cache_matches_store(rt)
+    assert "newcomer" in _state(rt).kg_cache["default"].keys
+    rt.call("kg.assert_fact", {"subject": "Newcomer", "predicate": "works_at", "object": "IBM"})
+    assert_cache_matches_store(rt)
+    assert_reads_match_sql(rt, clock, ["Alice", "Newcomer"])
+
+
+def test_the_cache_is_rebuilt_from_the_store_after_reopen(tmp_path):
+    clock = Clock()
+    path = str(tmp_path / "kg.duckdb")
+    rt = open_test_runtime(kg_pack, path=path, clock=clock)
+    rt.call("kg.define_predicate", {"name": "speaks", "cardinality": "many"})
+    rt.call("kg.assert_facts", {"facts": [
+        {"subject": "Alice", "predicate": "works_at", "object": "Meta", "valid_from": "2020"},
+        {"subject": "Alice", "predicate": "works_at", "object": "Google", "valid_from": "2023-06"},
+        {"subject": "Alice", "predicate": "speaks", "object": "French", "literal": True}]})
+    before = rt.call("kg.facts", {"subject": "Alice", "include_superseded": True}).facts
+    rt.close()
+    rt = open_test_runtime(kg_pack, path=path, clock=clock)
+    try:
+        assert getattr(_state(rt), "kg_cache", None) is None  # nothing survives the process but the file
+        assert rt.call("kg.facts", {"subject": "Alice", "include_superseded": True}).facts == before
+        clock.tick()
+        rt.call("kg.assert_fact", {"subject": "Alice", "predicate": "works_at", "object": "Startup",
+                                   "valid_from": "2021-06"})
+        rt.call("kg.assert_fact", {"subject": "Alice", "predicate": "speaks", "object": "German", "literal": True})
+        assert_cache_matches_store(rt)
+        assert_reads_match_sql(rt, clock, ["Alice"])
+    finally:
+        rt.close()
+
+
+def test_namespaces_have_separate_caches(rt, clock):
+    for ns, org in (("a", "Meta"), ("b", "Google")):
+        rt.call("kg.assert_fact", {"subject": "Alice", "predicate": "works_at", "object": org, "valid_from": "2020"},
+                namespace=ns)
+    with pytest.raises(errors.Conflict):
+        rt.call("kgprobe.write_then_read", {"facts": [{"subject": "Alice", "predicate": "works_at",
+                                                       "object": "IBM", "valid_from": "2022"}], "fail": True},
+                namespace="a")
+    assert [f.object for f in rt.call("kg.facts", {"subject": "Alice"}, namespace="a").facts] == ["Meta"]
+    assert [f.object for f in rt.call("kg.facts", {"subject": "Alice"}, namespace="b").facts] == ["Google"]
+    assert rt.call("kg.facts", {"subject": "Alice"}, namespace="c").facts == []
+    for ns in ("a", "b", "c"):
+        assert_cache_matches_store(rt, ns)
+    assert _state(rt).kg_cache["c"].subjects == {}
+    assert_reads_match_sql(rt, clock, ["Alice"], ns="a")
