@@ -110,6 +110,10 @@ class Runtime:
 
     def close(self) -> None:
         if self._con is not None:
+            try:  # packs write what they keep in memory (the brain's pending serves) while the store is open
+                self._pm.hook.palimpsest_close(runtime=self)
+            except Exception:  # noqa: BLE001 - a pack that cannot flush must not keep the database open
+                log.exception("a palimpsest_close hook failed")
             self._con.close()
             self._con = None
 

@@ -30,6 +30,15 @@ def palimpsest_dispatch(call: "CallInfo") -> Any:
 
 
 @hookspec
+def palimpsest_close(runtime: Any) -> None:
+    """Called by ``Runtime.close`` while the database is still open, once per runtime.
+
+    A pack that keeps writes in memory (the brain's pending serve ledger) writes them here, through a verb
+    (``runtime.call(verb, params, internal=True)``). An exception is logged and does not stop the close.
+    """
+
+
+@hookspec
 def palimpsest_register_commands(cli: Any, invocation: Any) -> None:
     """Add commands to the ``pal`` command line (llm-style), e.g. ``pal import locomo FILE``.
 

@@ -27,17 +27,18 @@ def event_weight(params: FeedbackParams, s: BrainSettings, verb: str) -> float:
 def feedback(params: FeedbackParams, ctx: Context) -> FeedbackResult:
     """Tell the brain whether a recalled note was useful; it updates the profile's posteriors and weights.
 
-    The note must be one the recall ``recall_id`` returned in this namespace. A useful note credits the
-    components it scored above that recall's average in and debits the others (not_useful and correction do
-    the reverse), by ``weight × clip(z, −1, 1)`` per component; see ADR 0010.
+    The note must be one the recall ``recall_id`` returned in this namespace (it may still be waiting in
+    memory to be written). A useful note raises the weights of the components under which it stood out above
+    that recall's average more than in its score, and lowers the others (not_useful and correction do the
+    reverse); each event is a pseudo-observation of ``weight`` counts near the current mean (ADR 0010).
     """
     s: BrainSettings = ctx.settings
     served = serve_features(ctx, params.recall_id)
     if served is None:
-        raise errors.NotFound(f"no recall {params.recall_id!r} in namespace {ctx.namespace!r} (unknown, or pruned "
+        raise errors.NotFound(f"no recall {params.recall_id!r} in namespace {ctx.namespace!r} (unknown, or expired "
                               f"after {s.serve_retention_days:g} days)", verb=ctx.verb,
                               details={"errors": [{"loc": ["recall_id"], "msg": "unknown recall"}]})
-    ids, features = served
+    ids = served.note_ids
     if params.note_id not in ids:
         raise errors.InvalidParams(f"note {params.note_id} was not returned by recall {params.recall_id!r}",
                                    verb=ctx.verb, details={"errors": [{"loc": ["note_id"], "msg": "not served"}],
@@ -46,8 +47,8 @@ def feedback(params: FeedbackParams, ctx: Context) -> FeedbackResult:
     name = store.resolve(ctx, params.profile, params.actor)
     store.ensure(ctx, name)
     state, n, explore = store.load(ctx, name)
-    g = post.credit(features, ids.index(params.note_id), relative=s.credit == "relative")
-    delta = post.deltas(g, params.signal, weight)
+    g = post.credit(served.features, ids.index(params.note_id), served.weights, relative=s.credit == "relative")
+    delta = post.deltas(g, params.signal, weight, state)
     new = post.apply(state, delta, s.ess_cap, s.min_count)
     seq = store.append_event(
         ctx, name, "feedback", {"credit": g, "mode": s.credit, "delta": delta, "cap": s.ess_cap,

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Signal = Literal["useful", "not_useful", "correction"]
 Source = Literal["explicit", "implicit"]
@@ -13,8 +13,6 @@ NS_FIELD = Field(None, description="Namespace (defaults to the call's namespace)
 ACTOR_FIELD = Field(None, pattern=NAME, description="Who gives the feedback / uses the profile (optional).")
 PROFILE_FIELD = Field(None, pattern=NAME, description="A profile by name (default: the one bound to the actor, "
                                                       "else to the namespace, else the default profile).")
-
-
 
 
 class Strict(BaseModel):
@@ -56,7 +54,7 @@ class FeedbackResult(BaseModel):
     event_seq: int
     profile: str
     weight: float
-    credit: dict[str, float] = Field(description="Per component, in [-1, 1]: how far the note stood out.")
+    credit: dict[str, float] = Field(description="Per component, in [-1, 1]: how the note stood out (ADR 0010).")
     delta: dict[str, tuple[float, float]] = Field(description="(Δalpha, Δbeta) per component, before the cap.")
     state: ProfileState
     projected: Optional[dict[str, float]] = Field(
@@ -133,22 +131,36 @@ class ReplayResult(BaseModel):
     matches: bool = Field(description="The replayed posteriors equal the stored ones exactly.")
 
 
-class ServeItem(Strict):
-    note_id: int
-    rank: int = Field(ge=0)
-    score: float
-    relevance: float
-    effective_salience: float
-    recency: float
-
-
 class RecordServeParams(Strict):
+    """One recall's served results as columns, in rank order (the dispatch wrapper builds these)."""
+
     recall_id: str = Field(min_length=1, max_length=128)
     query: str
     weights: dict[str, float]
-    items: list[ServeItem] = Field(max_length=200)
+    note_ids: list[int] = Field(max_length=200)
+    scores: list[float] = Field(max_length=200)
+    relevance: list[float] = Field(max_length=200)
+    effective_salience: list[float] = Field(max_length=200)
+    recency: list[float] = Field(max_length=200)
+
+    @model_validator(mode="after")
+    def _aligned(self) -> "RecordServeParams":
+        n = len(self.note_ids)
+        if any(len(col) != n for col in (self.scores, self.relevance, self.effective_salience, self.recency)):
+            raise ValueError("every column must have one value per served note")
+        return self
 
 
 class RecordServeResult(BaseModel):
-    recorded: int
+    recorded: int = Field(description="Notes of this serve (kept in memory until the next flush).")
+    flushed: int = Field(description="Serves this call wrote to the ledger (0 unless the buffer was full).")
     pruned: int
+
+
+class FlushServesParams(Strict):
+    """No params: every namespace's pending serves are written."""
+
+
+class FlushServesResult(BaseModel):
+    flushed: int = Field(description="Serves written (of every namespace).")
+    pruned: int = Field(description="Serves older than serve_retention_days deleted.")

@@ -20,33 +20,53 @@ FLAT = 1e-9  # a component whose values do not vary within a recall gets no cred
 State = dict[str, tuple[float, float]]  # component -> (alpha, beta)
 
 
-def credit(features: Mapping[str, list[float]], index: int, relative: bool = False) -> dict[str, float]:
-    """How clearly the note at ``index`` stood out in each component among the recall's results, in [-1, 1].
+def credit(features: Mapping[str, list[float]], index: int, weights: Mapping[str, float] | None = None,
+           relative: bool = True) -> dict[str, float]:
+    """How the note at ``index`` stood out in each component among the recall's results, in [-1, 1].
 
-    ``z_c = clip((x_c − mean_c) / sd_c, −1, 1)``: positive when the note scored above the recall's average
-    under component c, negative below, 0 when the component is flat (sd ≤ 1e-9) or the recall had one result.
-    ``relative``: ``g_c = clip(z_c − mean(z over the non-flat components), −1, 1)`` — what the note stood out
-    in *more than in the others*; the weights only matter relative to each other, and without this a component
-    that does not matter to the user gets credits and debits alike and drifts to 0.5 (ADR 0010).
+    ``relative`` (the default): ``d_c = x_c − mean_c`` (the note's lead over the recall's average under
+    component c), ``d_s = Σ w_c d_c / Σ w`` (its lead in the score, with the weights the recall ranked with),
+    ``g_c = (d_c − d_s) / max_c' |d_c' − d_s|``. ``d_c − d_s`` is, up to the factor 1/Σw, the derivative of the
+    note's lead in the score with respect to ``w_c``: raising ``w_c`` lifts the note above the recall's average
+    exactly when it stood out under c more than in the score itself. Only the weights' ratios rank, and
+    ``Σ w_c g_c = 0``: no credit along scaling them all. Dividing by the largest keeps that direction and
+    makes the strongest component ±1, so the event's weight alone sets its size.
+    ``absolute``: ``g_c = clip((x_c − mean_c) / sd_c, −1, 1)`` — the literal "scored above the recall's
+    average" (0 for a flat component, sd ≤ 1e-9).
+    A recall of one result, or a note that stands out in nothing, gets 0 everywhere.
     """
-    z: dict[str, float] = {}
-    for c in COMPONENTS:
-        col = np.asarray(features[FEATURE_OF[c]], dtype=np.float64)
-        sd = float(col.std()) if col.size > 1 else 0.0
-        z[c] = math.nan if sd <= FLAT else float(np.clip((col[index] - col.mean()) / sd, -1.0, 1.0))
-    live = [v for v in z.values() if not math.isnan(v)]
-    centre = sum(live) / len(live) if (relative and live) else 0.0
-    return {c: 0.0 if math.isnan(v) else float(np.clip(v - centre, -1.0, 1.0)) for c, v in z.items()}
+    cols = {c: np.asarray(features[FEATURE_OF[c]], dtype=np.float64) for c in COMPONENTS}
+    d = {c: float(col[index] - col.mean()) for c, col in cols.items()}
+    if not relative:
+        return {c: 0.0 if cols[c].std() <= FLAT else float(np.clip(d[c] / cols[c].std(), -1.0, 1.0))
+                for c in COMPONENTS}
+    w = {c: float((weights or {}).get(c, 0.0)) for c in COMPONENTS}
+    total = sum(w.values())
+    if not total > 0:  # no weights recorded (or none positive): every component counts alike
+        w, total = {c: 1.0 for c in COMPONENTS}, float(len(COMPONENTS))
+    lead = sum(w[c] * d[c] for c in COMPONENTS) / total
+    g = {c: d[c] - lead for c in COMPONENTS}
+    top = max(abs(v) for v in g.values())
+    return {c: 0.0 if top <= FLAT else g[c] / top for c in COMPONENTS}
 
 
-def deltas(g: Mapping[str, float], signal: str, weight: float) -> dict[str, tuple[float, float]]:
-    """(Δα, Δβ) per component: useful credits the components the note stood out in (α += w·g) and debits the
-    ones it lagged in (β += w·|g|); not_useful and correction do the reverse."""
+def deltas(g: Mapping[str, float], signal: str, weight: float, state: State) -> dict[str, tuple[float, float]]:
+    """(Δα, Δβ) per component: the event is a pseudo-observation ``y`` of weight ``w`` at each component.
+
+    ``v = sign · g`` (sign +1 useful, −1 not_useful and correction), ``μ = α / (α + β)``,
+    ``y = μ + μ(1 − μ)·v`` (in [μ², 1 − (1 − μ)²] ⊂ [0, 1]), ``Δα = w·y``, ``Δβ = w·(1 − y)``.
+    The mean then moves by ``w·μ(1 − μ)·v / (α + β + w)`` — a step of ``w·v / (α + β + w)`` in log-odds — so
+    it settles where the expected credit is zero. Adding ``w·v⁺`` to α and ``w·v⁻`` to β instead would settle
+    it at the component's share of credit, which for a component that does not matter to the user is about
+    as often credit as debit: it never falls towards 0 (ADR 0010).
+    """
     sign = SIGN[signal]
     out = {}
     for c in COMPONENTS:
-        v = sign * g[c] * weight
-        out[c] = (v, 0.0) if v > 0 else (0.0, -v if v < 0 else 0.0)
+        a, b = state[c]
+        mu = a / (a + b)
+        y = mu + mu * (1.0 - mu) * sign * float(g[c])
+        out[c] = (weight * y, weight * (1.0 - y))
     return out
 
 

@@ -53,6 +53,7 @@ class BrainSettings(BaseModel):
     explore: bool
     credit: Literal["relative", "absolute"]
     serve_retention_days: float = Field(gt=0)
+    serve_flush_every: int = Field(ge=1, le=10_000)
     priors: Priors
     weights: FeedbackWeights
 

@@ -27,9 +27,9 @@ def test_profiles_isolate_and_binding_the_namespace_switches_recall_weights(make
     made = rt.call("brain.profile", {"name": "alice", "actor": "alice"})
     assert made.created and made.bound_to == "alice" and not made.state.active and made.projected is None
     assert means(made.state) == pytest.approx(DEFAULT_WEIGHTS)
-    useful_fresh(rt, relevant, fresh, 8, actor="alice")
+    useful_fresh(rt, relevant, fresh, 15, actor="alice")
     alice = rt.call("brain.state", {"actor": "alice"}).state
-    assert alice.profile == "alice" and alice.feedback_events == 16
+    assert alice.profile == "alice" and alice.feedback_events == 30
     assert means(alice)["temporal"] > 0.3
     # alice's feedback did not touch the namespace's profile, nor the weights recall uses
     default = rt.call("brain.state").state

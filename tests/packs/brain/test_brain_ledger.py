@@ -1,0 +1,143 @@
+"""The serve ledger: filled by observing top-level recalls (recall stays read-only), kept in memory and written
+``serve_flush_every`` serves at a time and at close; feedback finds a serve either way (ADR 0010)."""
+from datetime import timedelta
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from brain_helpers import HASHING, NOW, QUERY, Clock, pair, recall, snapshot
+from runtime import Act, Context, Pack, Visibility, errors
+from runtime.testing import open_test_runtime
+
+
+def flush(rt) -> int:
+    return rt.call("brain.flush_serves", {}, internal=True).flushed
+
+
+def stored(rt) -> list[str]:
+    return [r[0] for r in rt._con.execute("SELECT recall_id FROM brain.serves ORDER BY served_at, recall_id")
+            .fetchall()]
+
+
+def every(n: int) -> dict:
+    return {"packs": {"memory": {"embedder": "hashing"}, "brain": {"serve_flush_every": n}}}
+
+
+def test_recall_stays_read_only_and_the_breakdown_is_only_returned_when_asked(make_pal_runtime):
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
+    relevant, fresh = pair(rt)
+    plain = recall(rt)
+    assert all(h.breakdown is None for h in plain.results)
+    asked = recall(rt, include_breakdown=True)
+    assert all(h.breakdown is not None for h in asked.results)
+    assert flush(rt) == 2
+    rows = rt._con.execute("SELECT recall_id, note_id, rank, relevance, effective_salience, recency "
+                           "FROM brain.serve_items ORDER BY recall_id, rank").fetchall()
+    served = {rid: [(n, rk) for r, n, rk, *_ in rows if r == rid] for rid in (plain.recall_id, asked.recall_id)}
+    assert served[plain.recall_id] == [(relevant, 0), (fresh, 1)]
+    assert served[asked.recall_id] == [(relevant, 0), (fresh, 1)]
+    b = asked.results[1].breakdown
+    assert [r[3:] for r in rows if r[0] == asked.recall_id][1] == (b.relevance, b.effective_salience, b.recency)
+    spec = {v.full_name: v for v in rt.verbs(include_subhandlers=True)}
+    assert spec["memory.recall"].act is Act.ASSERTIVE
+    for sub in ("brain.record_serve", "brain.flush_serves"):
+        assert spec[sub].visibility is Visibility.SUBHANDLER
+        assert sub not in {v.full_name for v in rt.verbs()}
+
+
+def test_serves_are_written_in_batches_and_feedback_finds_them_before(make_pal_runtime):
+    rt = make_pal_runtime(config=every(3), clock=Clock(NOW))
+    relevant, fresh = pair(rt)
+    first, second = recall(rt).recall_id, recall(rt).recall_id
+    assert stored(rt) == []  # kept in memory: a recall costs no write transaction
+    # feedback right after the recall, on a serve not yet written, works, and does not write the serves
+    res = rt.call("brain.feedback", {"recall_id": first, "note_id": fresh, "signal": "useful"})
+    assert res.state.feedback_events == 1 and stored(rt) == []
+    third = recall(rt).recall_id  # the third fills the buffer: all three are written in one transaction
+    assert sorted(stored(rt)) == sorted([first, second, third])
+    n = rt._con.execute("SELECT count(*) FROM brain.serve_items").fetchone()[0]
+    assert n == 6
+    fourth = recall(rt).recall_id
+    assert fourth not in stored(rt) and flush(rt) == 1 and fourth in stored(rt) and flush(rt) == 0
+    # written or kept, the answer is the same
+    for rid in (second, fourth):
+        assert rt.call("brain.feedback", {"recall_id": rid, "note_id": relevant, "signal": "not_useful"}).credit
+
+
+def test_close_writes_the_pending_serves_and_a_crash_loses_them(tmp_path):
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=every(64), path=db, clock=Clock(NOW)) as rt:
+        relevant, fresh = pair(rt)
+        kept = recall(rt).recall_id
+    with open_test_runtime(config=every(64), path=db, clock=Clock(NOW)) as rt:
+        assert stored(rt) == [kept]
+        rt.call("brain.feedback", {"recall_id": kept, "note_id": fresh, "signal": "useful"})
+        lost = recall(rt).recall_id
+        before = snapshot(rt)
+        rt._con.close()  # the process dies: no close hook runs
+        rt._con = None
+    with open_test_runtime(config=every(64), path=db, clock=Clock(NOW)) as rt:
+        assert stored(rt) == [kept]
+        with pytest.raises(errors.NotFound, match="unknown"):
+            rt.call("brain.feedback", {"recall_id": lost, "note_id": fresh, "signal": "useful"})
+        assert snapshot(rt) == before  # everything else that committed is there
+
+
+def test_a_serve_of_another_namespace_is_unknown_even_in_memory(make_pal_runtime):
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
+    relevant, _ = pair(rt)
+    rid = recall(rt).recall_id
+    for _ in ("kept in memory", "written"):
+        with pytest.raises(errors.NotFound, match="unknown"):
+            rt.call("brain.feedback", {"recall_id": rid, "note_id": relevant, "signal": "useful",
+                                       "namespace": "elsewhere"})
+        flush(rt)
+
+
+class Q(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str
+
+
+class Ids(BaseModel):
+    recall_id: str
+
+
+def relay_pack() -> Pack:
+    p = Pack("relay", version="0.0.1", requires=["memory"])
+
+    @p.verb("ask", act=Act.ASSERTIVE)
+    def ask(params: Q, ctx: Context) -> Ids:
+        """Recall on behalf of the caller (a nested call)."""
+        return Ids(recall_id=ctx.call("memory.recall", {"query": params.query}).recall_id)
+
+    return p
+
+
+def test_only_top_level_recalls_are_recorded(make_pal_runtime):
+    rt = make_pal_runtime(relay_pack(), discover=True, config=HASHING, clock=Clock(NOW))
+    relevant, _ = pair(rt)
+    nested = rt.call("relay.ask", {"query": QUERY}).recall_id
+    with pytest.raises(errors.NotFound):
+        rt.call("brain.feedback", {"recall_id": nested, "note_id": relevant, "signal": "useful"})
+    assert flush(rt) == 0 and stored(rt) == []
+    top = recall(rt).recall_id
+    assert flush(rt) == 1 and stored(rt) == [top]
+
+
+@pytest.mark.parametrize("written", [False, True])
+def test_old_serves_expire_and_are_pruned_at_the_next_write(make_pal_runtime, written):
+    clock = Clock(NOW)
+    rt = make_pal_runtime(config=HASHING, clock=clock)
+    relevant, _ = pair(rt)
+    old = recall(rt).recall_id
+    if written:
+        flush(rt)
+    clock.now = NOW + timedelta(days=31)  # past serve_retention_days (30)
+    with pytest.raises(errors.NotFound, match="unknown, or expired"):
+        rt.call("brain.feedback", {"recall_id": old, "note_id": relevant, "signal": "useful"})
+    new = recall(rt).recall_id
+    res = rt.call("brain.flush_serves", {}, internal=True)
+    assert (res.flushed, res.pruned) == (1, 1)  # written and deleted, or dropped before it was ever written
+    assert stored(rt) == [new]
+    assert rt._con.execute("SELECT count(*) FROM brain.serve_items WHERE recall_id = ?", [old]).fetchone() == (0,)
