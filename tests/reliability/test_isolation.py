@@ -46,6 +46,7 @@ def fresh_runtime() -> Runtime:
 
 def owners(rt: Runtime) -> tuple[dict[int, str], dict[str, str]]:
     """id → namespace for every id of every kind, and recall id → namespace."""
+    rt.call("brain.flush_serves", {}, internal=True)  # the brain keeps recent serves in memory (ADR 0010)
     q = rt._con.execute
     ids: dict[int, str] = {}
     for sql in ("SELECT id, namespace FROM memory.notes", "SELECT id, namespace FROM kg.entities",
@@ -141,6 +142,7 @@ def apply_writes(rt: Runtime, plan: dict) -> None:
 
 
 def probe_hints(rt: Runtime):
+    rt.call("brain.flush_serves", {}, internal=True)  # so the probes draw on every recall id, not just flushed ones
     q = rt._con.execute
     return default_hints(
         [r[0] for r in q("SELECT id FROM memory.notes").fetchall()],
