@@ -56,8 +56,8 @@ class Prefilter:
     """When and how a large scan is prefiltered (``min_rows = 0`` turns it off: always exact)."""
 
     min_rows: int = 0
-    dims: int = 96
-    candidates: int = 2000
+    dims: int = 64
+    candidates: int = 4000
     fit_sample: int = 20000
 
 
