@@ -87,12 +87,25 @@ def main() -> int:
     ap.add_argument("--cap", type=float, default=None, help="override [packs.brain] ess_cap")
     ap.add_argument("--credit", choices=["relative", "absolute"], default=None, help="override [packs.brain] credit")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--more-seeds", default="11,1,2,3",
+                    help="further seeds run the same way, reported as a spread table ('' = none)")
     args = ap.parse_args()
     if not DATA.exists():
         print(f"skipped: {DATA} is absent (the LoCoMo dev file is needed for the corpus)")
         return 0
     t0 = time.perf_counter()
-    notes, questions = corpus(json.loads(DATA.read_text(encoding="utf-8")), args.span, args.seed)
+    main_run = run(args, args.seed)
+    spread = [(args.seed, main_run["rows"])]
+    for seed in (int(x) for x in args.more_seeds.split(",") if x.strip()):
+        print(f"== seed {seed}", flush=True)
+        spread.append((seed, run(args, seed)["rows"]))
+    write_report(args, main_run, time.perf_counter() - t0, spread)
+    return 0
+
+
+def run(args: argparse.Namespace, seed: int) -> dict:
+    """One experiment (corpus, both systems, two phases) with this seed."""
+    notes, questions = corpus(json.loads(DATA.read_text(encoding="utf-8")), args.span, seed)
     fixed, brain = open_rt(False, args.embedder), open_rt(True, args.embedder, args.cap, args.credit)
     assert "brain" not in fixed.catalog.packs and "brain" in brain.catalog.packs
     for rt in (fixed, brain):
@@ -189,11 +202,10 @@ def main() -> int:
     best = {phase: oracle([(pools[i], gains(i, phase)) for i in asked[phase]]) for phase in (1, 2)}
     for phase, (w, v, d) in best.items():
         print(f"phase {phase}: best fixed weights {w} reach nDCG@10 {v:.3f} offline (defaults {d:.3f})")
-    secs = time.perf_counter() - t0
-    write_report(args, rows, lo, hi, replay.matches, rounds, len(notes), secs, best)
     fixed.close()
     brain.close()
-    return 0
+    return {"rows": rows, "lo": lo, "hi": hi, "replay_ok": replay.matches, "rounds": rounds,
+            "n_notes": len(notes), "best": best}
 
 
 def oracle(cases: list[tuple[list[tuple], dict[int, float]]]) -> tuple[tuple[float, ...], float, float]:
@@ -216,12 +228,23 @@ def oracle(cases: list[tuple[list[tuple], dict[int, float]]]) -> tuple[tuple[flo
     return grid[best], float(mean[best]), float(mean[-1])
 
 
-def write_report(args, rows, lo, hi, replay_ok, rounds, n_notes, secs, best) -> None:
+def at(rows: list, events: int, phase: int) -> tuple[float, float]:
+    """(window, held-out) gain of the brain over fixed at the first report at or after ``events`` in ``phase``."""
+    for ev, ph, _, fa, fb, ha, hb, _ in rows:
+        if ph == phase and ev >= events:
+            return (fb / fa - 1) * 100, (hb / ha - 1) * 100
+    return float("nan"), float("nan")
+
+
+def write_report(args, run_: dict, secs: float, spread: list) -> None:
+    rows, lo, hi, replay_ok, rounds, n_notes, best = (run_[k] for k in (
+        "rows", "lo", "hi", "replay_ok", "rounds", "n_notes", "best"))
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else "?"
     cmd = "python bench/brain_learning.py" + "".join(
         f" --{k} {v}" for k, v in (("events", args.events), ("window", args.window), ("tau", args.tau),
-                                   ("span", args.span), ("heldout", args.heldout), ("embedder", args.embedder), ("seed", args.seed))) + (
+                                   ("span", args.span), ("heldout", args.heldout), ("embedder", args.embedder), ("seed", args.seed),
+                                   ("more-seeds", args.more_seeds))) + (
         f" --cap {args.cap:g}" if args.cap is not None else "") + (f" --credit {args.credit}" if args.credit else "")
     lines = [
         "# The brain learns a hidden preference — `locomo-dev5.json`", "",
@@ -233,7 +256,7 @@ def write_report(args, rows, lo, hi, replay_ok, rounds, n_notes, secs, best) -> 
         "(its best-ranked result of gain 0). nDCG@10 is the mean over the rounds of each window, against the "
         f"hidden preference of that moment; *held-out* is the mean over {args.heldout} questions set aside (never "
         "asked during training, never given feedback), asked to both systems at the end of each window.", "",
-        f"Generated {datetime.now():%Y-%m-%d %H:%M} by `{cmd}` in {secs:.0f} s on {cpu} "
+        f"Generated {datetime.now():%Y-%m-%d %H:%M} by `{cmd}` in {secs:.0f} s (all seeds) on {cpu} "
         f"({platform.system()} {platform.release()}, Python {platform.python_version()}).", "",
         "| feedback events | phase | rounds | window: fixed | window: brain | brain vs fixed | held-out: fixed | "
         "held-out: brain | brain vs fixed | mean w_rel | mean w_sal | mean w_temp |",
@@ -251,6 +274,20 @@ def write_report(args, rows, lo, hi, replay_ok, rounds, n_notes, secs, best) -> 
         "|---|---|---|---|"]
     for phase, (w, v, d) in best.items():
         lines.append(f"| {phase} | {w[0]:.2f}, {w[1]:.2f}, {w[2]:.2f} | {v:.3f} | {d:.3f} |")
+    e = args.events
+    marks = [("phase 1, 500 events", 500, 1), (f"{e + 100} (100 after the switch)", e + 100, 2),
+             (f"{e + 200} (200 after)", e + 200, 2), (f"{e + 300} (300 after)", e + 300, 2),
+             (f"{2 * e} (end of phase 2)", 2 * e, 2)]
+    lines += ["", "The same experiment with other seeds (the seed draws the corpus' dates and saliences, hence "
+              "what the hidden preference ranks first): brain vs fixed on the held-out questions, the training "
+              f"window in brackets. Command as above with `--seed N`; seeds {', '.join(str(s) for s, _ in spread)}.",
+              "", "| feedback events | " + " | ".join(f"seed {s}" for s, _ in spread) + " | mean held-out |",
+              "|---|" + "---|" * (len(spread) + 1)]
+    for label, ev, ph in marks:
+        vals = [at(r, ev, ph) for _, r in spread]
+        mean = sum(h for _, h in vals) / len(vals)
+        lines.append(f"| {label} | " + " | ".join(f"{h:+.1f} % ({w:+.1f} %)" for w, h in vals) +
+                     f" | {mean:+.1f} % |")
     lines += [""]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines), encoding="utf-8")
