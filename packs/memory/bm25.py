@@ -203,6 +203,47 @@ class BM25Index:
         self._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
         self._n_dead = 0
 
+    # ------------------------------------------------------------- snapshot
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """The live rows as flat arrays (what :meth:`restore` needs); dead rows are left out."""
+        live = np.flatnonzero(self._alive[: self._n_rows])
+        terms = [self._row_terms[r] for r in live.tolist()]
+        lengths = np.fromiter((t[0].size for t in terms), dtype=np.int64, count=len(terms))
+        if any("\n" in w for w in self._vocab):  # tokens are words; a custom tokenizer might not be
+            raise ValueError("a token contains a newline: this index cannot be snapshotted")
+        vocab = "\n".join(self._vocab).encode("utf-8")
+        return {"ids": self._ids[live].copy(), "dl": self._dl[live].copy(), "lengths": lengths,
+                "tids": np.concatenate([t[0] for t in terms]) if terms else np.zeros(0, np.int32),
+                "tfs": np.concatenate([t[1] for t in terms]) if terms else np.zeros(0, np.float32),
+                "vocab": np.frombuffer(vocab, dtype=np.uint8), "total_len": np.array([self._total_len])}
+
+    def restore(self, snap: dict[str, np.ndarray]) -> None:
+        """Replace this (empty) index's content with a :meth:`snapshot`'s; rows are renumbered densely."""
+        if self._n_rows:
+            raise ValueError("restore needs an empty index")
+        ids, dl, lengths = snap["ids"].astype(np.int64), snap["dl"].astype(np.float32), snap["lengths"]
+        tids, tfs = snap["tids"].astype(np.int32), snap["tfs"].astype(np.float32)
+        text = snap["vocab"].tobytes().decode("utf-8")
+        words = text.split("\n") if text else []
+        n, n_terms = ids.size, len(words)
+        self._vocab = {w: i for i, w in enumerate(words)}
+        self._grow(n)
+        self._ids[:n], self._dl[:n], self._alive[:n] = ids, dl, True
+        starts = np.concatenate([[0], np.cumsum(lengths)])
+        self._row_terms = [(tids[starts[r]:starts[r + 1]], tfs[starts[r]:starts[r + 1]]) for r in range(n)]
+        rows = np.repeat(np.arange(n, dtype=np.int32), lengths)
+        order = np.argsort(tids, kind="stable")  # postings grouped by term, rows ascending within a term
+        bounds = np.searchsorted(tids[order], np.arange(n_terms + 1))
+        by_rows, by_tfs = rows[order], tfs[order]
+        self._post_rows = [array("i", by_rows[bounds[t]:bounds[t + 1]].tobytes()) for t in range(n_terms)]
+        self._post_tf = [array("f", by_tfs[bounds[t]:bounds[t + 1]].tobytes()) for t in range(n_terms)]
+        self._df = np.diff(bounds).tolist()
+        self._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
+        self._n_rows = self._n_alive = n
+        self._total_len = float(snap["total_len"][0])
+        self._n_dead = 0
+        self._last = None
+
     # ------------------------------------------------------------------ read
     def query_terms(self, query: str) -> list[str]:
         """The distinct tokens of ``query`` that the index would use (capped)."""

@@ -88,7 +88,8 @@ class MemoryIndex:
         self.prefix_chars = prefix_chars  # near-duplicate detection: a hash of each note's opening characters
         self.prefilter = prefilter
         self.bm25 = BM25Index(k1=k1, b=b, max_query_terms=max_query_terms)
-        self.expander = ThreadExpander(weight=expansion_weight)
+        self.expander = ThreadExpander(weight=expansion_weight, tokens_of=lambda i: self.tokens_of(self.rows[i]))
+        self.dirty = False  # changed since it was loaded: a snapshot (snapshot.py) is worth writing
         self.vectors: dict[str, VectorIndex] = {}
         self.namespaces, self.scopes, self.threads = Codes(), Codes(), Codes()
         self.tags: dict[int, frozenset[str]] = {}
@@ -117,9 +118,12 @@ class MemoryIndex:
         return int(self.cols["alive"].sum())
 
     # -- writes (after commit) -------------------------------------------------------------------------------
-    def add(self, rows: Sequence[NoteRow], vectors: dict[str, np.ndarray]) -> None:
+    def add(self, rows: Sequence[NoteRow], vectors: dict[str, np.ndarray], *, text_index: bool = True) -> None:
+        """Index committed notes. ``text_index=False``: their BM25 rows are already in ``self.bm25`` (restored
+        from a snapshot), so only the columns and thread links are built — no tokenising."""
         if not rows:
             return
+        self.dirty = True
         self._grow(max(r.id for r in rows) + 1)
         c = self.cols
         ids = np.array([r.id for r in rows], dtype=np.int64)
@@ -139,17 +143,27 @@ class MemoryIndex:
             if r.tags:
                 self.tags[i] = frozenset(r.tags)
             self.rows[i] = r
-        bags: dict[int, Any] = {}
-        for r in rows:
-            thread = None if r.thread is None else (r.namespace, r.thread)
-            bags.update(self.expander.add(r.id, thread, tokenize(index_text(r.content, r.occurred_at))))
-        self.bm25.add_weighted(list(bags), list(bags.values()))
         links = self.expander.links
-        for j in bags:  # the notes whose thread neighbours may have changed
+        if text_index:
+            bags = self.expander.add_many((r.id, None if r.thread is None else (r.namespace, r.thread),
+                                           self.tokens_of(r)) for r in rows)
+            self.bm25.add_weighted(list(bags), list(bags.values()))
+            changed: Iterable[int] = bags
+        else:
+            changed = set()
+            for r in rows:
+                links.add(r.id, None if r.thread is None else (r.namespace, r.thread))
+                changed.update(j for j in (r.id, *links.neighbours(r.id)) if j is not None)
+        for j in changed:  # the notes whose thread neighbours may have changed
             p, n = links.neighbours(j)
             c["prev"][j], c["next"][j] = -1 if p is None else p, -1 if n is None else n
         for model, matrix in vectors.items():
             self.add_vectors(model, ids, matrix)
+
+    @staticmethod
+    def tokens_of(r: NoteRow) -> list[str]:
+        """The BM25 tokens of a note's own text (dated), before thread expansion."""
+        return tokenize(index_text(r.content, r.occurred_at))
 
     def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
         index = self.vectors.get(model)

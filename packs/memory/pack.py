@@ -46,7 +46,9 @@ def load_indexes(ctx: Context) -> None:
     ctx.state.embedders = Embedders(specs, s.query_cache_size)
     ctx.state.index = index = new_index(s)
     rows = [NoteRow(*r) for r in ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes ORDER BY id")]
-    index.add(rows, {})
+    restored = snapshot.restore(ctx, index, len(rows), rows[-1].id if rows else 0)
+    index.add(rows, {}, text_index=not restored)  # a restored BM25 needs no tokenising
+    index.dirty = not restored
     for model in stored_models(s):
         got = ctx.db.query("SELECT note_id, vec FROM memory.vectors WHERE model = ? ORDER BY note_id", [model])
         if len(got) < len(rows):
@@ -58,7 +60,8 @@ def load_indexes(ctx: Context) -> None:
 
 
 # the verbs register themselves on `pack` when imported
-from packs.memory import (admin, beliefs, explain, graph, lifecycle, recall, remember, stages,  # noqa: E402,F401
-                          sync, walk)
+from packs.memory import (admin, beliefs, explain, graph, lifecycle, recall, remember, snapshot,  # noqa: E402,F401
+                          stages, sync, walk)
 
 pack.add_hooks(sync)  # kg edges between notes written by others reach the live graph
+pack.add_hooks(snapshot)  # the full-text index is snapshotted when the runtime closes

@@ -67,6 +67,7 @@ class MemorySettings(BaseModel):
     fusion_weights: dict[str, float]
     min_cosine: float = Field(ge=-1, le=1)
     vector_prefilter: VectorPrefilterSettings
+    index_snapshot_min_notes: int = Field(ge=0)  # smaller stores rebuild the full-text index on open
     candidates_per_limit: int = Field(ge=1)
     candidates_min: int = Field(ge=1)
     candidates_max: int = Field(ge=1)

@@ -25,6 +25,10 @@ from functools import lru_cache
 
 import Stemmer
 
+# Bump when tokenize() would split, drop or stem any text differently: stored full-text index snapshots
+# (packs/memory/snapshot.py) carry it and are rebuilt when it changes.
+TOKENIZER_VERSION = 1
+
 __all__ = [
     "STOPWORDS",
     "cjk_ratio",

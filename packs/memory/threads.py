@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 __all__ = ["ThreadExpander", "ThreadLinks", "expand_bag"]
 
@@ -103,22 +103,40 @@ class ThreadExpander:
     thread are not expanded.
     """
 
-    def __init__(self, weight: float = 0.5) -> None:
+    def __init__(self, weight: float = 0.5, tokens_of: Callable[[int], list[str]] | None = None) -> None:
         self.weight = float(weight)
         self.links = ThreadLinks()
         self._tokens: dict[int, list[str]] = {}
+        # a note indexed without its tokens kept (restored from a snapshot) is re-tokenised on demand
+        self._tokens_of = tokens_of
+
+    def _toks(self, note_id: int) -> list[str]:
+        toks = self._tokens.get(note_id)
+        if toks is None:
+            toks = self._tokens_of(note_id) if self._tokens_of is not None else []
+            self._tokens[note_id] = toks
+        return toks
 
     def bag(self, note_id: int) -> Counter:
         prev, nxt = self.links.neighbours(note_id)
-        neigh = [self._tokens[j] for j in (prev, nxt) if j is not None]
-        return expand_bag(self._tokens.get(int(note_id), []), neigh, self.weight)
+        neigh = [self._toks(j) for j in (prev, nxt) if j is not None]
+        return expand_bag(self._toks(int(note_id)), neigh, self.weight)
 
     def add(self, note_id: int, thread: Hashable | None, tokens: Sequence[str]) -> dict[int, Counter]:
-        note_id = int(note_id)
-        self._tokens[note_id] = list(tokens)
-        self.links.add(note_id, thread)
-        prev, nxt = self.links.neighbours(note_id)
-        changed = [note_id] + [j for j in (prev, nxt) if j is not None]
+        return self.add_many([(note_id, thread, tokens)])
+
+    def add_many(self, items: Iterable[tuple[int, Hashable | None, Sequence[str]]]) -> dict[int, Counter]:
+        """Add notes, then return the bag of every note whose expansion changed, each computed once."""
+        changed: dict[int, None] = {}
+        for note_id, thread, tokens in items:
+            note_id = int(note_id)
+            self._tokens[note_id] = list(tokens)
+            self.links.add(note_id, thread)
+            prev, nxt = self.links.neighbours(note_id)
+            changed[note_id] = None
+            for j in (prev, nxt):
+                if j is not None:
+                    changed[j] = None
         return {j: self.bag(j) for j in changed}
 
     def remove(self, note_id: int) -> dict[int, Counter]:

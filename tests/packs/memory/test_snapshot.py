@@ -1,0 +1,103 @@
+"""The full-text index snapshot: a restart restores BM25 instead of re-tokenising, and answers exactly as a rebuild."""
+import copy
+
+import pytest
+from store_support import HASHING, T0
+
+from runtime.testing import open_test_runtime
+
+SNAP = copy.deepcopy(HASHING)
+SNAP["packs"]["memory"]["index_snapshot_min_notes"] = 1
+NO_SNAP = copy.deepcopy(HASHING)
+NO_SNAP["packs"]["memory"]["index_snapshot_min_notes"] = 10 ** 9
+
+WORDS = ["orion", "postgres", "vega", "mysql", "harbour", "crane", "ferry", "dawn", "budget", "launch", "sofa",
+         "replication", "backup", "nightly", "alice", "bob", "decision", "because", "latency", "東京タワー"]
+QUERIES = ["orion postgres", "vega mysql backup", "ferry at dawn", "why the budget decision", "東京", "alice launch"]
+
+
+def notes(n: int, start: int = 0) -> list[dict]:
+    return [{"content": f"{WORDS[(i * 7) % len(WORDS)]} {WORDS[(i * 3 + 1) % len(WORDS)]} note {i} "
+                        f"{WORDS[(i * 5 + 2) % len(WORDS)]}",
+             "thread": f"s{i % 4}", "scope": f"p{i % 2}"} for i in range(start, start + n)]
+
+
+def answers(rt) -> dict:  # type: ignore[no-untyped-def]
+    return {q: [(h.note.id, round(h.score, 12)) for h in rt.call(
+        "memory.recall", {"query": q, "limit": 20, "now": T0.isoformat(), "fusion": "keyword_only"}).results]
+        for q in QUERIES}
+
+
+def snapshot_row(rt):  # type: ignore[no-untyped-def]
+    return rt._con.execute("SELECT notes, max_id FROM memory.index_snapshot").fetchall()
+
+
+def test_a_restart_restores_the_index_and_answers_as_before(tmp_path) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        ids = rt.call("memory.remember_many", {"notes": notes(60)}).ids
+        rt.call("memory.archive", {"ids": [ids[3]]})
+        before = answers(rt)
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        index = rt._state["memory"].index
+        assert snapshot_row(rt) == [(60, ids[-1])]
+        assert not index.dirty and not index.expander._tokens  # restored: nothing was tokenised
+        assert answers(rt) == before
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:
+        rt._con.execute("DELETE FROM memory.index_snapshot")
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:
+        assert rt._state["memory"].index.dirty  # rebuilt from the notes
+        assert answers(rt) == before
+
+
+def test_notes_added_after_a_restore_expand_their_thread_neighbours_like_a_rebuild(tmp_path) -> None:
+    """A new note re-expands its thread neighbour's bag: after a restore the neighbour's tokens come from its
+    text on demand, so the index must end up exactly as one rebuilt from all the notes."""
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": notes(40)})
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        assert not rt._state["memory"].index.dirty
+        rt.call("memory.remember_many", {"notes": notes(12, start=40)})
+        live = answers(rt)
+    with open_test_runtime(config=SNAP, path=db) as rt:  # the snapshot written at that close covers all 52
+        assert snapshot_row(rt)[0][0] == 52 and not rt._state["memory"].index.dirty
+        assert answers(rt) == live
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:
+        rt._con.execute("DELETE FROM memory.index_snapshot")
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:
+        assert answers(rt) == live
+
+
+@pytest.mark.parametrize("spoil", ["stale", "settings", "corrupt"])
+def test_a_snapshot_that_does_not_match_is_ignored_and_the_index_rebuilt(tmp_path, spoil) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": notes(30)})
+    config = SNAP
+    if spoil == "stale":  # notes written by a runtime that never saves: the snapshot no longer covers them
+        with open_test_runtime(config=NO_SNAP, path=db) as rt:
+            rt.call("memory.remember_many", {"notes": notes(5, start=30)})
+    elif spoil == "settings":
+        config = copy.deepcopy(SNAP)
+        config["packs"]["memory"]["bm25_k1"] = 2.0
+    else:
+        with open_test_runtime(config=NO_SNAP, path=db) as rt:
+            rt._con.execute("UPDATE memory.index_snapshot SET data = 'not a numpy archive'::BLOB")
+    with open_test_runtime(config=config, path=db) as rt:
+        assert rt._state["memory"].index.dirty  # rebuilt, and will be saved again at close
+        got = answers(rt)
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:
+        rt._con.execute("DELETE FROM memory.index_snapshot")
+    with open_test_runtime(config=config, path=db) as rt:
+        assert answers(rt) == got
+
+
+def test_small_stores_and_unchanged_indexes_write_no_snapshot(tmp_path) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=HASHING, path=db) as rt:  # default threshold: 5,000 notes
+        rt.call("memory.remember_many", {"notes": notes(20)})
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        assert snapshot_row(rt) == []
+        assert rt.call("memory.save_index", {}, internal=True).saved  # rebuilt on open: dirty
+        assert not rt.call("memory.save_index", {}, internal=True).saved  # nothing changed since
