@@ -189,7 +189,7 @@ def check_namespace(namespace: str, verb: str) -> str:
     return namespace
 
 
-def check_actor(actor: str | None, verb: str) -> str | None:
+def check_actor(actor: str | None, verb: str | None) -> str | None:
     """An actor names who a call is made for; it follows the namespace rules (so it is never ``"*"``)."""
     if actor is None:
         return None

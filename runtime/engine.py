@@ -170,6 +170,11 @@ class Runtime:
                     log.warning("deferred call %s after %s failed: %s", d_verb, verb, exc)
             return result
 
+    @staticmethod
+    def check_actor(actor: str | None) -> str | None:
+        """``actor`` if it is a valid actor name (or None), else :class:`InvalidParams` (adapters check theirs early)."""
+        return check_actor(actor, None)
+
     def _nested_call(self, ctx: Context, verb: str, params: Any, namespace: str, frame: Frame, depth: int) -> Any:
         spec = self.catalog.resolve(verb, caller_pack=ctx.pack, internal=False)
         if ctx.read_only and spec.writes:

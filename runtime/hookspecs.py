@@ -43,6 +43,7 @@ def palimpsest_register_commands(cli: Any, invocation: Any) -> None:
     """Add commands to the ``pal`` command line (llm-style), e.g. ``pal import locomo FILE``.
 
     ``cli`` is the root ``typer.Typer``; add commands or sub-apps to it. ``invocation()`` returns the running
-    command's session, with ``.runtime()`` (the Runtime honouring ``--db``), ``.namespace`` and ``.as_json``.
+    command's session, with ``.runtime()`` (the Runtime honouring ``--db``), ``.namespace``, ``.actor`` and
+    ``.as_json``.
     Commands must do their work through verbs (``session.runtime().call(...)``), never behind them.
     """
