@@ -150,7 +150,8 @@ def test_openapi_has_one_operation_per_verb_and_route_with_models(client, fake_r
         assert route.method.lower() in paths[route.path], route.path
     edges_op = paths["/v1/memory/{ns}/edges/{memory_id}"]["get"]
     assert {p["name"]: p["in"] for p in edges_op["parameters"]} == {"ns": "path", "memory_id": "path",
-                                                                      "relation": "query"}
+                                                                      "relation": "query",
+                                                                      "X-Palimpsest-Actor": "header"}
     assert doc["components"]["schemas"]["ErrorResponse"]
 
 
