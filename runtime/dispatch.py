@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from runtime.engine import Runtime
 
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
+NAMESPACE_LEVEL = "*"  # the actor column of a tunable set for the whole namespace (no actor name can be "*")
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Frame:
     read_only: bool
     began: bool = False  # BEGIN runs at the call's first statement: a call served from memory costs no SQL
     on_commit: list[Callable[[], None]] = field(default_factory=list)
-    deferred: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+    deferred: list[tuple[str, dict[str, Any], str, "str | None"]] = field(default_factory=list)
 
 
 @dataclass
@@ -41,26 +42,29 @@ class CallInfo:
     depth: int
     _frame: Frame = field(repr=False)
     _runtime: "Runtime" = field(repr=False)
+    actor: str | None = None  # who the call is made for (None: nobody in particular); nested calls inherit it
 
     @property
     def verb(self) -> str:
         return self.spec.full_name
 
     def defer(self, verb: str, params: dict[str, Any], namespace: str | None = None) -> None:
-        """Run ``verb`` after the outermost call commits, in a write transaction of its own."""
-        self._frame.deferred.append((verb, params, namespace or self.namespace))
+        """Run ``verb`` after the outermost call commits, in a write transaction of its own (same actor)."""
+        self._frame.deferred.append((verb, params, namespace or self.namespace, self.actor))
 
 
 class Context:
-    """What a handler may use: namespace, settings, the call's database handle, ``call``, state and a clock."""
+    """What a handler may use: namespace, actor, settings, the call's database handle, ``call``, state, a clock."""
 
-    def __init__(self, runtime: "Runtime", spec: VerbSpec, namespace: str, frame: Frame, depth: int) -> None:
+    def __init__(self, runtime: "Runtime", spec: VerbSpec, namespace: str, frame: Frame, depth: int,
+                 actor: str | None = None) -> None:
         self._runtime = runtime
         self._frame = frame
         self._depth = depth
         self.verb = spec.full_name
         self.pack = spec.pack
         self.namespace = namespace
+        self.actor = actor
         self.settings = runtime._settings.get(spec.pack)
         self.state = runtime._state[spec.pack]
         self.read_only = frame.read_only or not spec.writes
@@ -68,7 +72,9 @@ class Context:
         self.log = logging.getLogger(f"palimpsest.{spec.pack}")
 
     def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *, namespace: str | None = None) -> Any:
-        """Call another verb inside this call's transaction (own pack's verbs, or public verbs of required packs)."""
+        """Call another verb inside this call's transaction (own pack's verbs, or public verbs of required packs).
+
+        The nested call is made for the same actor."""
         return self._runtime._nested_call(self, verb, params, namespace or self.namespace, self._frame, self._depth)
 
     def on_commit(self, fn: Callable[[], None]) -> None:
@@ -86,16 +92,28 @@ class Context:
         return self._runtime._hook_results(name, **kwargs)
 
     def tunable(self, name: str, default: float) -> float:
-        """The current value of one of this pack's tunables in this namespace (set by, e.g., the brain pack)."""
-        return self._runtime._tunables.get((self.namespace, self.pack, name), default)
+        """The current value of one of this pack's tunables for this call: the actor's value in this namespace,
+        else the namespace's, else ``default`` (values are set by, e.g., the brain pack)."""
+        values = self._runtime._tunables
+        if self.actor is not None:
+            found = values.get((self.namespace, self.actor, self.pack, name))
+            if found is not None:
+                return found
+        return values.get((self.namespace, NAMESPACE_LEVEL, self.pack, name), default)
 
-    def set_tunable(self, target: str, value: float) -> None:
-        """Set another (or this) pack's declared tunable, ``"<pack>::<name>"``, for this namespace.
+    def set_tunable(self, target: str, value: float, *, actor: str | None = None) -> None:
+        """Set another (or this) pack's declared tunable, ``"<pack>::<name>"``, for this namespace, or for one
+        ``actor`` in it (the actor's value wins over the namespace's for calls made for that actor).
 
         The target pack must declare the tunable and the value must lie in its declared range; the change is
         written in this call's transaction and becomes visible to later calls once it commits.
         """
-        self._runtime._set_tunable(self, target, value)
+        self._runtime._set_tunable(self, target, value, actor)
+
+    def clear_tunable(self, target: str, *, actor: str | None = None) -> None:
+        """Remove a tunable's value for this namespace (or for one ``actor``), so the next level applies again:
+        an actor falls back to the namespace's value, a namespace to the pack's config default."""
+        self._runtime._set_tunable(self, target, None, actor)
 
 
 def validate_params(spec: VerbSpec, params: dict[str, Any] | BaseModel | None, *, trusted: bool = False) -> BaseModel:
@@ -171,6 +189,18 @@ def check_namespace(namespace: str, verb: str) -> str:
     return namespace
 
 
+def check_actor(actor: str | None, verb: str | None) -> str | None:
+    """An actor names who a call is made for; it follows the namespace rules (so it is never ``"*"``)."""
+    if actor is None:
+        return None
+    if not isinstance(actor, str) or not NAMESPACE_RE.match(actor):
+        raise InvalidParams(
+            f"actor {actor!r} must be 1-128 characters of letters, digits and _ . : @ -, "
+            "starting with a letter or digit", verb=verb, details={"errors": [{"loc": ["actor"]}]},
+        )
+    return actor
+
+
 class CoreDispatch:
     """The runtime's own implementation of the dispatch hook: it actually runs the handler."""
 
@@ -179,7 +209,7 @@ class CoreDispatch:
 
     @hookimpl(trylast=True)
     def palimpsest_dispatch(self, call: CallInfo) -> Any:
-        ctx = Context(self._runtime, call.spec, call.namespace, call._frame, call.depth)
+        ctx = Context(self._runtime, call.spec, call.namespace, call._frame, call.depth, call.actor)
         try:
             result = call.spec.handler(call.params, ctx)
         except PalimpsestError as exc:

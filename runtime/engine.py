@@ -13,7 +13,8 @@ from pydantic import BaseModel
 
 from runtime import storage
 from runtime.config import load_config, pack_settings
-from runtime.dispatch import CallInfo, Context, CoreDispatch, Frame, check_namespace, utc_now, validate_params
+from runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
+                              utc_now, validate_params)
 from runtime.errors import InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError
 from runtime.loader import discover, load_packs
 from runtime.pack import Pack, VerbSpec
@@ -53,7 +54,7 @@ class Runtime:
         self._lock = threading.RLock()
         self._state: dict[str, SimpleNamespace] = {}
         self._settings: dict[str, Any] = {}
-        self._tunables: dict[tuple[str, str, str], float] = {}
+        self._tunables: dict[tuple[str, str, str, str], float] = {}  # (namespace, actor or '*', pack, name)
         self._con: duckdb.DuckDBPyConnection | None = None
         self.clock: Callable[[], Any] = utc_now
 
@@ -132,13 +133,16 @@ class Runtime:
 
     # -- calling -------------------------------------------------------------------------------------------
     def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *,
-             namespace: str | None = None, internal: bool = False) -> BaseModel:
+             namespace: str | None = None, actor: str | None = None, internal: bool = False) -> BaseModel:
         """Run one verb in one transaction and return its validated result model.
 
         Assertive verbs run read-only and are always rolled back; any error rolls the whole call back.
+        ``actor`` names who the call is made for (``ctx.actor``; tunables set for that actor win over the
+        namespace's); the calls it makes and defers are made for the same actor.
         ``internal=True`` lets a debugging caller reach a sub-handler.
         """
         spec = self.catalog.resolve(verb, caller_pack=None, internal=internal)
+        who = check_actor(actor, verb)
         model = validate_params(spec, params)
         ns = check_namespace(getattr(model, "namespace", None) or namespace or self.default_namespace, verb)
         with self._lock:
@@ -146,7 +150,7 @@ class Runtime:
             frame = Frame(read_only=not spec.writes)  # its transaction begins at the first statement
             try:
                 result = self._pm.hook.palimpsest_dispatch(
-                    call=CallInfo(spec, model, ns, None, 0, frame, self))
+                    call=CallInfo(spec, model, ns, None, 0, frame, self, who))
                 if frame.began and frame.read_only:
                     con.execute("ROLLBACK")  # belt and braces: nothing an assertive verb did may persist
                 elif frame.began:
@@ -159,12 +163,17 @@ class Runtime:
                 raise
             for fn in frame.on_commit:
                 fn()
-            for d_verb, d_params, d_ns in frame.deferred:
+            for d_verb, d_params, d_ns, d_actor in frame.deferred:
                 try:
-                    self.call(d_verb, d_params, namespace=d_ns, internal=True)
+                    self.call(d_verb, d_params, namespace=d_ns, actor=d_actor, internal=True)
                 except PalimpsestError as exc:  # an observer's failure must not fail the call it observed
                     log.warning("deferred call %s after %s failed: %s", d_verb, verb, exc)
             return result
+
+    @staticmethod
+    def check_actor(actor: str | None) -> str | None:
+        """``actor`` if it is a valid actor name (or None), else :class:`InvalidParams` (adapters check theirs early)."""
+        return check_actor(actor, None)
 
     def _nested_call(self, ctx: Context, verb: str, params: Any, namespace: str, frame: Frame, depth: int) -> Any:
         spec = self.catalog.resolve(verb, caller_pack=ctx.pack, internal=False)
@@ -176,7 +185,7 @@ class Runtime:
         if depth >= 32:
             raise ReadOnlyViolation(f"call depth limit reached calling {verb}", verb=ctx.verb)
         return self._pm.hook.palimpsest_dispatch(
-            call=CallInfo(spec, model, ns, ctx.pack, depth + 1, frame, self))
+            call=CallInfo(spec, model, ns, ctx.pack, depth + 1, frame, self, ctx.actor))
 
     def _hook_results(self, name: str, **kwargs: Any) -> list[Any]:
         hook = getattr(self._pm.hook, name, None)
@@ -185,25 +194,33 @@ class Runtime:
         return hook(**kwargs)
 
     def _load_tunables(self) -> None:
-        rows = self._con.execute(f"SELECT namespace, pack, name, value FROM {storage.META_SCHEMA}.tunables").fetchall()
-        self._tunables = {(ns, p, n): v for ns, p, n, v in rows}
+        rows = self._con.execute(
+            f"SELECT namespace, actor, pack, name, value FROM {storage.META_SCHEMA}.tunables").fetchall()
+        self._tunables = {(ns, a, p, n): v for ns, a, p, n, v in rows}
 
-    def _set_tunable(self, ctx: Context, target: str, value: float) -> None:
+    def _set_tunable(self, ctx: Context, target: str, value: float | None, actor: str | None) -> None:
+        """Write (or, for ``value=None``, delete) one tunable row of ``ctx.namespace`` and ``actor`` ('*' if None)."""
         pack, sep, name = target.partition("::")
         declared = self.catalog.packs[pack].tunables if pack in self.catalog.packs else {}
         if not sep or name not in declared:
             known = sorted(f"{p.name}::{n}" for p in self.catalog.packs.values() for n in p.tunables)
             raise InvalidParams(f"no tunable named {target!r}", verb=ctx.verb, details={"known": known})
+        level = NAMESPACE_LEVEL if actor is None else check_actor(actor, ctx.verb)
         low, high = declared[name]
-        if not (math.isfinite(value) and low <= value <= high):
+        if value is not None and not (math.isfinite(value) and low <= value <= high):
             raise InvalidParams(f"tunable {target} must lie in [{low}, {high}], got {value}", verb=ctx.verb)
         if ctx.read_only:
             raise ReadOnlyViolation(f"{ctx.verb} is read-only and cannot set tunables", verb=ctx.verb)
+        key = (ctx.namespace, level, pack, name)
+        if value is None:
+            ctx.db.execute(f"DELETE FROM {storage.META_SCHEMA}.tunables WHERE namespace = ? AND actor = ? AND "
+                           "pack = ? AND name = ?", list(key))
+            ctx.on_commit(lambda: self._tunables.pop(key, None))
+            return
         ctx.db.execute(
-            f"INSERT OR REPLACE INTO {storage.META_SCHEMA}.tunables VALUES (?, ?, ?, ?, ?, ?)",
-            [ctx.namespace, pack, name, float(value), ctx.verb, self.clock()],
+            f"INSERT OR REPLACE INTO {storage.META_SCHEMA}.tunables VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [*key, float(value), ctx.verb, self.clock()],
         )
-        key = (ctx.namespace, pack, name)
         ctx.on_commit(lambda: self._tunables.__setitem__(key, float(value)))
 
     def _require_open(self) -> duckdb.DuckDBPyConnection:
@@ -222,6 +239,7 @@ class _OpenContext(Context):
         self.verb = f"{pack.name}.<open>"
         self.pack = pack.name
         self.namespace = runtime.default_namespace
+        self.actor = None
         self.settings = runtime._settings.get(pack.name)
         self.state = runtime._state[pack.name]
         self.read_only = True

@@ -23,7 +23,7 @@ def palimpsest_dispatch(call: "CallInfo") -> Any:
 
     The runtime's own implementation executes the handler inside the call's transaction. Packs observe calls
     by wrapping this hook (``@hookimpl(wrapper=True)``): code before ``yield`` sees ``call.verb``,
-    ``call.params`` and ``call.namespace``; ``yield`` returns the result (or raises the call's error).
+    ``call.params``, ``call.namespace`` and ``call.actor``; ``yield`` returns the result (or raises the call's error).
     A wrapper that wants to record something uses ``call.defer(verb, params)``: the deferred call runs after
     the outermost call has committed, in a write transaction of its own, so read-only verbs stay read-only.
     """
@@ -43,6 +43,7 @@ def palimpsest_register_commands(cli: Any, invocation: Any) -> None:
     """Add commands to the ``pal`` command line (llm-style), e.g. ``pal import locomo FILE``.
 
     ``cli`` is the root ``typer.Typer``; add commands or sub-apps to it. ``invocation()`` returns the running
-    command's session, with ``.runtime()`` (the Runtime honouring ``--db``), ``.namespace`` and ``.as_json``.
+    command's session, with ``.runtime()`` (the Runtime honouring ``--db``), ``.namespace``, ``.actor`` and
+    ``.as_json``.
     Commands must do their work through verbs (``session.runtime().call(...)``), never behind them.
     """

@@ -50,12 +50,43 @@ def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
             checksum VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
             PRIMARY KEY (pack, version))"""
     )
-    con.execute(
-        f"""CREATE TABLE IF NOT EXISTS {META_SCHEMA}.tunables (
-            namespace VARCHAR NOT NULL, pack VARCHAR NOT NULL, name VARCHAR NOT NULL, value DOUBLE NOT NULL,
-            set_by VARCHAR, updated_at TIMESTAMP NOT NULL, PRIMARY KEY (namespace, pack, name))"""
-    )
+    try:
+        migrate_meta(con)
+    except BaseException:
+        con.close()  # a store we cannot upgrade must not stay locked by this process
+        raise
     return con
+
+
+# The runtime's own tables are not a pack's (no numbered files): each layout change is a step here, found by
+# looking at the table as it is, run once in one transaction. Actor '*' is the namespace's own value.
+TUNABLES_DDL = """CREATE TABLE {table} (
+    namespace VARCHAR NOT NULL, actor VARCHAR NOT NULL, pack VARCHAR NOT NULL, name VARCHAR NOT NULL,
+    value DOUBLE NOT NULL, set_by VARCHAR, updated_at TIMESTAMP NOT NULL, PRIMARY KEY (namespace, actor, pack, name))"""
+
+
+def migrate_meta(con: duckdb.DuckDBPyConnection) -> None:
+    """Create ``_palimpsest.tunables``, or upgrade the first layout (keyed by namespace, pack, name) in place:
+    its rows become the namespace-level rows (actor ``'*'``) of the layout keyed by actor too."""
+    columns = {r[0] for r in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = ? AND schema_name = ? "
+        "AND table_name = 'tunables'", [CATALOG, META_SCHEMA]).fetchall()}
+    if "actor" in columns:
+        return
+    if not columns:
+        con.execute(TUNABLES_DDL.format(table=f"{META_SCHEMA}.tunables"))
+        return
+    try:
+        con.execute("BEGIN TRANSACTION")
+        con.execute(TUNABLES_DDL.format(table=f"{META_SCHEMA}.tunables_by_actor"))
+        con.execute(f"INSERT INTO {META_SCHEMA}.tunables_by_actor SELECT namespace, '*', pack, name, value, set_by, "
+                    f"updated_at FROM {META_SCHEMA}.tunables")
+        con.execute(f"DROP TABLE {META_SCHEMA}.tunables")
+        con.execute(f"ALTER TABLE {META_SCHEMA}.tunables_by_actor RENAME TO tunables")
+        con.execute("COMMIT")
+    except duckdb.Error as exc:
+        con.execute("ROLLBACK")
+        raise StorageError(f"upgrading {META_SCHEMA}.tunables failed: {exc}") from None
 
 
 def discover_migrations(folder: Path | None) -> list[tuple[int, str, str]]:

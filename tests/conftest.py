@@ -16,5 +16,5 @@ for extra in (EXAMPLE_PACK_DIR, ROOT / "tests" / "helpers"):
 @pytest.fixture(autouse=True)
 def _isolated_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PALIMPSEST_CONFIG_DISABLED", "1")
-    for var in ("PALIMPSEST_DB", "PALIMPSEST_PACKS", "PALIMPSEST_DISABLE_PACKS", "PALIMPSEST_SERVER"):
+    for var in ("PALIMPSEST_DB", "PALIMPSEST_PACKS", "PALIMPSEST_DISABLE_PACKS", "PALIMPSEST_SERVER", "PALIMPSEST_ACTOR"):
         monkeypatch.delenv(var, raising=False)

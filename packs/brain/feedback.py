@@ -28,7 +28,9 @@ def feedback(params: FeedbackParams, ctx: Context) -> FeedbackResult:
     """Tell the brain whether a recalled note was useful; it updates the profile's posteriors and weights.
 
     The note must be one the recall ``recall_id`` returned in this namespace (it may still be waiting in
-    memory to be written). A useful note raises the weights of the components under which it stood out above
+    memory to be written). The profile updated is the named one, else the one bound to the actor (``actor``,
+    else the call's actor, else the one the recall was made for), else the namespace's; its new weights are
+    projected for the namespace (if it is the namespace's profile) and for every actor bound to it. A useful note raises the weights of the components under which it stood out above
     that recall's average more than in its score, and lowers the others (not_useful and correction do the
     reverse); each event is a pseudo-observation of ``weight`` counts near the current mean (ADR 0010).
     """
@@ -44,7 +46,8 @@ def feedback(params: FeedbackParams, ctx: Context) -> FeedbackResult:
                                    verb=ctx.verb, details={"errors": [{"loc": ["note_id"], "msg": "not served"}],
                                                            "served": ids})
     weight = event_weight(params, s, ctx.verb)
-    name = store.resolve(ctx, params.profile, params.actor)
+    actor = params.actor or ctx.actor or served.actor  # by default, whoever the recall was made for
+    name = store.resolve(ctx, params.profile, actor)
     store.ensure(ctx, name)
     state, n, explore = store.load(ctx, name)
     g = post.credit(served.features, ids.index(params.note_id), served.weights, relative=s.credit == "relative")
@@ -54,11 +57,9 @@ def feedback(params: FeedbackParams, ctx: Context) -> FeedbackResult:
         ctx, name, "feedback", {"credit": g, "mode": s.credit, "delta": delta, "cap": s.ess_cap,
                                      "floor": s.min_count},
         recall_id=params.recall_id, note_id=params.note_id, signal=params.signal, source=params.source,
-        weight=weight, actor=params.actor)
+        weight=weight, actor=actor)
     store.save(ctx, name, new, n + 1)
-    projected = None
-    if name == store.active_profile(ctx):
-        use_sample = explore if params.explore is None else params.explore
-        projected = store.project(ctx, name, new, use_sample, f"{ctx.namespace}/{name}/{seq}")
+    use_sample = explore if params.explore is None else params.explore
+    projected = store.project(ctx, name, new, use_sample, f"{ctx.namespace}/{name}/{seq}")
     return FeedbackResult(event_seq=seq, profile=name, weight=weight, credit=g, delta=delta,
                           state=store.describe(ctx, name, new, n + 1, explore), projected=projected)

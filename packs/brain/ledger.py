@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generator, Optional
 
+from packs.brain import store
 from packs.brain.models import FlushServesParams, FlushServesResult, RecordServeParams, RecordServeResult
 from packs.brain.pack import pack
 from packs.brain.settings import BrainSettings
@@ -29,6 +30,8 @@ COLUMNS = ("relevance", "effective_salience", "recency")
 @dataclass(frozen=True)
 class Serve:
     namespace: str
+    actor: Optional[str]  # the call's actor (deferred calls inherit it)
+    profile: str  # the profile whose weights ranked it
     query: str
     served_at: datetime
     weights: str  # JSON of the score weights the recall ranked with
@@ -42,6 +45,7 @@ class Served:
     note_ids: list[int]
     features: dict[str, list[float]]
     weights: dict[str, float]
+    actor: Optional[str]
 
 
 @hookimpl(wrapper=True)
@@ -88,7 +92,8 @@ def record_serve(params: RecordServeParams, ctx: Context) -> RecordServeResult:
     """Keep one recall's results in memory (deferred after the recall); write them all once enough are kept."""
     s: BrainSettings = ctx.settings
     buf = pending(ctx)
-    buf[params.recall_id] = Serve(ctx.namespace, params.query, ctx.now(), json.dumps(params.weights),
+    buf[params.recall_id] = Serve(ctx.namespace, ctx.actor, store.serving_profile(ctx), params.query, ctx.now(),
+                                  json.dumps(params.weights),
                                   params.note_ids, params.scores, {c: getattr(params, c) for c in COLUMNS})
     flushed = pruned = 0
     if len(buf) >= s.serve_flush_every:
@@ -124,10 +129,11 @@ def flush(ctx: Context) -> tuple[int, int]:
     serves = [buf[r] for r in rids]
     if rids:
         ctx.db.execute(
-            "INSERT INTO brain.serves SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), unnest($3::VARCHAR[]), "
-            "unnest($4::TIMESTAMP[]), unnest($5::VARCHAR[])::JSON",
+            "INSERT INTO brain.serves (recall_id, namespace, query, served_at, weights, actor, profile) "
+            "SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), unnest($3::VARCHAR[]), unnest($4::TIMESTAMP[]), "
+            "unnest($5::VARCHAR[])::JSON, unnest($6::VARCHAR[]), unnest($7::VARCHAR[])",
             [rids, [v.namespace for v in serves], [v.query for v in serves], [v.served_at for v in serves],
-             [v.weights for v in serves]])
+             [v.weights for v in serves], [v.actor for v in serves], [v.profile for v in serves]])
     item_rids = [r for r, v in zip(rids, serves) for _ in v.note_ids]
     if item_rids:  # one set-wise insert: DuckDB's executemany costs ~0.1 ms a row
         ctx.db.execute(
@@ -154,12 +160,14 @@ def serve_features(ctx: Context, recall_id: str) -> Optional[Served]:
     if kept is not None:
         if kept.namespace != ctx.namespace or kept.served_at < cutoff:
             return None
-        return Served(list(kept.note_ids), {c: list(kept.features[c]) for c in COLUMNS}, json.loads(kept.weights))
-    found = ctx.db.query("SELECT weights FROM brain.serves WHERE recall_id = ? AND namespace = ? AND served_at >= ?",
+        return Served(list(kept.note_ids), {c: list(kept.features[c]) for c in COLUMNS}, json.loads(kept.weights),
+                      kept.actor)
+    found = ctx.db.query("SELECT weights, actor FROM brain.serves WHERE recall_id = ? AND namespace = ? "
+                         "AND served_at >= ?",
                          [recall_id, ctx.namespace, cutoff])
     if not found:
         return None
     rows = ctx.db.query("SELECT note_id, relevance, effective_salience, recency FROM brain.serve_items "
                         "WHERE recall_id = ? ORDER BY rank", [recall_id])
     return Served([r[0] for r in rows], {c: [r[i + 1] for r in rows] for i, c in enumerate(COLUMNS)},
-                  json.loads(found[0][0]))
+                  json.loads(found[0][0]), found[0][1])

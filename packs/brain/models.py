@@ -10,7 +10,8 @@ Signal = Literal["useful", "not_useful", "correction"]
 Source = Literal["explicit", "implicit"]
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
 NS_FIELD = Field(None, description="Namespace (defaults to the call's namespace).")
-ACTOR_FIELD = Field(None, pattern=NAME, description="Who gives the feedback / uses the profile (optional).")
+ACTOR_FIELD = Field(None, pattern=NAME, description="Who gives the feedback / uses the profile (default: the "
+                                                     "call's actor, if any).")
 PROFILE_FIELD = Field(None, pattern=NAME, description="A profile by name (default: the one bound to the actor, "
                                                       "else to the namespace, else the default profile).")
 
@@ -58,8 +59,8 @@ class FeedbackResult(BaseModel):
     delta: dict[str, tuple[float, float]] = Field(description="(Δalpha, Δbeta) per component, before the cap.")
     state: ProfileState
     projected: Optional[dict[str, float]] = Field(
-        None, description="The memory score weights now set for this namespace (None: the profile is not "
-                          "the namespace's active one).")
+        None, description="The memory score weights now set from this profile, for the namespace (if it is the "
+                          "namespace's profile) and for each actor bound to it (None: nobody ranks with it).")
 
 
 class ProfileParams(Strict):
@@ -76,6 +77,20 @@ class ProfileResult(BaseModel):
     bound_to: Optional[str] = Field(description="'*' (the namespace), an actor, or None when not bound.")
     state: ProfileState
     projected: Optional[dict[str, float]] = None
+
+
+class UnbindParams(Strict):
+    actor: Optional[str] = Field(None, pattern=NAME, description="The actor whose binding to remove (default: "
+                                                                 "the namespace's own binding).")
+    namespace: Optional[str] = NS_FIELD
+
+
+class UnbindResult(BaseModel):
+    actor: str = Field(description="The binding removed: an actor, or '*' (the namespace).")
+    was: Optional[str] = Field(description="The profile it was bound to (None: there was no binding).")
+    now: str = Field(description="The profile it falls back to.")
+    projected: Optional[dict[str, float]] = Field(
+        None, description="The namespace's weights, set again from the default profile (namespace unbinding).")
 
 
 class StateParams(Strict):
@@ -100,7 +115,8 @@ class Event(BaseModel):
 
 class StateResult(BaseModel):
     state: ProfileState
-    projected: Optional[dict[str, float]] = Field(description="Weights the brain last set for this namespace.")
+    projected: Optional[dict[str, float]] = Field(description="Weights the brain last set for the actor (its own, "
+                                                              "if bound), else for this namespace.")
     bindings: dict[str, str] = Field(description="actor ('*' = the namespace) → profile, in this namespace.")
     events: list[Event] = Field(default_factory=list)
 

@@ -111,23 +111,63 @@ def events(ctx: Context, name: str, newest: Optional[int] = None) -> list[dict[s
     return rows
 
 
-def project(ctx: Context, name: str, state: post.State, explore: bool, seed: str) -> dict[str, float]:
-    """Set the memory pack's score weights for this namespace from the profile's posteriors."""
+def audience(ctx: Context, name: str) -> list[str]:
+    """Who ranks with profile ``name`` here: ``'*'`` (the namespace) when it is the active profile, and every
+    actor bound to it."""
+    actors = [a for (a,) in ctx.db.query("SELECT actor FROM brain.bindings WHERE namespace = ? AND profile = ? "
+                                         "AND actor <> ? ORDER BY actor", [ctx.namespace, name, NAMESPACE_ACTOR])]
+    return ([NAMESPACE_ACTOR] if name == active_profile(ctx) else []) + actors
+
+
+def project(ctx: Context, name: str, state: post.State, explore: bool, seed: str) -> Optional[dict[str, float]]:
+    """Set the memory score weights of everyone who ranks with the profile (the namespace's tunables if it is
+    the active profile, each bound actor's own tunables) from its posteriors; None if nobody ranks with it."""
+    targets = audience(ctx, name)
+    if not targets:
+        return None
     weights = post.sample(state, seed) if explore else post.mean(state)
-    for c in post.COMPONENTS:
-        ctx.set_tunable(TUNABLE[c], weights[c])
-    ctx.db.execute(
-        "INSERT INTO brain.projections VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace) DO UPDATE SET "
+    for actor in targets:
+        for c in post.COMPONENTS:
+            ctx.set_tunable(TUNABLE[c], weights[c], actor=None if actor == NAMESPACE_ACTOR else actor)
+    ctx.db.executemany(
+        "INSERT INTO brain.projections VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, actor) DO UPDATE SET "
         "profile = excluded.profile, relevance = excluded.relevance, salience = excluded.salience, "
         "temporal = excluded.temporal, sampled = excluded.sampled, set_at = excluded.set_at",
-        [ctx.namespace, name, weights["relevance"], weights["salience"], weights["temporal"], explore, ctx.now()])
+        [[ctx.namespace, a, name, weights["relevance"], weights["salience"], weights["temporal"], explore, ctx.now()]
+         for a in targets])
     return weights
 
 
-def projected(ctx: Context) -> Optional[dict[str, float]]:
-    rows = ctx.db.query("SELECT relevance, salience, temporal FROM brain.projections WHERE namespace = ?",
-                        [ctx.namespace])
+def forget_actor(ctx: Context, actor: str) -> None:
+    """Drop an actor's own weights, so recall for it falls back to the namespace's."""
+    for c in post.COMPONENTS:
+        ctx.clear_tunable(TUNABLE[c], actor=actor)
+    ctx.db.execute("DELETE FROM brain.projections WHERE namespace = ? AND actor = ?", [ctx.namespace, actor])
+
+
+def projected(ctx: Context, actor: Optional[str] = None) -> Optional[dict[str, float]]:
+    """The weights last set for the actor (if it has its own), else for the namespace."""
+    rows = ctx.db.query("SELECT relevance, salience, temporal FROM brain.projections WHERE namespace = ? "
+                        "AND actor IN (?, ?) ORDER BY actor = ? LIMIT 1",
+                        [ctx.namespace, actor or NAMESPACE_ACTOR, NAMESPACE_ACTOR, NAMESPACE_ACTOR])
     return dict(zip(post.COMPONENTS, rows[0])) if rows else None
+
+
+def serving_profile(ctx: Context) -> str:
+    """The profile whose weights recall ranks with for this call's actor: a cached :func:`resolve`.
+
+    Only for calls that change no binding (the serve ledger); verbs that bind clear the cache once they commit."""
+    cache = getattr(ctx.state, "serving", None)
+    if cache is None:
+        cache = ctx.state.serving = {}
+    key = (ctx.namespace, ctx.actor)
+    if key not in cache:
+        cache[key] = resolve(ctx, None, ctx.actor)
+    return cache[key]
+
+
+def bindings_changed(ctx: Context) -> None:
+    ctx.on_commit(lambda: getattr(ctx.state, "serving", {}).clear())
 
 
 def describe(ctx: Context, name: str, state: post.State, events_n: int, explore: bool) -> ProfileState:

@@ -23,8 +23,9 @@ app = typer.Typer(help="palimpsest: a local-first memory runtime for AI agents."
 class Session:
     """What the root options set up, shared with every command; the runtime opens on first use."""
 
-    def __init__(self, db: str | None, namespace: str | None, as_json: bool, server: str | None = None) -> None:
-        self.db, self.namespace, self.as_json, self.server = db, namespace, as_json, server
+    def __init__(self, db: str | None, namespace: str | None, as_json: bool, server: str | None = None,
+                 actor: str | None = None) -> None:
+        self.db, self.namespace, self.as_json, self.server, self.actor = db, namespace, as_json, server, actor
         self._rt: Runtime | None = None
 
     def runtime(self) -> Runtime:
@@ -39,9 +40,10 @@ class Session:
         if self.server:  # a server holds the database: send the call there (stdlib client, no extra needed)
             from runtime.adapters.remote import RemoteClient
 
-            data = RemoteClient(self.server).call(verb, params, namespace=self.namespace, internal=internal)
+            data = RemoteClient(self.server).call(verb, params, namespace=self.namespace, actor=self.actor,
+                                                  internal=internal)
         else:
-            result = self.runtime().call(verb, params, namespace=self.namespace, internal=internal)
+            result = self.runtime().call(verb, params, namespace=self.namespace, actor=self.actor, internal=internal)
             data = result.model_dump(mode="json")
         print_json(data) if self.as_json else print_result(data)
 
@@ -55,11 +57,14 @@ def root(
     ctx: typer.Context,
     db: Optional[str] = typer.Option(None, "--db", envvar="PALIMPSEST_DB", help="Database file (default from config)."),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace for the call."),
+    actor: Optional[str] = typer.Option(None, "--actor", envvar="PALIMPSEST_ACTOR",
+                                        help="Who the call is made for: recall ranks with the brain profile bound "
+                                             "to this actor (default: the namespace's)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     server: Optional[str] = typer.Option(None, "--server", envvar="PALIMPSEST_SERVER",
                                          help="Send verb calls to a running `pal serve` at this URL."),
 ) -> None:
-    session = Session(db, namespace, as_json, server)
+    session = Session(db, namespace, as_json, server, actor)
     _current.append(session)
     ctx.call_on_close(session.close)
 
@@ -161,9 +166,12 @@ def serve_cmd(
     token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
                                         help="Require this bearer token (needed for a non-loopback host)."),
 ) -> None:
-    """Serve every public verb over HTTP (POST /v1/verbs/{verb}, resource routes, OpenAPI at /docs)."""
+    """Serve every public verb over HTTP (POST /v1/verbs/{verb}, resource routes, OpenAPI at /docs).
+
+    Each request names its actor with the X-Palimpsest-Actor header (the global --actor is the default)."""
     http = _extra("http", "http")
-    http.serve(_session().runtime(), host=host, port=port, token=token)
+    session = _session()
+    http.serve(session.runtime(), host=host, port=port, token=token, actor=session.actor)
 
 
 @app.command("mcp")
@@ -173,14 +181,18 @@ def mcp_cmd(
     port: Optional[int] = typer.Option(None, "--port", help="Port for --http (default [adapters] mcp_port)."),
     token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
                                         help="Require this bearer token with --http."),
+    actor: Optional[str] = typer.Option(None, "--actor", help="Who every tool call is made for (one server per "
+                                                              "client session; default: the global --actor)."),
 ) -> None:
     """Serve every public verb as an MCP tool (stdio by default)."""
     mcp = _extra("mcp", "mcp")
-    runtime = _session().runtime()
+    session = _session()
+    runtime = session.runtime()
+    actor = actor or session.actor
     if over_http:
-        mcp.serve_http(runtime, host=host, port=port, token=token)
+        mcp.serve_http(runtime, host=host, port=port, token=token, actor=actor)
     else:
-        mcp.serve_stdio(runtime)
+        mcp.serve_stdio(runtime, actor=actor)
 
 
 def build_cli() -> typer.Typer:

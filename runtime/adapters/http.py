@@ -2,6 +2,8 @@
 
 - ``POST /v1/verbs/{verb}`` for every public verb: body = the params JSON, ``?namespace=`` optional. One real route
   per verb, so the OpenAPI document carries each verb's params and result models.
+- Every route takes the optional ``X-Palimpsest-Actor`` header: who the call is made for (``Runtime.call(actor=)``;
+  recall then ranks with the brain profile bound to that actor). ``pal --actor NAME serve`` sets a default.
 - The resource routes users of the seed API expect, from one declarative table (:data:`RESOURCE_ROUTES`): each maps
   to a verb and says which path placeholder fills which params field. A route whose verb is not loaded is not
   mounted.
@@ -22,7 +24,7 @@ import typing
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional
 
-from fastapi import Body, FastAPI, Path, Query, Request
+from fastapi import Body, FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, create_model
@@ -31,12 +33,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
 from runtime.adapters.serving import (
-    AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, run_uvicorn,
+    ACTOR_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, run_uvicorn,
     stop_on_signals, success, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.http")
 NAMESPACE = "namespace"  # a path placeholder mapped to this fills the call's namespace
+ACTOR_DOC = ("who the call is made for (1-128 letters, digits and _ . : @ -): `memory.recall` ranks with the brain "
+             "profile bound to that actor, else the namespace's; brain verbs default to it.")
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ def _body_model(spec: VerbSpec, taken: set[str]) -> type[BaseModel] | None:
 
 
 def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], body: type[BaseModel] | None,
-              query: list[str], generic: bool) -> Any:
+              query: list[str], generic: bool, default_actor: str | None) -> Any:
     fields = spec.params_model.model_fields
 
     async def endpoint(request: Request, **values: Any) -> JSONResponse:
@@ -140,8 +144,10 @@ def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], bod
                     params[NAMESPACE] = values[placeholder]
             else:
                 params[target] = values[placeholder]
+        actor = values.get("palimpsest_actor")
         try:
-            result = await run_in_threadpool(runtime.call, spec.full_name, params, namespace=namespace)
+            result = await run_in_threadpool(runtime.call, spec.full_name, params, namespace=namespace,
+                                             actor=default_actor if actor is None else actor)
         except PalimpsestError as exc:
             return error_response(exc)
         except Exception as exc:  # a bug: answer in the one shape, keep the traceback in the log
@@ -167,6 +173,8 @@ def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], bod
         sig.append(inspect.Parameter("palimpsest_namespace", inspect.Parameter.KEYWORD_ONLY, default=None,
                                      annotation=Annotated[Optional[str], Query(alias="namespace",
                                                           description="the call's namespace (default from config)")]))
+    sig.append(inspect.Parameter("palimpsest_actor", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                 annotation=Annotated[Optional[str], Header(alias=ACTOR_HEADER, description=ACTOR_DOC)]))
     endpoint.__signature__ = inspect.Signature(sig)  # type: ignore[attr-defined]
     endpoint.verb = spec.full_name  # type: ignore[attr-defined]  # read back to name the verb in validation errors
     return endpoint
@@ -179,7 +187,7 @@ def _response_model(spec: VerbSpec) -> type[BaseModel]:
 
 
 def _mount(app: FastAPI, runtime: Runtime, spec: VerbSpec, method: str, path: str, path_params: dict[str, str],
-           generic: bool, response_model: type[BaseModel]) -> None:
+           generic: bool, response_model: type[BaseModel], actor: str | None) -> None:
     fields = spec.params_model.model_fields
     taken = set(path_params.values())
     if method == "GET":
@@ -191,7 +199,7 @@ def _mount(app: FastAPI, runtime: Runtime, spec: VerbSpec, method: str, path: st
     op_id = tool_name(spec.full_name) if generic else \
         re.sub(r"[^a-z0-9]+", "_", f"{method} {path[4:]}".lower()).strip("_")
     app.add_api_route(
-        path, _endpoint(runtime, spec, path_params, body, query, generic), methods=[method],
+        path, _endpoint(runtime, spec, path_params, body, query, generic, actor), methods=[method],
         response_model=response_model, responses=ERROR_RESPONSES, summary=spec.summary or spec.full_name,
         description=spec.doc, tags=[spec.pack], operation_id=op_id,
     )
@@ -230,12 +238,15 @@ def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
 
 
 def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: int | None = None,
-               allowed_hosts: set[str] | None = None) -> FastAPI:
-    """The FastAPI app for an open runtime. ``token``/``max_body_bytes`` default to the ``[adapters]`` config."""
+               allowed_hosts: set[str] | None = None, actor: str | None = None) -> FastAPI:
+    """The FastAPI app for an open runtime. ``token``/``max_body_bytes`` default to the ``[adapters]`` config;
+    ``actor`` is the actor of requests without an ``X-Palimpsest-Actor`` header."""
     settings = AdapterSettings.from_config(runtime.config)
+    runtime.check_actor(actor)  # a bad default actor fails the start, not every request
     app = FastAPI(title="palimpsest", version=__version__,
                   description="palimpsest's verb catalog over HTTP. Success: `{\"ok\": true, \"verb\", \"result\"}`; "
-                              "errors: `{\"ok\": false, \"error\": {\"code\", \"message\", \"verb\", \"details\"}}`.")
+                              "errors: `{\"ok\": false, \"error\": {\"code\", \"message\", \"verb\", \"details\"}}`. "
+                              f"Every route takes an optional `{ACTOR_HEADER}` header: {ACTOR_DOC}")
     public = {spec.full_name: spec for spec in runtime.verbs()}
     models = {name: _response_model(spec) for name, spec in public.items()}
     for route in RESOURCE_ROUTES:
@@ -246,9 +257,9 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
         if missing:
             log.warning("not mounting %s %s: %s has no params field %s", route.method, route.path, route.verb, missing)
             continue
-        _mount(app, runtime, spec, route.method, route.path, route.path_params, False, models[route.verb])
+        _mount(app, runtime, spec, route.method, route.path, route.path_params, False, models[route.verb], actor)
     for name, spec in public.items():
-        _mount(app, runtime, spec, "POST", f"/v1/verbs/{name}", {}, True, models[name])
+        _mount(app, runtime, spec, "POST", f"/v1/verbs/{name}", {}, True, models[name], actor)
 
     @app.get("/v1/verbs", tags=["catalog"], operation_id="list_verbs")
     def list_verbs() -> JSONResponse:
@@ -275,7 +286,8 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
     return app
 
 
-def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None, token: str | None = None) -> None:
+def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None, token: str | None = None,
+          actor: str | None = None) -> None:
     """Serve the runtime over HTTP until interrupted, with ``<db>.server.json`` naming this process meanwhile."""
     settings = AdapterSettings.from_config(runtime.config)
     host = host or settings.host
@@ -284,7 +296,8 @@ def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None,
     sock = bind_socket(host, settings.http_port if port is None else port)
     url = url_of(sock)
     real_port = sock.getsockname()[1]
-    app = create_app(runtime, token=token, allowed_hosts=loopback_hosts(real_port) if is_loopback(host) else None)
+    app = create_app(runtime, token=token, allowed_hosts=loopback_hosts(real_port) if is_loopback(host) else None,
+                     actor=actor)
     with stop_on_signals(), ServerInfo(runtime.path, "http", url):
         print(f"palimpsest: serving {runtime.path} at {url} (docs at {url}/docs)", file=sys.stderr, flush=True)
         run_uvicorn(app, sock)

@@ -6,7 +6,10 @@ Sub-handlers are never listed and a call to one is refused. A success answers th
 ``{"ok": true, "verb", "result"}`` as text (and the result as structured content); an error is a tool error
 result whose text is the one JSON error shape.
 
-``python -m runtime.adapters.mcp [--db PATH] [--http]`` serves the configured packs without the CLI.
+One MCP server serves one client session, for one actor: ``pal mcp --actor NAME`` makes every tool call for
+that actor (``Runtime.call(actor=)``), so recall ranks with the brain profile bound to it.
+
+``python -m runtime.adapters.mcp [--db PATH] [--http] [--actor NAME]`` serves the configured packs without the CLI.
 """
 from __future__ import annotations
 
@@ -58,8 +61,10 @@ def _refusal(runtime: Runtime, name: str) -> PalimpsestError:
     return errors.VerbNotFound(f"no tool named {name!r}", details={"known": known})
 
 
-def build_server(runtime: Runtime) -> Server:
-    """A low-level MCP server over an open runtime (the catalog is read once, when built)."""
+def build_server(runtime: Runtime, *, actor: str | None = None) -> Server:
+    """A low-level MCP server over an open runtime (the catalog is read once, when built); every tool call is
+    made for ``actor``."""
+    runtime.check_actor(actor)  # a bad --actor fails the start, not every call
     public = {tool_name(spec.full_name): spec for spec in runtime.verbs()}
     tools = [tool_for(spec) for spec in public.values()]
     inputs = {tool.name: tool.input_schema for tool in tools}
@@ -71,7 +76,7 @@ def build_server(runtime: Runtime) -> Server:
         spec = public.get(params.name)
         if spec is None:
             return error_result(_refusal(runtime, params.name))
-        call = functools.partial(runtime.call, spec.full_name, dict(params.arguments or {}))
+        call = functools.partial(runtime.call, spec.full_name, dict(params.arguments or {}), actor=actor)
         try:
             result = await anyio.to_thread.run_sync(call)
         except PalimpsestError as exc:
@@ -88,9 +93,9 @@ def build_server(runtime: Runtime) -> Server:
                   get_tool_input_schema=lambda name: inputs.get(name))
 
 
-def serve_stdio(runtime: Runtime) -> None:
+def serve_stdio(runtime: Runtime, *, actor: str | None = None) -> None:
     """Serve MCP over stdin/stdout until the client closes it (stdout carries only the protocol)."""
-    server = build_server(runtime)
+    server = build_server(runtime, actor=actor)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
@@ -100,15 +105,17 @@ def serve_stdio(runtime: Runtime) -> None:
         anyio.run(main)
 
 
-def serve_http(runtime: Runtime, *, host: str | None = None, port: int | None = None, token: str | None = None) -> None:
-    """Serve MCP over streamable HTTP (loopback unless a token is set) until interrupted."""
+def serve_http(runtime: Runtime, *, host: str | None = None, port: int | None = None, token: str | None = None,
+               actor: str | None = None) -> None:
+    """Serve MCP over streamable HTTP (loopback unless a token is set) until interrupted; every client's calls
+    are made for ``actor``."""
     settings = AdapterSettings.from_config(runtime.config)
     host = host or settings.host
     token = settings.token if token is None else token
     check_bind(host, token)
     sock = bind_socket(host, settings.mcp_port if port is None else port)
     url = url_of(sock, settings.mcp_path)
-    app = build_server(runtime).streamable_http_app(
+    app = build_server(runtime, actor=actor).streamable_http_app(
         streamable_http_path=settings.mcp_path, host=host, max_request_body_size=settings.max_body_bytes)
     guarded = Guard(app, token=token, max_body_bytes=settings.max_body_bytes,
                     allowed_hosts=loopback_hosts(sock.getsockname()[1]) if is_loopback(host) else None)
@@ -123,10 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
+    parser.add_argument("--actor", help="who every tool call is made for")
     args = parser.parse_args(argv)
     try:
         with Runtime.open(args.db) as runtime:
-            serve_http(runtime, host=args.host, port=args.port) if args.http else serve_stdio(runtime)
+            if args.http:
+                serve_http(runtime, host=args.host, port=args.port, actor=args.actor)
+            else:
+                serve_stdio(runtime, actor=args.actor)
     except PalimpsestError as exc:
         exc = explain_locked(exc)
         print(json.dumps(exc.to_dict()), file=sys.stderr)

@@ -12,7 +12,7 @@ import urllib.request
 from typing import Any
 
 from runtime import PalimpsestError, errors
-from runtime.adapters.serving import TOKEN_ENV, client_settings
+from runtime.adapters.serving import ACTOR_HEADER, TOKEN_ENV, client_settings
 
 # later classes win, so "internal" maps to InternalError rather than the base class
 _BY_CODE: dict[str, type[PalimpsestError]] = {cls.code: cls for cls in errors.ALL_ERRORS}
@@ -47,21 +47,23 @@ class RemoteClient:
         self.token, self.timeout = token or None, timeout
 
     def call(self, verb: str, params: dict[str, Any] | None = None, *, namespace: str | None = None,
-             internal: bool = False) -> Any:
+             actor: str | None = None, internal: bool = False) -> Any:
         """POST /v1/verbs/{verb}; returns the result JSON or raises the server's error."""
         if internal:
             raise errors.Forbidden(f"{verb}: sub-handlers cannot be called through a server; call it locally "
                                    "with --internal when no server holds the database", verb=verb)
         query = "?" + urllib.parse.urlencode({"namespace": namespace}) if namespace else ""
-        payload = self._request("POST", f"/v1/verbs/{urllib.parse.quote(verb)}{query}", params or {}, verb)
+        headers = {ACTOR_HEADER: actor} if actor else {}
+        payload = self._request("POST", f"/v1/verbs/{urllib.parse.quote(verb)}{query}", params or {}, verb, headers)
         return payload.get("result")
 
     def verbs(self) -> list[dict[str, Any]]:
         return self._request("GET", "/v1/verbs", None, None)["result"]["verbs"]
 
-    def _request(self, method: str, path: str, body: Any, verb: str | None) -> dict[str, Any]:
+    def _request(self, method: str, path: str, body: Any, verb: str | None,
+                 headers: dict[str, str] | None = None) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers or {})
         req.add_header("Accept", "application/json")
         if data is not None:
             req.add_header("Content-Type", "application/json")

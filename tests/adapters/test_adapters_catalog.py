@@ -35,12 +35,28 @@ def test_cli_lists_and_runs_the_new_verb(site, tmp_path):
     env = zeta_env(site)
     proc = run_cli("--json", "verbs", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert {v["verb"] for v in json.loads(proc.stdout)} == {"zeta.ping", "zeta.explode"}  # sub-handler hidden
+    assert {v["verb"] for v in json.loads(proc.stdout)} == {"zeta.ping", "zeta.explode", "zeta.whoami"}  # no sub-handler
     proc = run_cli("zeta", "ping", "--help", env=env)
     assert proc.returncode == 0 and "--times" in proc.stdout and "Echo a message" in proc.stdout, proc.stderr
     proc = run_cli("--db", str(tmp_path / "pal.db"), "--json", "zeta", "ping", "hello", "--times", "2", env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"echo": "hello hello"}
+
+
+def test_cli_actor_option_and_env_reach_the_call(site, tmp_path):
+    db = str(tmp_path / "pal.db")
+    proc = run_cli("--db", db, "--actor", "alice", "-n", "team", "--json", "zeta", "whoami", env=zeta_env(site))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"namespace": "team", "actor": "alice"}
+    proc = run_cli("--db", db, "--json", "zeta", "whoami", env=zeta_env(site, PALIMPSEST_ACTOR="bob"))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["actor"] == "bob", proc.stderr
+    proc = run_cli("--db", db, "--actor", "carol", "--json", "zeta", "whoami", env=zeta_env(site, PALIMPSEST_ACTOR="bob"))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["actor"] == "carol", proc.stderr  # the option wins
+    proc = run_cli("--db", db, "--json", "zeta", "whoami", env=zeta_env(site))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["actor"] is None, proc.stderr
+    proc = run_cli("--db", db, "--actor", "two words", "--json", "zeta", "whoami", env=zeta_env(site))
+    assert proc.returncode == 2, proc.stderr
+    assert json.loads(proc.stdout or proc.stderr)["error"]["details"]["errors"][0]["loc"] == ["actor"]
 
 
 def test_mcp_lists_and_calls_the_new_verb(site, tmp_path):
@@ -56,13 +72,34 @@ def test_mcp_lists_and_calls_the_new_verb(site, tmp_path):
         with anyio.fail_after(120):
             async with Client(params) as client:
                 tools = {t.name: t for t in (await client.list_tools()).tools}
-                assert set(tools) == {"zeta_ping", "zeta_explode"}
+                assert set(tools) == {"zeta_ping", "zeta_explode", "zeta_whoami"}
                 assert tools["zeta_ping"].input_schema["required"] == ["message"]
                 result = await client.call_tool("zeta_ping", {"message": "hi"})
                 assert json.loads(result.content[0].text) == {"ok": True, "verb": "zeta.ping",
                                                               "result": {"echo": "hi"}}
 
     anyio.run(scenario)
+
+
+def test_pal_mcp_actor_flag_makes_every_tool_call_for_that_actor(site, tmp_path):
+    pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "runtime.adapters.cli", "--db",
+                                                                 str(tmp_path / "pal.db"), "mcp", "--actor", "alice"],
+                                   env=zeta_env(site), cwd=str(REPO))
+
+    async def scenario() -> None:
+        with anyio.fail_after(120):
+            async with Client(params) as client:
+                result = await client.call_tool("zeta_whoami", {})
+                assert result.is_error is False
+                assert result.structured_content == {"namespace": "default", "actor": "alice"}
+
+    anyio.run(scenario)
+    proc = run_cli("--db", str(tmp_path / "pal.db"), "mcp", "--actor", "*", env=zeta_env(site))
+    assert proc.returncode == 2 and "actor" in proc.stderr, proc.stderr  # refused at start, not at every call
 
 
 def test_http_documents_and_serves_the_new_verb(site, tmp_path):
@@ -84,6 +121,9 @@ def test_http_documents_and_serves_the_new_verb(site, tmp_path):
             assert json.load(resp) == {"ok": True, "verb": "zeta.ping", "result": {"echo": "yo yo yo"}}
         proc = run_cli("--server", server.url, "--json", "zeta", "ping", "again", env=env)
         assert proc.returncode == 0 and json.loads(proc.stdout) == {"echo": "again"}, proc.stderr
+        # the CLI's --actor travels to the server as the X-Palimpsest-Actor header
+        proc = run_cli("--server", server.url, "--actor", "alice", "--json", "zeta", "whoami", env=env)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["actor"] == "alice", proc.stderr
     finally:
         server.stop()
     assert server.proc.returncode == 0 and not server.info_file.exists()

@@ -150,7 +150,8 @@ def test_openapi_has_one_operation_per_verb_and_route_with_models(client, fake_r
         assert route.method.lower() in paths[route.path], route.path
     edges_op = paths["/v1/memory/{ns}/edges/{memory_id}"]["get"]
     assert {p["name"]: p["in"] for p in edges_op["parameters"]} == {"ns": "path", "memory_id": "path",
-                                                                      "relation": "query"}
+                                                                      "relation": "query",
+                                                                      "X-Palimpsest-Actor": "header"}
     assert doc["components"]["schemas"]["ErrorResponse"]
 
 
@@ -252,3 +253,28 @@ def test_bind_rules():
         check_bind("0.0.0.0", None)
     with pytest.raises(errors.ConfigError):
         check_bind("::", "")
+
+
+def test_actor_header_reaches_the_call_and_is_documented(fake_rt):
+    client = TestClient(create_app(fake_rt), raise_server_exceptions=False)
+    who = ok(client.post("/v1/verbs/zeta.whoami", headers={"X-Palimpsest-Actor": "alice"}), "zeta.whoami")
+    assert who == {"namespace": "default", "actor": "alice"}
+    assert ok(client.post("/v1/verbs/zeta.whoami?namespace=team", headers={"x-palimpsest-actor": "bob"}),
+              "zeta.whoami") == {"namespace": "team", "actor": "bob"}
+    assert ok(client.post("/v1/verbs/zeta.whoami"), "zeta.whoami")["actor"] is None
+    e = err(client.post("/v1/verbs/memory.remember", json={"content": "x"}, headers={"X-Palimpsest-Actor": "a b"}),
+            400, "invalid_params")
+    assert e["details"]["errors"][0]["loc"] == ["actor"]
+    assert ok(client.post("/v1/verbs/memory.recall", json={"query": "x"}), "memory.recall") == {"notes": []}
+    doc = client.get("/openapi.json").json()
+    assert "X-Palimpsest-Actor" in doc["info"]["description"]
+    for path in ("/v1/verbs/zeta.whoami", "/v1/memory/{ns}/recall"):
+        headers = [p for p in doc["paths"][path]["post"]["parameters"] if p["in"] == "header"]
+        assert [h["name"] for h in headers] == ["X-Palimpsest-Actor"] and "brain profile" in headers[0]["description"]
+    # a server started with a default actor uses it for requests that name none
+    defaulted = TestClient(create_app(fake_rt, actor="carol"), raise_server_exceptions=False)
+    assert ok(defaulted.post("/v1/verbs/zeta.whoami"), "zeta.whoami")["actor"] == "carol"
+    assert ok(defaulted.post("/v1/verbs/zeta.whoami", headers={"X-Palimpsest-Actor": "dan"}), "zeta.whoami")[
+        "actor"] == "dan"
+    with pytest.raises(errors.InvalidParams):
+        create_app(fake_rt, actor="*")

@@ -189,3 +189,13 @@ def test_real_kg_supersession_and_as_of_graph_recall_over_stdio(tmp_path):
             assert "Google" in now
 
     run(scenario)
+
+
+def test_in_process_server_makes_every_call_for_its_actor(fake_rt):
+    async def scenario() -> None:
+        async with Client(build_server(fake_rt, actor="alice")) as client:
+            assert await call_ok(client, "zeta_whoami", {}) == {"namespace": "default", "actor": "alice"}
+        async with Client(build_server(fake_rt)) as client:
+            assert (await call_ok(client, "zeta_whoami", {}))["actor"] is None
+
+    run(scenario)

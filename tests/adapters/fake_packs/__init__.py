@@ -232,3 +232,14 @@ def explode(p: Empty, ctx: Context) -> Pong:
 def secret(p: Empty, ctx: Context) -> Pong:
     """A sub-handler: never exposed."""
     return Pong(echo="secret")
+
+
+class Who(BaseModel):
+    namespace: str
+    actor: str | None
+
+
+@zeta.verb("whoami", act=Act.ASSERTIVE)
+def whoami(p: Empty, ctx: Context) -> Who:
+    """Say which namespace and actor the call was made for (how an adapter's --actor is seen)."""
+    return Who(namespace=ctx.namespace, actor=ctx.actor)

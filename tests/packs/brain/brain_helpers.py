@@ -23,8 +23,8 @@ def pair(rt, namespace: str | None = None) -> tuple[int, int]:
     return relevant, fresh
 
 
-def recall(rt, query: str = QUERY, **kw):
-    return rt.call("memory.recall", {"query": query, "now": NOW.isoformat(), **kw})
+def recall(rt, query: str = QUERY, actor: str | None = None, **kw):
+    return rt.call("memory.recall", {"query": query, "now": NOW.isoformat(), **kw}, actor=actor)
 
 
 def order(rt, **kw) -> list[int]:

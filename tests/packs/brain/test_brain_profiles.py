@@ -25,16 +25,19 @@ def test_profiles_isolate_and_binding_the_namespace_switches_recall_weights(make
     relevant, fresh = pair(rt)
     pair(rt, namespace="team")
     made = rt.call("brain.profile", {"name": "alice", "actor": "alice"})
-    assert made.created and made.bound_to == "alice" and not made.state.active and made.projected is None
+    # bound to an actor: not the namespace's profile, but its (prior) weights are now set for alice
+    assert made.created and made.bound_to == "alice" and not made.state.active
+    assert made.projected == pytest.approx(DEFAULT_WEIGHTS)
     assert means(made.state) == pytest.approx(DEFAULT_WEIGHTS)
     useful_fresh(rt, relevant, fresh, 15, actor="alice")
     alice = rt.call("brain.state", {"actor": "alice"}).state
     assert alice.profile == "alice" and alice.feedback_events == 30
     assert means(alice)["temporal"] > 0.3
-    # alice's feedback did not touch the namespace's profile, nor the weights recall uses
+    # alice's feedback did not touch the namespace's profile, nor the weights recall uses for anyone else
     default = rt.call("brain.state").state
     assert default.profile == "default" and means(default) == pytest.approx(DEFAULT_WEIGHTS)
     assert weights_used(rt) == DEFAULT_WEIGHTS and order(rt) == [relevant, fresh]
+    assert weights_used(rt, actor="bob") == DEFAULT_WEIGHTS
     # bob has no binding: he falls back to the namespace's profile
     bob = rt.call("brain.state", {"actor": "bob"}).state
     assert bob.profile == "default"
