@@ -338,7 +338,7 @@ class Writer:
         self.keys: dict[str, int] = {}
         self.names: dict[int, str] = {}
         self.cards: dict[str, str] = {}
-        self.timelines: dict[tuple[int, str], list[Fact]] = {}
+        self.timelines: dict[tuple[int, str], list[Row]] = {}
 
     # -- before writing SQL: say what will change (a failed call's marks make the next use reload these) --------
     def touch_keys(self) -> None:
@@ -359,8 +359,13 @@ class Writer:
         self.cards[predicate] = cardinality
 
     def set_timeline(self, subject_id: int, predicate: str, facts: list[Fact]) -> None:
-        """The complete current versions of (subject, predicate) once this call's SQL is written."""
-        self.timelines[(subject_id, predicate)] = facts
+        """The complete current versions of (subject, predicate) once this call's SQL is written.
+
+        Kept as rows, not as the facts: a batch's Fact copies then die when the call returns instead of living
+        (and being walked by the cycle collector) until the commit hook runs."""
+        c = self._caches.get(self._ctx.namespace)
+        interned = c.interned if c is not None else {}
+        self.timelines[(subject_id, predicate)] = [row_of(predicate, f, interned) for f in facts]
 
     def commit(self) -> None:
         self._ctx.on_commit(self._apply)
@@ -372,12 +377,12 @@ class Writer:
             c.keys.update(self.keys)
             c.names.update(self.names)
             c.cards.update(self.cards)
-            by_subject: dict[int, dict[str, list[Fact]]] = defaultdict(dict)
-            for (sid, pred), facts in self.timelines.items():
-                by_subject[sid][pred] = facts
+            by_subject: dict[int, dict[str, list[Row]]] = defaultdict(dict)
+            for (sid, pred), rows in self.timelines.items():
+                by_subject[sid][pred] = rows
             for sid, preds in by_subject.items():
                 kept = [r for r in c.subjects.get(sid, ()) if r[0] not in preds]
-                kept += [row_of(p, f, c.interned) for p, facts in preds.items() for f in facts]
+                kept += [r for rows in preds.values() for r in rows]
                 if kept:
                     c.subjects[sid] = tuple(kept)
                 else:

@@ -2,6 +2,7 @@
 call, inside a transaction that wrote, after reopen, and per namespace (adr/0014-kg-scale.md)."""
 from __future__ import annotations
 
+import gc
 import random
 
 import pytest
@@ -268,3 +269,21 @@ def test_a_cache_built_from_a_stored_namespace_follows_later_writes(tmp_path):
         assert_reads_match_sql(rt, clock, subjects, ns="other")
     finally:
         rt.close()
+
+
+def test_a_batch_gives_the_cycle_collector_back_as_it_found_it(rt):
+    """kg.assert_facts pauses Python's GC for its batch (packs/kg/facts.py): it must restore the caller's setting
+    (on, or off if the caller turned it off), and a refused batch leaves it on."""
+    fact = {"subject": "Alice", "predicate": "works_at", "object": "Meta", "valid_from": "2020"}
+    assert gc.isenabled()
+    rt.call("kg.assert_facts", {"facts": [fact]})
+    assert gc.isenabled()
+    with pytest.raises(errors.InvalidParams):
+        rt.call("kg.assert_facts", {"facts": [{**fact, "valid_to": "2001"}]})
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        rt.call("kg.assert_facts", {"facts": [{**fact, "object": "IBM"}]})
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
