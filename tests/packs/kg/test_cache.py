@@ -2,6 +2,7 @@
 call, inside a transaction that wrote, after reopen, and per namespace (adr/0014-kg-scale.md)."""
 from __future__ import annotations
 
+import gc
 import random
 
 import pytest
@@ -96,11 +97,10 @@ def rt(make_pal_runtime, clock):
     return make_pal_runtime(kg_pack, probe, clock=clock)
 
 
-def test_cache_agrees_with_the_store_through_random_writes(rt, clock):
-    rng = random.Random(7)
-    rt.call("kg.define_predicate", {"name": "speaks", "cardinality": "many"})
-    subjects = ["Alice", "Bob", "Carol"]
-    for step in range(60):
+def random_writes(rt, clock, rng: random.Random, steps: int, subjects: list[str], ns: str = "default") -> None:
+    """Random assertions (late, open-start, explicit-end, coexisting, literal, sourced), retractions and aliases;
+    the cache must equal the store after each step."""
+    for step in range(steps):
         clock.tick()
         fact = {"subject": rng.choice(subjects), "predicate": rng.choice(["works_at", "works_at", "speaks"]),
                 "object": rng.choice(["Meta", "Google", "Startup", "IBM"]),
@@ -111,14 +111,23 @@ def test_cache_agrees_with_the_store_through_random_writes(rt, clock):
             del fact["valid_from"]
         if rng.random() < 0.1:
             fact["allow_coexisting"] = True
-        res = rt.call("kg.assert_facts", {"facts": [fact, {**fact, "subject": rng.choice(subjects)}]})
+        if rng.random() < 0.15:
+            fact["literal"] = True
+        if rng.random() < 0.2:
+            fact["source_id"] = f"m:{rng.randrange(5)}"
+        res = rt.call("kg.assert_facts", {"facts": [fact, {**fact, "subject": rng.choice(subjects)}]}, namespace=ns)
         if step % 7 == 3:
-            rt.call("kg.retract_fact", {"fact_id": res.outcomes[0].fact_id})
-        if step == 30:
-            rt.call("kg.upsert_entity", {"name": "Alice", "aliases": ["Ali"]})
-            rt.call("kg.define_predicate", {"name": "works_at", "cardinality": "many"})
-        assert_cache_matches_store(rt)
-    assert_reads_match_sql(rt, clock, [*subjects, "Ali", "Nobody"])
+            rt.call("kg.retract_fact", {"fact_id": res.outcomes[0].fact_id}, namespace=ns)
+        if step == steps // 2:
+            rt.call("kg.upsert_entity", {"name": subjects[0], "aliases": [subjects[0][:3]]}, namespace=ns)
+            rt.call("kg.define_predicate", {"name": "works_at", "cardinality": "many"}, namespace=ns)
+        assert_cache_matches_store(rt, ns)
+
+
+def test_cache_agrees_with_the_store_through_random_writes(rt, clock):
+    rt.call("kg.define_predicate", {"name": "speaks", "cardinality": "many"})
+    random_writes(rt, clock, random.Random(7), 60, ["Alice", "Bob", "Carol"])
+    assert_reads_match_sql(rt, clock, ["Alice", "Bob", "Carol", "Ali", "Nobody"])
 
 
 def test_a_rolled_back_call_leaves_the_cache_unchanged(rt, clock):
@@ -213,3 +222,68 @@ def test_namespaces_have_separate_caches(rt, clock):
         assert_cache_matches_store(rt, ns)
     assert _state(rt).kg_cache["c"].subjects == {}
     assert_reads_match_sql(rt, clock, ["Alice"], ns="a")
+
+
+def test_a_cache_built_from_a_stored_namespace_follows_later_writes(tmp_path):
+    """The columnar build (reopen) holds exactly the stored rows, and writes, retractions, rollbacks and settled
+    failures over it (subjects it holds, subjects it does not) keep it equal to the store."""
+    clock = Clock()
+    path = str(tmp_path / "kg.duckdb")
+    subjects = ["Alice", "Bob", "Carol", "Dave"]
+    rt = open_test_runtime(kg_pack, probe, path=path, clock=clock)
+    try:
+        rt.call("kg.define_predicate", {"name": "speaks", "cardinality": "many"})
+        for ns, seed in (("default", 3), ("other", 4)):
+            random_writes(rt, clock, random.Random(seed), 40, subjects, ns)
+    finally:
+        rt.close()
+    rt = open_test_runtime(kg_pack, probe, path=path, clock=clock)
+    try:
+        assert rt.call("kg.facts", {"subject": "Nobody"}).facts == []  # the first use builds from the store
+        c = _state(rt).kg_cache["default"]
+        assert c.subjects.base is not None and not c.subjects.over  # built as columns; nothing materialised
+        assert_cache_matches_store(rt)
+        assert_reads_match_sql(rt, clock, subjects)
+        assert not c.subjects.over  # reads materialise rows without keeping them
+        # retract every current fact of one stored subject: the columns still hold it, the cache must not
+        for f in rt.call("kg.facts", {"subject": "Dave", "include_superseded": True}).facts:
+            rt.call("kg.retract_fact", {"fact_id": f.fact_id})
+        assert rt.call("kg.facts", {"subject": "Dave", "include_superseded": True}).facts == []
+        assert_cache_matches_store(rt)
+        # a write of one predicate keeps the subject's other (stored) predicates
+        clock.tick()
+        rt.call("kg.assert_fact", {"subject": "Carol", "predicate": "speaks", "object": "Welsh", "literal": True})
+        assert_cache_matches_store(rt)
+        # rolled back, and failed-but-committed, calls over stored subjects are reloaded from the store
+        late = {"subject": "Bob", "predicate": "works_at", "object": "Acme", "valid_from": "2011"}
+        with pytest.raises(errors.Conflict):
+            rt.call("kgprobe.write_then_read", {"facts": [late, {**late, "subject": "Alice"}], "fail": True})
+        assert "Acme" not in [f.object for f in rt.call("kg.facts", {"subject": "Bob"}).facts]  # settles the mark
+        assert_cache_matches_store(rt)
+        rt.call("kgprobe.write_then_read", {"facts": [late], "subject": "Bob", "steal_alias": "Carol"})
+        assert rt.call("kg.facts", {"subject": "Newcomer"}).facts == []
+        assert_cache_matches_store(rt)
+        random_writes(rt, clock, random.Random(5), 30, [*subjects, "Erin"])
+        random_writes(rt, clock, random.Random(6), 10, subjects, "other")
+        assert_reads_match_sql(rt, clock, [*subjects, "Erin"])
+        assert_reads_match_sql(rt, clock, subjects, ns="other")
+    finally:
+        rt.close()
+
+
+def test_a_batch_gives_the_cycle_collector_back_as_it_found_it(rt):
+    """kg.assert_facts pauses Python's GC for its batch (packs/kg/facts.py): it must restore the caller's setting
+    (on, or off if the caller turned it off), and a refused batch leaves it on."""
+    fact = {"subject": "Alice", "predicate": "works_at", "object": "Meta", "valid_from": "2020"}
+    assert gc.isenabled()
+    rt.call("kg.assert_facts", {"facts": [fact]})
+    assert gc.isenabled()
+    with pytest.raises(errors.InvalidParams):
+        rt.call("kg.assert_facts", {"facts": [{**fact, "valid_to": "2001"}]})
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        rt.call("kg.assert_facts", {"facts": [{**fact, "object": "IBM"}]})
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
