@@ -109,7 +109,8 @@ def recall_score(params: ScoreParams, ctx: Context) -> ScoreResult:
     cand = params.candidates
     feats = ctx.state.index.features(cand.ids)
     age = np.maximum(0.0, (seconds(params.now) - feats["occurred"]) / 86400.0)
-    eff_sal = feats["salience"] * np.exp(-feats["decay"] * age)
+    with np.errstate(over="ignore"):  # a huge decay × age is -inf, and exp(-inf) = 0 is the right salience
+        eff_sal = feats["salience"] * np.exp(-feats["decay"] * age)
     recency = 2.0 ** (-age / s.recency_half_life_days)
     relevance = np.asarray(cand.relevance, dtype=np.float64)
     score = (w["relevance"] * relevance + w["salience"] * eff_sal + w["temporal"] * recency) / total
