@@ -21,8 +21,21 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from packs.kg import pack as kg_pack  # noqa: E402
+from runtime import Runtime  # noqa: E402
 from runtime.testing import open_test_runtime  # noqa: E402
 
+
+
+def time_lookups(rt: Runtime, rng: random.Random, n_subj: int, n: int) -> tuple[float, float]:
+    """p50 and p95 ms of ``n`` random as_of lookups through Runtime.call."""
+    lat = []
+    for _ in range(n):
+        s, y = rng.randrange(n_subj), rng.randrange(1950, 2030)
+        t = time.perf_counter()
+        rt.call("kg.facts", {"subject": f"S{s}", "predicate": "works_at", "as_of": f"{y}-06-01"})
+        lat.append((time.perf_counter() - t) * 1000)
+    lat.sort()
+    return statistics.median(lat), lat[int(0.95 * len(lat))]
 
 def main() -> int:
     ap = argparse.ArgumentParser()
@@ -56,29 +69,16 @@ def main() -> int:
     print(f"assert_facts: {len(facts):,} facts in {load:.1f} s = {len(facts) / load:,.0f} facts/s overall "
           f"(median batch {statistics.median(rates):,.0f}/s, first {rates[0]:,.0f}/s, last {rates[-1]:,.0f}/s); "
           f"created {created:,}, superseded {superseded:,}; {rows:,} version rows")
-    lat = []
-    for _ in range(args.lookups):
-        s, y = rng.randrange(n_subj), rng.randrange(1950, 2030)
-        t = time.perf_counter()
-        rt.call("kg.facts", {"subject": f"S{s}", "predicate": "works_at", "as_of": f"{y}-06-01"})
-        lat.append((time.perf_counter() - t) * 1000)
-    lat.sort()
-    print(f"kg.facts as_of lookup at {rows:,} rows: p50 {statistics.median(lat):.2f} ms, "
-          f"p95 {lat[int(0.95 * len(lat))]:.2f} ms ({args.lookups} lookups, through Runtime.call)")
+    p50, p95 = time_lookups(rt, rng, n_subj, args.lookups)
+    print(f"kg.facts as_of lookup at {rows:,} rows: p50 {p50:.2f} ms, "
+          f"p95 {p95:.2f} ms ({args.lookups} lookups, through Runtime.call)")
     # what a reopened runtime pays once: the first kg call of a namespace builds its cache from the store
     rt._state["kg"].kg_cache.clear()
     t = time.perf_counter()
     rt.call("kg.facts", {"subject": "S0", "predicate": "works_at"})
     print(f"cache rebuild (first call after a reopen): {time.perf_counter() - t:.2f} s")
-    lat = []
-    for _ in range(args.lookups):  # now each subject's rows come from the columns the rebuild made
-        s, y = rng.randrange(n_subj), rng.randrange(1950, 2030)
-        t = time.perf_counter()
-        rt.call("kg.facts", {"subject": f"S{s}", "predicate": "works_at", "as_of": f"{y}-06-01"})
-        lat.append((time.perf_counter() - t) * 1000)
-    lat.sort()
-    print(f"kg.facts as_of lookup after the rebuild: p50 {statistics.median(lat):.2f} ms, "
-          f"p95 {lat[int(0.95 * len(lat))]:.2f} ms")
+    p50, p95 = time_lookups(rt, rng, n_subj, args.lookups)  # each subject's rows now come from the columns
+    print(f"kg.facts as_of lookup after the rebuild: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
     if args.edges:
         notes = max(2, args.edges // 4)
         t0 = time.perf_counter()
