@@ -106,8 +106,8 @@ def fact_history(params: HistoryParams, ctx: Context) -> HistoryResult:
     args: list[Any] = [subject.id, params.predicate]
     scope = "f.subject_id = ? AND f.predicate = ?"
     if params.known_at is None:  # the latest version of every fact, retracted ones included
-        latest = (f"f.version_id IN (SELECT max(version_id) FROM kg.facts WHERE namespace = ? AND subject_id = ? "
-                  f"AND predicate = ? GROUP BY fact_id)")
+        latest = ("f.version_id IN (SELECT max(version_id) FROM kg.facts WHERE namespace = ? AND subject_id = ? "
+                  "AND predicate = ? GROUP BY fact_id)")
         where, wargs = f"{scope} AND {latest}", [*args, ctx.namespace, subject.id, params.predicate]
     else:
         wargs = list(args)

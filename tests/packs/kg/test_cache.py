@@ -12,7 +12,7 @@ from runtime import Act, Context, Pack, errors
 from runtime.testing import open_test_runtime
 
 from packs.kg import pack as kg_pack
-from packs.kg.cache import LOAD_COLUMNS
+from packs.kg.cache_columns import LOAD_COLUMNS
 
 from .conftest import Clock, counts
 
