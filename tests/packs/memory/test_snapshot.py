@@ -101,3 +101,30 @@ def test_small_stores_and_unchanged_indexes_write_no_snapshot(tmp_path) -> None:
         assert snapshot_row(rt) == []
         assert rt.call("memory.save_index", {}, internal=True).saved  # rebuilt on open: dirty
         assert not rt.call("memory.save_index", {}, internal=True).saved  # nothing changed since
+
+
+@pytest.mark.parametrize("broken", ["snapshot", "brain flush"])
+def test_one_failing_close_hook_does_not_stop_the_others(tmp_path, monkeypatch, broken) -> None:
+    """Close hooks run one after another and pluggy stops at the first exception, so each pack's hook logs its
+    own failure: a failed snapshot still lets the brain write its buffered serves, and the reverse."""
+    import packs.brain.pack  # noqa: F401  # the pack module first: it imports its verb modules in order
+    from packs.brain import ledger
+    from packs.memory.bm25 import BM25Index
+
+    def fail(*args, **kwargs):  # type: ignore[no-untyped-def]  # a fault injected into our own code
+        raise OSError("disk full")
+
+    db = str(tmp_path / "pal.duckdb")
+    rt = open_test_runtime(config=SNAP, path=db)
+    rt.call("memory.remember_many", {"notes": notes(10)})
+    recall_id = rt.call("memory.recall", {"query": "orion postgres"}).recall_id
+    if broken == "snapshot":
+        monkeypatch.setattr(BM25Index, "snapshot", fail)
+    else:
+        monkeypatch.setattr(ledger, "flush", fail)
+    rt.close()
+    monkeypatch.undo()
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        served = rt._con.execute("SELECT count(*) FROM brain.serves WHERE recall_id = ?", [recall_id]).fetchone()
+        assert (snapshot_row(rt) == []) == (broken == "snapshot")
+        assert served == ((0,) if broken == "brain flush" else (1,))
