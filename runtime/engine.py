@@ -111,10 +111,13 @@ class Runtime:
 
     def close(self) -> None:
         if self._con is not None:
-            try:  # packs write what they keep in memory (the brain's pending serves) while the store is open
-                self._pm.hook.palimpsest_close(runtime=self)
-            except Exception:  # noqa: BLE001 - a pack that cannot flush must not keep the database open
-                log.exception("a palimpsest_close hook failed")
+            # packs write what they keep in memory (the brain's pending serves) while the store is open; each
+            # implementation runs on its own, because a pluggy hook call stops at the first exception
+            for impl in self._pm.hook.palimpsest_close.get_hookimpls():
+                try:
+                    impl.function(runtime=self)
+                except Exception:  # noqa: BLE001 - a pack that cannot flush must not keep the database open
+                    log.exception("the palimpsest_close hook of %s failed", impl.plugin_name)
             self._con.close()
             self._con = None
 

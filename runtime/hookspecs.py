@@ -34,7 +34,8 @@ def palimpsest_close(runtime: Any) -> None:
     """Called by ``Runtime.close`` while the database is still open, once per runtime.
 
     A pack that keeps writes in memory (the brain's pending serve ledger) writes them here, through a verb
-    (``runtime.call(verb, params, internal=True)``). An exception is logged and does not stop the close.
+    (``runtime.call(verb, params, internal=True)``). An exception is logged and stops neither the close nor the
+    other packs' close hooks (the runtime calls each implementation on its own).
     """
 
 

@@ -13,7 +13,6 @@ when the process dies is lost, and feedback on it is the typed "unknown recall" 
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generator, Optional
@@ -22,7 +21,7 @@ from packs.brain import store
 from packs.brain.models import FlushServesParams, FlushServesResult, RecordServeParams, RecordServeResult
 from packs.brain.pack import pack
 from packs.brain.settings import BrainSettings
-from runtime import Act, CallInfo, Context, PalimpsestError, Visibility, hookimpl
+from runtime import Act, CallInfo, Context, Visibility, hookimpl
 
 RECALL = "memory.recall"
 COLUMNS = ("relevance", "effective_salience", "recency")
@@ -76,13 +75,8 @@ def palimpsest_dispatch(call: CallInfo) -> Generator[None, Any, Any]:
 @hookimpl
 def palimpsest_close(runtime: Any) -> None:
     """Write the serves still in memory before the database closes."""
-    if "brain" not in runtime.catalog.packs:
-        return
-    try:
+    if "brain" in runtime.catalog.packs:
         runtime.call("brain.flush_serves", {}, internal=True)
-    except PalimpsestError as exc:  # logged, not raised: the other packs' close hooks must still run
-        logging.getLogger("palimpsest.brain").error("serves not written at close (feedback on them will be "
-                                                    "not_found): %s", exc)
 
 
 def pending(ctx: Context) -> dict[str, Serve]:

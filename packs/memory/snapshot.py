@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from packs.memory.models import Strict
 from packs.memory.pack import pack
 from packs.memory.settings import MemorySettings
 from packs.memory.text import TOKENIZER_VERSION
-from runtime import Act, Context, PalimpsestError, Visibility, hookimpl
+from runtime import Act, Context, Visibility, hookimpl
 
 FORMAT = 1
 
@@ -88,10 +87,5 @@ def save_index(params: SaveIndexParams, ctx: Context) -> SaveIndexResult:
 @hookimpl
 def palimpsest_close(runtime: Any) -> None:
     """Snapshot the full-text index before the database closes (a no-op when nothing changed)."""
-    if "memory" not in runtime.catalog.packs:
-        return
-    try:
+    if "memory" in runtime.catalog.packs:
         runtime.call("memory.save_index", {}, internal=True)
-    except PalimpsestError as exc:  # derived data: a failed snapshot only means a rebuild at the next open, and
-        # it must not stop the other packs' close hooks (pluggy stops at the first exception)
-        logging.getLogger("palimpsest.memory").warning("full-text index snapshot not written: %s", exc)

@@ -105,8 +105,8 @@ def test_small_stores_and_unchanged_indexes_write_no_snapshot(tmp_path) -> None:
 
 @pytest.mark.parametrize("broken", ["snapshot", "brain flush"])
 def test_one_failing_close_hook_does_not_stop_the_others(tmp_path, monkeypatch, broken) -> None:
-    """Close hooks run one after another and pluggy stops at the first exception, so each pack's hook logs its
-    own failure: a failed snapshot still lets the brain write its buffered serves, and the reverse."""
+    """A plain pluggy hook call stops at the first exception, so Runtime.close runs each pack's close hook on its
+    own: a failed snapshot still lets the brain write its buffered serves, and the reverse."""
     import packs.brain.pack  # noqa: F401  # the pack module first: it imports its verb modules in order
     from packs.brain import ledger
     from packs.memory.bm25 import BM25Index
