@@ -23,10 +23,14 @@ NAMESPACE_LEVEL = "*"  # the actor column of a tunable set for the whole namespa
 
 @dataclass
 class Frame:
-    """State shared by every nested call of one top-level call: its transaction and what runs after commit."""
+    """State shared by every nested call of one top-level call: its transaction, the changes it recorded for
+    the mirrors, and the events it published (both dropped if the transaction rolls back)."""
 
     read_only: bool
     began: bool = False  # BEGIN runs at the call's first statement: a call served from memory costs no SQL
+    changes: list[tuple[str, str, str, Any]] = field(default_factory=list)  # (pack, namespace, kind, data)
+    events: list[tuple[str, str, "str | None", Any]] = field(default_factory=list)  # (event, namespace, actor, payload)
+    reload: set[str] = field(default_factory=set)  # packs whose mirrors must reload after commit (see engine)
     on_commit: list[Callable[[], None]] = field(default_factory=list)
     deferred: list[tuple[str, dict[str, Any], str, "str | None"]] = field(default_factory=list)
 
@@ -56,26 +60,50 @@ class CallInfo:
 class Context:
     """What a handler may use: namespace, actor, settings, the call's database handle, ``call``, state, a clock."""
 
-    def __init__(self, runtime: "Runtime", spec: VerbSpec, namespace: str, frame: Frame, depth: int,
-                 actor: str | None = None) -> None:
+    def __init__(self, runtime: "Runtime", pack: str, verb: str, namespace: str, frame: Frame, depth: int,
+                 actor: str | None = None, *, read_only: bool) -> None:
         self._runtime = runtime
         self._frame = frame
         self._depth = depth
-        self.verb = spec.full_name
-        self.pack = spec.pack
+        self.verb = verb
+        self.pack = pack
         self.namespace = namespace
         self.actor = actor
-        self.settings = runtime._settings.get(spec.pack)
-        self.state = runtime._state[spec.pack]
-        self.read_only = frame.read_only or not spec.writes
-        self.db = Database(runtime._con, read_only=self.read_only, verb=spec.full_name, frame=frame)
-        self.log = logging.getLogger(f"palimpsest.{spec.pack}")
+        self.settings = runtime._settings.get(pack)
+        self.state = runtime._state[pack]
+        self.read_only = read_only
+        self.db = Database(runtime._con, read_only=read_only, verb=verb, frame=frame)
+        self.log = runtime._loggers[pack]
 
     def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *, namespace: str | None = None) -> Any:
         """Call another verb inside this call's transaction (own pack's verbs, or public verbs of required packs).
 
         The nested call is made for the same actor."""
         return self._runtime._nested_call(self, verb, params, namespace or self.namespace, self._frame, self._depth)
+
+    def record_change(self, kind: str, data: Any = None) -> None:
+        """Tell this pack's mirrors what this call changed in the store; they get it (as a
+        :class:`~runtime.mirror.Change`) after the outermost transaction commits, never if it rolls back."""
+        if self.read_only:
+            raise ReadOnlyViolation("a read-only call has no changes to record", verb=self.verb)
+        self._frame.changes.append((self.pack, self.namespace, kind, data))
+
+    def uncommitted(self, kind: str | None = None) -> list[Any]:
+        """The data of the changes this pack recorded for this namespace in the current, not yet committed
+        transaction (of one kind, or all): while there are any, the mirrors do not show them, the SQL does."""
+        return [d for p, ns, k, d in self._frame.changes
+                if p == self.pack and ns == self.namespace and (kind is None or k == kind)]
+
+    def publish(self, event: str, payload: Any) -> None:
+        """Publish one of this pack's declared events; subscribers get it once this call has ended well."""
+        declared = self._runtime.catalog.packs[self.pack].events.get(event)
+        if declared is None:
+            raise InternalError(f"pack {self.pack!r} publishes {event!r}, which it does not declare",
+                                verb=self.verb)
+        if not isinstance(payload, declared):
+            raise InternalError(f"event {self.pack}.{event} carries a {declared.__name__}, got "
+                                f"{type(payload).__name__}", verb=self.verb)
+        self._frame.events.append((f"{self.pack}.{event}", self.namespace, self.actor, payload))
 
     def on_commit(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once the outermost transaction has committed (e.g. to update an in-memory index)."""
@@ -209,7 +237,9 @@ class CoreDispatch:
 
     @hookimpl(trylast=True)
     def palimpsest_dispatch(self, call: CallInfo) -> Any:
-        ctx = Context(self._runtime, call.spec, call.namespace, call._frame, call.depth, call.actor)
+        spec = call.spec
+        ctx = Context(self._runtime, spec.pack, spec.full_name, call.namespace, call._frame, call.depth, call.actor,
+                      read_only=call._frame.read_only or not spec.writes)
         try:
             result = call.spec.handler(call.params, ctx)
         except PalimpsestError as exc:

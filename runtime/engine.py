@@ -5,18 +5,19 @@ import logging
 import math
 import threading
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import duckdb
 from pydantic import BaseModel
 
 from runtime import storage
+from runtime.aftercommit import Followers
 from runtime.config import load_config, pack_settings
 from runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
                               utc_now, validate_params)
 from runtime.errors import InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError
 from runtime.loader import discover, load_packs
+from runtime.mirror import Change, Mirror
 from runtime.pack import Pack, VerbSpec
 from runtime.registry import Catalog
 
@@ -52,11 +53,14 @@ class Runtime:
 
     def __init__(self) -> None:  # use Runtime.open
         self._lock = threading.RLock()
-        self._state: dict[str, SimpleNamespace] = {}
+        self._state: dict[str, Any] = {}
         self._settings: dict[str, Any] = {}
-        self._tunables: dict[tuple[str, str, str, str], float] = {}  # (namespace, actor or '*', pack, name)
+        self._loggers: dict[str, logging.Logger] = {}
+        self._tunables_mirror = _Tunables()
+        self._tunables = self._tunables_mirror.values  # (namespace, actor or '*', pack, name) -> value
         self._con: duckdb.DuckDBPyConnection | None = None
         self.clock: Callable[[], Any] = utc_now
+        self.followers = Followers(self)
 
     # -- opening -------------------------------------------------------------------------------------------
     @classmethod
@@ -84,16 +88,23 @@ class Runtime:
         rt.default_namespace = check_namespace(str(rt_cfg.get("default_namespace", "default")), "runtime")
         rt._pm = rt.catalog.plugin_manager
         rt._pm.register(CoreDispatch(rt), name="runtime-core")
+        rt._loggers[RUNTIME_OWNER] = log
+        rt._state[RUNTIME_OWNER] = None
+        rt.followers.mirrors[RUNTIME_OWNER] = [("tunables", rt._tunables_mirror)]
         for pack in rt.catalog.packs.values():
             rt._settings[pack.name] = pack_settings(pack.name, pack.settings, rt.config)
-            rt._state[pack.name] = SimpleNamespace()
+            rt._state[pack.name] = state = pack.state()
+            rt._loggers[pack.name] = logging.getLogger(f"palimpsest.{pack.name}")
+            rt.followers.add_mirrors(pack.name, state)
+            for sub in pack.subscriptions:
+                rt.followers.add_subscription(sub)
         rt.path = str(path if path is not None else rt_cfg.get("database", ":memory:"))
         rt._con = storage.connect(rt.path)
         try:
             for pack in rt.catalog.packs.values():
                 storage.migrate(rt._con, pack.name, pack.migrations)
-            rt._load_tunables()
             rt._run_open_handlers()
+            rt.followers.load_all()
         except BaseException:
             rt.close()
             raise
@@ -102,15 +113,17 @@ class Runtime:
     def _run_open_handlers(self) -> None:
         for pack in self.catalog.packs.values():
             for fn in pack.open_handlers:
-                frame = Frame(read_only=True)
+                frame = Frame(read_only=True, began=True)
                 self._con.execute("BEGIN TRANSACTION")
                 try:
-                    fn(_OpenContext(self, pack, frame))
+                    fn(Context(self, pack.name, f"{pack.name}.<open>", self.default_namespace, frame, 0,
+                               read_only=True))
                 finally:
                     self._con.execute("ROLLBACK")
 
     def close(self) -> None:
         if self._con is not None:
+            self.followers.close_all()  # mirrors write what they keep only in memory while the store is open
             # packs write what they keep in memory (the brain's pending serves) while the store is open; each
             # implementation runs on its own, because a pluggy hook call stops at the first exception
             for impl in self._pm.hook.palimpsest_close.get_hookimpls():
@@ -164,6 +177,7 @@ class Runtime:
                 if isinstance(exc, duckdb.Error):
                     raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
                 raise
+            self.followers.committed(frame)
             for fn in frame.on_commit:
                 fn()
             for d_verb, d_params, d_ns, d_actor in frame.deferred:
@@ -187,19 +201,24 @@ class Runtime:
         ns = check_namespace(getattr(model, "namespace", None) or namespace, verb)
         if depth >= 32:
             raise ReadOnlyViolation(f"call depth limit reached calling {verb}", verb=ctx.verb)
-        return self._pm.hook.palimpsest_dispatch(
-            call=CallInfo(spec, model, ns, ctx.pack, depth + 1, frame, self, ctx.actor))
+        marks = len(frame.changes), len(frame.events)
+        try:
+            return self._pm.hook.palimpsest_dispatch(
+                call=CallInfo(spec, model, ns, ctx.pack, depth + 1, frame, self, ctx.actor))
+        except BaseException:
+            if spec.writes and not frame.read_only:
+                # The caller may catch this and commit what the failed call half wrote: its recorded changes
+                # no longer describe the store, so the packs it touched reload their mirrors after commit.
+                frame.reload.update({spec.pack, *(c[0] for c in frame.changes[marks[0]:])})
+                del frame.changes[marks[0]:]
+            del frame.events[marks[1]:]
+            raise
 
     def _hook_results(self, name: str, **kwargs: Any) -> list[Any]:
         hook = getattr(self._pm.hook, name, None)
         if hook is None:
             raise PalimpsestError(f"no hook named {name!r} is declared by a loaded pack")
         return hook(**kwargs)
-
-    def _load_tunables(self) -> None:
-        rows = self._con.execute(
-            f"SELECT namespace, actor, pack, name, value FROM {storage.META_SCHEMA}.tunables").fetchall()
-        self._tunables = {(ns, a, p, n): v for ns, a, p, n, v in rows}
 
     def _set_tunable(self, ctx: Context, target: str, value: float | None, actor: str | None) -> None:
         """Write (or, for ``value=None``, delete) one tunable row of ``ctx.namespace`` and ``actor`` ('*' if None)."""
@@ -218,13 +237,13 @@ class Runtime:
         if value is None:
             ctx.db.execute(f"DELETE FROM {storage.META_SCHEMA}.tunables WHERE namespace = ? AND actor = ? AND "
                            "pack = ? AND name = ?", list(key))
-            ctx.on_commit(lambda: self._tunables.pop(key, None))
+            frame_changes(ctx).append((RUNTIME_OWNER, ctx.namespace, "tunable", (key, None)))
             return
         ctx.db.execute(
             f"INSERT OR REPLACE INTO {storage.META_SCHEMA}.tunables VALUES (?, ?, ?, ?, ?, ?, ?)",
             [*key, float(value), ctx.verb, self.clock()],
         )
-        ctx.on_commit(lambda: self._tunables.__setitem__(key, float(value)))
+        frame_changes(ctx).append((RUNTIME_OWNER, ctx.namespace, "tunable", (key, float(value))))
 
     def _require_open(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
@@ -232,22 +251,34 @@ class Runtime:
         return self._con
 
 
-class _OpenContext(Context):
-    """The context ``@pack.on_open`` handlers get: read-only, no verb."""
+RUNTIME_OWNER = "_runtime"  # the owner name of the runtime's own mirror (not a pack name: packs cannot start with _)
 
-    def __init__(self, runtime: Runtime, pack: Pack, frame: Frame) -> None:
-        self._runtime = runtime
-        self._frame = frame
-        self._depth = 0
-        self.verb = f"{pack.name}.<open>"
-        self.pack = pack.name
-        self.namespace = runtime.default_namespace
-        self.actor = None
-        self.settings = runtime._settings.get(pack.name)
-        self.state = runtime._state[pack.name]
-        self.read_only = True
-        self.db = storage.Database(runtime._con, read_only=True, verb=self.verb)
-        self.log = logging.getLogger(f"palimpsest.{pack.name}")
+
+def frame_changes(ctx: Context) -> list[tuple[str, str, str, Any]]:
+    return ctx._frame.changes
+
+
+class _Tunables(Mirror):
+    """The tunables table, in memory: every call reads its pack's weights from here."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str, str, str], float] = {}
+
+    def load(self, ctx: Context) -> None:
+        rows = ctx.db.query(f"SELECT namespace, actor, pack, name, value FROM {storage.META_SCHEMA}.tunables")
+        self.values.clear()
+        self.values.update({(ns, a, p, n): v for ns, a, p, n, v in rows})
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        for change in changes:
+            key, value = change.data
+            if value is None:
+                self.values.pop(key, None)
+            else:
+                self.values[key] = value
+
+    def digest(self) -> Any:
+        return sorted(self.values.items())
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:

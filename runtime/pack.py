@@ -13,6 +13,8 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from runtime.errors import PackLoadError
+from runtime.events import Subscription
+from runtime.mirror import NoState
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -62,11 +64,14 @@ def _check_name(kind: str, name: str) -> None:
 
 
 class Pack:
-    """A pack: a name, a version, the packs it requires, its verbs, settings, migrations and hooks.
+    """A pack: a name, a version, the packs it requires, its verbs, settings, migrations, state, events, hooks.
 
     ``settings`` is a pydantic model validating the pack's ``[packs.<name>]`` config section; ``migrations``
     is a folder of numbered ``NNN_title.sql`` files run inside the pack's own DuckDB schema; ``hookspecs``
-    is a module of pluggy hookspecs the pack adds for others to implement (e.g. ``register_embedders``).
+    is a module of pluggy hookspecs the pack adds for others to implement (e.g. ``register_embedders``);
+    ``state`` is a class built once per runtime (no arguments) as ``ctx.state``, whose :class:`~runtime.Mirror`
+    attributes the runtime loads, feeds committed changes and closes; ``events`` maps the names of the events
+    the pack publishes to their payload types (subscribers use ``@pack.subscribe("<pack>.<event>")``).
     """
 
     def __init__(
@@ -79,6 +84,8 @@ class Pack:
         migrations: str | Path | None = None,
         hookspecs: ModuleType | None = None,
         tunables: dict[str, tuple[float, float]] | None = None,
+        state: type | None = None,
+        events: dict[str, type] | None = None,
     ) -> None:
         _check_name("pack", name)
         for req in requires:
@@ -92,6 +99,11 @@ class Pack:
         self.migrations = Path(migrations) if migrations is not None else None
         self.hookspecs = hookspecs
         self.tunables = dict(tunables or {})
+        self.state = state or NoState
+        self.events: dict[str, type] = dict(events or {})
+        for event in self.events:
+            _check_name("event", event)
+        self.subscriptions: list[Subscription] = []
         self.verbs: dict[str, VerbSpec] = {}
         self.open_handlers: list[Callable[..., None]] = []
         self.hook_objects: list[Any] = []
@@ -127,6 +139,20 @@ class Pack:
                 pack=self.name, name=name, act=act_, visibility=vis_, params_model=params_model,
                 result_model=result_model, handler=handler, doc=inspect.getdoc(handler) or "",
             )
+            return handler
+
+        return register
+
+    def subscribe(self, event: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+        """Run ``handler(payload, ctx)`` after each successful call that published ``event`` ("<pack>.<name>",
+        declared by this pack or one it requires), in a write transaction of its own for the event's namespace
+        and actor. The handler's failure is logged; it never fails the call that published the event."""
+        pack_name, _, name = event.partition(".")
+        _check_name("event pack", pack_name)
+        _check_name("event", name)
+
+        def register(handler: Callable[..., None]) -> Callable[..., None]:
+            self.subscriptions.append(Subscription(self.name, event, handler))
             return handler
 
         return register

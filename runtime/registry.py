@@ -26,6 +26,24 @@ class Catalog:
                         details={"verb": spec.full_name, "packs": [owner.pack, pack.name]},
                     )
                 self._verbs[spec.full_name] = spec
+            for sub in pack.subscriptions:
+                self._check_subscription(pack, sub.event)
+
+    def _check_subscription(self, pack: Pack, event: str) -> None:
+        """A subscription names a declared event of the pack itself or of a pack it requires (loaded before it)."""
+        publisher, _, name = event.partition(".")
+        if publisher != pack.name and publisher not in pack.requires:
+            raise PackLoadError(f"pack {pack.name!r} subscribes to {event} but does not require pack {publisher!r}",
+                                details={"pack": pack.name, "event": event})
+        owner = pack if publisher == pack.name else self.packs.get(publisher)
+        if owner is None or name not in owner.events:
+            known = sorted(f"{publisher}.{e}" for e in (owner.events if owner else {}))
+            raise PackLoadError(f"pack {pack.name!r} subscribes to {event}, which pack {publisher!r} does not "
+                                f"declare", details={"pack": pack.name, "event": event, "declared": known})
+
+    def events(self) -> dict[str, type]:
+        """Every declared event ("<pack>.<name>") and its payload type, for introspection."""
+        return {f"{p.name}.{e}": t for p in self.packs.values() for e, t in p.events.items()}
 
     def verbs(self, *, include_subhandlers: bool = False) -> list[VerbSpec]:
         """The catalog in a stable order (pack load order, then registration order)."""
