@@ -63,7 +63,9 @@ class RecallServed:
 
 # -- kg.edges_changed ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class EdgeAdded:
+class EdgeLinked:
+    """An edge created, or an active edge whose weight or window a new link of the same triple updated."""
+
     edge_id: int
     src: str  # a node reference: "entity:<id>", "note:<id>", ...
     dst: str
@@ -73,9 +75,9 @@ class EdgeAdded:
 
 @dataclass(frozen=True, slots=True)
 class EdgesChanged:
-    """Typed edges were added to or removed from one namespace's graph (by any caller)."""
+    """Typed edges were linked in, or removed from, one namespace's graph (by any caller)."""
 
-    added: tuple[EdgeAdded, ...] = ()
+    linked: tuple[EdgeLinked, ...] = ()
     removed: tuple[int, ...] = ()  # edge ids
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runtime import Pack
+from runtime.events import EdgesChanged
 
 
 class KgSettings(BaseModel):
@@ -34,4 +35,4 @@ class KgSettings(BaseModel):
 
 
 pack = Pack("kg", version="0.1.0", requires=[], settings=KgSettings,
-            migrations=Path(__file__).with_name("sql"))
+            migrations=Path(__file__).with_name("sql"), events={"edges_changed": EdgesChanged})

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from runtime import Act, Context, errors
+from runtime.events import EdgeLinked, EdgesChanged
 
 from packs.kg.core import pack
 from packs.kg.models import KgParams, NodeId, Relation, When, valid_to_after_start
@@ -166,6 +167,7 @@ def link(params: LinkParams, ctx: Context) -> LinkResult:
     """
     item = LinkInput.model_validate(params.model_dump(exclude={"namespace"}))
     (eid,), (created,) = link_all(ctx, [item], [])
+    publish_linked(ctx, [item], [eid])
     row = ctx.db.query(f"SELECT {EDGE_COLUMNS} FROM kg.edges WHERE id = ?", [eid])[0]
     return LinkResult(edge=edge_out(row), created=created)
 
@@ -177,6 +179,7 @@ def link_many(params: LinkManyParams, ctx: Context) -> LinkManyResult:
         raise errors.LimitExceeded(f"at most {ctx.settings.max_batch} links per call, got {len(params.links)}",
                                    details={"errors": [{"loc": ["links"], "msg": "too many items"}]})
     ids, created = link_all(ctx, params.links, ["links"])
+    publish_linked(ctx, params.links, ids)
     return LinkManyResult(edge_ids=ids, created=sum(created), updated=len(created) - sum(created))
 
 
@@ -195,7 +198,45 @@ def unlink(params: UnlinkParams, ctx: Context) -> UnlinkResult:
     if not ids:
         raise errors.NotFound(f"no such active edge in namespace {ctx.namespace!r}")
     ctx.db.execute("UPDATE kg.edges SET removed_at = ? WHERE id IN (SELECT unnest(?::BIGINT[]))", [ctx.now(), ids])
+    ctx.publish("edges_changed", EdgesChanged(removed=tuple(ids)))
     return UnlinkResult(removed=ids)
+
+
+def publish_linked(ctx: Context, links: list[LinkInput], ids: list[int]) -> None:
+    """Tell subscribers (the memory graph) which edges this call linked, once it has committed."""
+    ctx.publish("edges_changed", EdgesChanged(linked=tuple(
+        EdgeLinked(eid, ln.src, ln.dst, ln.relation, ln.weight) for eid, ln in zip(ids, links))))
+
+
+class ListEdgesParams(KgParams):
+    node_prefix: Literal["e:", "m:", "f:"] | None = Field(
+        None, description="Only edges whose source and destination are both nodes of this kind (m: notes).")
+    relations: list[Relation] | None = Field(None, description="Only these relations.")
+    after_id: int = Field(0, ge=0, description="Cursor: list edges with a larger id (next_after_id of a page).")
+    limit: int = Field(1000, ge=1, description="Most edges returned (capped by max_query_limit).")
+
+
+class ListEdgesResult(BaseModel):
+    edges: list[EdgeOut]
+    next_after_id: int | None = Field(description="Pass as after_id for the next page; null on the last page.")
+
+
+@pack.verb("list_edges", act=Act.ASSERTIVE)
+def list_edges(params: ListEdgesParams, ctx: Context) -> ListEdgesResult:
+    """Page through a namespace's active edges in id order, optionally only between nodes of one kind."""
+    where, args = ["namespace = ?", "removed_at IS NULL", "id > ?"], [ctx.namespace, params.after_id]
+    if params.node_prefix is not None:
+        where.append("starts_with(src, ?) AND starts_with(dst, ?)")
+        args += [params.node_prefix, params.node_prefix]
+    if params.relations:
+        where.append("relation IN (SELECT unnest(?::VARCHAR[]))")
+        args.append(list(params.relations))
+    limit = min(params.limit, ctx.settings.max_query_limit)
+    rows = ctx.db.query(f"SELECT {EDGE_COLUMNS} FROM kg.edges WHERE {' AND '.join(where)} ORDER BY id "
+                        f"LIMIT {limit + 1}", args)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return ListEdgesResult(edges=[edge_out(r) for r in rows], next_after_id=rows[-1][0] if more else None)
 
 
 @pack.verb("edges", act=Act.ASSERTIVE)

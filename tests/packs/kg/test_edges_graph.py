@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime import errors
+from runtime import Act, Context, Pack, errors
+from runtime.params import Params
 
 
 def test_link_unlink_edges(kg, clock):
@@ -123,3 +124,51 @@ def test_centrality_filters_and_scopes(kg):
     assert next(n for n in ents.top if n.node_id == a).name == "A"
     assert kg.call("kg.centrality_scores", {"node_ids": ["m:2"], "scope": "types=m"}).scores["m:2"] == 1.0
     assert kg.call("kg.centrality_scores", {"node_ids": ["m:2"]}).scores == {}
+
+
+def test_list_edges_pages_by_id_filters_by_node_kind_and_skips_removed(kg):
+    ids = [kg.call("kg.link", {"src": f"m:{i}", "dst": f"m:{i + 1}", "relation": "supports"}).edge.id
+           for i in range(5)]
+    ent = kg.call("kg.upsert_entity", {"name": "Nine", "kind": "thing"}).entity
+    kg.call("kg.link", {"src": "m:1", "dst": ent.node_id, "relation": "mentions"})
+    kg.call("kg.link", {"src": "m:7", "dst": "m:8", "relation": "supports"}, namespace="other")
+    kg.call("kg.unlink", {"edge_id": ids[2]})
+    seen, after = [], 0
+    while after is not None:
+        page = kg.call("kg.list_edges", {"node_prefix": "m:", "after_id": after, "limit": 2})
+        assert len(page.edges) <= 2
+        seen += [e.id for e in page.edges]
+        after = page.next_after_id
+    assert seen == [ids[0], ids[1], ids[3], ids[4]]
+    assert [e.relation for e in kg.call("kg.list_edges", {"relations": ["mentions"]}).edges] == ["mentions"]
+    assert [e.src for e in kg.call("kg.list_edges", {}, namespace="other").edges] == ["m:7"]
+
+
+class Empty(Params):
+    pass
+
+
+def test_link_and_unlink_publish_edges_changed_only_when_committed(make_pal_runtime):
+    watcher = Pack("watcher", version="1.0", requires=["kg"])
+    got: list = []
+
+    @watcher.subscribe("kg.edges_changed")
+    def on_edges(event, ctx: Context) -> None:
+        got.append((ctx.namespace, event))
+
+    @watcher.verb("link_then_fail", act=Act.COMMISSIVE)
+    def link_then_fail(params: Empty, ctx: Context) -> Empty:
+        """Link through kg, then fail: the event must never be delivered."""
+        ctx.call("kg.link", {"src": "m:1", "dst": "m:2", "relation": "supports"})
+        raise ValueError("boom")
+
+    import packs.kg.pack as kg_pack
+    rt = make_pal_runtime(kg_pack, watcher)
+    eid = rt.call("kg.link", {"src": "m:1", "dst": "m:2", "relation": "supports", "weight": 2}).edge.id
+    assert [(ns, [(e.edge_id, e.src, e.dst, e.relation, e.weight) for e in ev.linked]) for ns, ev in got] == [
+        ("default", [(eid, "m:1", "m:2", "supports", 2.0)])]
+    with pytest.raises(errors.InternalError):
+        rt.call("watcher.link_then_fail", {}, namespace="x")
+    assert len(got) == 1
+    rt.call("kg.unlink", {"edge_id": eid})
+    assert got[-1][1].removed == (eid,) and len(got) == 2
