@@ -7,10 +7,12 @@ from runtime.dispatch import CallInfo, Context
 from runtime.engine import Runtime, load_catalog
 from runtime.errors import PalimpsestError
 from runtime.hookspecs import hookimpl, hookspec
+from runtime.mirror import Change, Mirror
 from runtime.pack import Act, Pack, VerbSpec, Visibility
+from runtime.params import NamespacedParams, Params
 
 __all__ = [
-    "Act", "CallInfo", "Context", "Pack", "PalimpsestError", "Runtime", "VerbSpec", "Visibility", "errors",
-    "hookimpl", "hookspec", "load_catalog",
+    "Act", "CallInfo", "Change", "Context", "Mirror", "NamespacedParams", "Pack", "PalimpsestError", "Params",
+    "Runtime", "VerbSpec", "Visibility", "errors", "hookimpl", "hookspec", "load_catalog",
 ]
 __version__ = "0.1.0"

@@ -101,17 +101,14 @@ def plain_pack(name: str, requires: tuple[str, ...] = (), verb: str = "ping") ->
 
 
 class Recorder:
-    """A dispatch observer: wraps every call, records it, and defers a write after read-only calls."""
+    """A dispatch observer (tracing): wraps every call and records it."""
 
-    def __init__(self, defer_to: str | None = None) -> None:
+    def __init__(self) -> None:
         self.seen: list[tuple[str, int, str]] = []
-        self.defer_to = defer_to
 
     @hookimpl(wrapper=True)
     def palimpsest_dispatch(self, call):  # type: ignore[no-untyped-def]
         self.seen.append((call.verb, call.depth, "before"))
         result = yield
         self.seen.append((call.verb, call.depth, "after"))
-        if self.defer_to and call.depth == 0 and not call.spec.writes:
-            call.defer(self.defer_to, {"text": f"served {call.verb}"})
         return result

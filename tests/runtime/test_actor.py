@@ -1,12 +1,13 @@
-"""The call's actor: validated like a namespace, seen by handlers, inherited by nested and deferred calls, and the
+"""The call's actor: validated like a namespace, seen by handlers, inherited by nested calls and event subscribers, the
 first level tunables resolve at (actor, then namespace, then the pack's default); the meta table's upgrade."""
-from typing import Any, Generator, Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import duckdb
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from runtime import Act, CallInfo, Context, Pack, Runtime, Visibility, errors, hookimpl
+from runtime import Act, Context, Pack, Runtime, errors
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 
@@ -29,15 +30,27 @@ class Seen(BaseModel):
     weight: float
 
 
+@dataclass(frozen=True)
+class ReadDone:
+    weight: float
+
+
+@dataclass
+class TunerState:
+    heard_for: list[Optional[str]]
+
+
 def packs() -> tuple[Pack, Pack]:
-    owner = Pack("owner", version="1.0", tunables={"weight": (0.0, 1.0)})
+    owner = Pack("owner", version="1.0", tunables={"weight": (0.0, 1.0)}, events={"read_done": ReadDone})
 
     @owner.verb("read", act=Act.ASSERTIVE)
     def read(params: Empty, ctx: Context) -> Seen:
         """Who am I, and what weight do I see?"""
-        return Seen(actor=ctx.actor, weight=ctx.tunable("weight", 0.5))
+        weight = ctx.tunable("weight", 0.5)
+        ctx.publish("read_done", ReadDone(weight))
+        return Seen(actor=ctx.actor, weight=weight)
 
-    tuner = Pack("tuner", version="1.0", requires=["owner"])
+    tuner = Pack("tuner", version="1.0", requires=["owner"], state=lambda: TunerState([]))
 
     @tuner.verb("set", act=Act.COMMISSIVE)
     def set_(params: SetParams, ctx: Context) -> Seen:
@@ -53,21 +66,11 @@ def packs() -> tuple[Pack, Pack]:
         """A nested call: the actor travels with it."""
         return ctx.call("owner.read")
 
-    @tuner.verb("note", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
-    def note(params: Empty, ctx: Context) -> Seen:
-        """Deferred after every owner.read: remember who it ran for."""
-        ctx.state.deferred_for = getattr(ctx.state, "deferred_for", []) + [ctx.actor]
-        return Seen(actor=ctx.actor, weight=-1)
+    @tuner.subscribe("owner.read_done")
+    def heard(event: ReadDone, ctx: Context) -> None:
+        """Every top-level owner.read: remember who it ran for."""
+        ctx.state.heard_for.append(ctx.actor)
 
-    class Observer:
-        @hookimpl(wrapper=True)
-        def palimpsest_dispatch(self, call: CallInfo) -> Generator[None, Any, Any]:
-            result = yield
-            if call.verb == "owner.read" and call.depth == 0:
-                call.defer("tuner.note", {})
-            return result
-
-    tuner.add_hooks(Observer())
     return owner, tuner
 
 
@@ -97,13 +100,13 @@ def test_tunables_resolve_actor_then_namespace_then_default_and_survive_reopen(t
         assert rt._con.execute("SELECT count(*) FROM _palimpsest.tunables").fetchone() == (0,)
 
 
-def test_actor_is_inherited_by_nested_and_deferred_calls() -> None:
+def test_actor_is_inherited_by_nested_calls_and_event_subscribers() -> None:
     with open_rt() as rt:
         rt.call("tuner.set", {"value": 0.8, "actor": "alice"})
         assert rt.call("tuner.relay", actor="alice").model_dump() == {"actor": "alice", "weight": 0.8}
         rt.call("owner.read", actor="alice")
         rt.call("owner.read")
-        assert rt._state["tuner"].deferred_for == ["alice", None]
+        assert rt._state["tuner"].heard_for == ["alice", "alice", None]  # the relay's nested read published too
 
 
 @pytest.mark.parametrize("bad", ["", "*", "has space", "a" * 129, "-dash", "tab\t", 7])
