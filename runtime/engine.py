@@ -61,6 +61,7 @@ class Runtime:
         self._con: duckdb.DuckDBPyConnection | None = None
         self.clock: Callable[[], Any] = utc_now
         self.followers = Followers(self)
+        self._traced = True  # until open has seen which dispatch implementations are installed
 
     # -- opening -------------------------------------------------------------------------------------------
     @classmethod
@@ -87,7 +88,8 @@ class Runtime:
         rt_cfg = rt.config.get("runtime", {})
         rt.default_namespace = check_namespace(str(rt_cfg.get("default_namespace", "default")), "runtime")
         rt._pm = rt.catalog.plugin_manager
-        rt._pm.register(CoreDispatch(rt), name="runtime-core")
+        rt._core = CoreDispatch(rt)
+        rt._pm.register(rt._core, name="runtime-core")
         rt._loggers[RUNTIME_OWNER] = log
         rt._state[RUNTIME_OWNER] = None
         rt.followers.mirrors[RUNTIME_OWNER] = [("tunables", rt._tunables_mirror)]
@@ -105,6 +107,9 @@ class Runtime:
                 storage.migrate(rt._con, pack.name, pack.migrations)
             rt._run_open_handlers()
             rt.followers.load_all()
+            # with no tracing wrapper installed, a call goes straight to the handler: pluggy's hook machinery
+            # costs more than a nested sub-handler's own work (a recall makes several)
+            rt._traced = len(rt._pm.hook.palimpsest_dispatch.get_hookimpls()) > 1
         except BaseException:
             rt.close()
             raise
@@ -165,8 +170,7 @@ class Runtime:
             con = self._require_open()
             frame = Frame(read_only=not spec.writes)  # its transaction begins at the first statement
             try:
-                result = self._pm.hook.palimpsest_dispatch(
-                    call=CallInfo(spec, model, ns, None, 0, frame, self, who))
+                result = self._dispatch(CallInfo(spec, model, ns, None, 0, frame, self, who))
                 if frame.began and frame.read_only:
                     con.execute("ROLLBACK")  # belt and braces: nothing an assertive verb did may persist
                 elif frame.began:
@@ -203,8 +207,7 @@ class Runtime:
             raise ReadOnlyViolation(f"call depth limit reached calling {verb}", verb=ctx.verb)
         marks = len(frame.changes), len(frame.events)
         try:
-            return self._pm.hook.palimpsest_dispatch(
-                call=CallInfo(spec, model, ns, ctx.pack, depth + 1, frame, self, ctx.actor))
+            return self._dispatch(CallInfo(spec, model, ns, ctx.pack, depth + 1, frame, self, ctx.actor))
         except BaseException:
             if spec.writes and not frame.read_only:
                 # The caller may catch this and commit what the failed call half wrote: its recorded changes
@@ -213,6 +216,11 @@ class Runtime:
                 del frame.changes[marks[0]:]
             del frame.events[marks[1]:]
             raise
+
+    def _dispatch(self, call: CallInfo) -> Any:
+        if self._traced:
+            return self._pm.hook.palimpsest_dispatch(call=call)
+        return self._core.palimpsest_dispatch(call)
 
     def _hook_results(self, name: str, **kwargs: Any) -> list[Any]:
         hook = getattr(self._pm.hook, name, None)

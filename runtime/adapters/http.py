@@ -86,7 +86,8 @@ class ErrorResponse(BaseModel):
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     s: {"model": ErrorResponse, "description": d} for s, d in (
         (400, "invalid params"), (401, "missing or wrong bearer token"), (403, "forbidden"), (404, "not found"),
-        (409, "conflict"), (413, "limit exceeded"), (500, "internal or storage error"), (503, "pack unavailable"))
+        (409, "conflict"), (413, "limit exceeded"), (421, "Host header not allowed"),
+        (500, "internal or storage error"), (503, "pack unavailable"), (504, "deadline exceeded"))
 }
 
 

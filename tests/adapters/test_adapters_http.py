@@ -155,6 +155,16 @@ def test_openapi_has_one_operation_per_verb_and_route_with_models(client, fake_r
     assert doc["components"]["schemas"]["ErrorResponse"]
 
 
+def test_openapi_lists_every_error_status_an_operation_can_answer(client):
+    """The error classes' statuses plus the guard's 401 (token) and 421 (Host), as ADR 0003 says."""
+    import inspect
+
+    classes = [c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, errors.PalimpsestError)]
+    expected = {str(c.http_status) for c in classes} | {"401", "421"}
+    op = client.get("/openapi.json").json()["paths"]["/v1/verbs/example.note"]["post"]
+    assert set(op["responses"]) - {"200", "422"} == expected
+
+
 class OddParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: int  # the route wants memory_id
