@@ -14,7 +14,10 @@ MIGRATION_RE = re.compile(r"^(\d{3,})_[a-z0-9_]+\.sql$")
 META_SCHEMA = "_palimpsest"
 CATALOG = "_pal_store"  # not a valid pack name, so it can never collide with a pack's schema
 # Statement kinds an assertive (read-only) verb may run; everything else is refused before DuckDB sees it.
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
+# EXPLAIN is not among them: EXPLAIN ANALYZE executes the statement it explains.
+READ_ONLY_STATEMENTS = {"SELECT"}
+# Sequences never roll back: a read-only call that advanced one would change the store for good.
+SEQUENCE_CALL = re.compile(r"\b(?:nextval|setval)\s*\(", re.IGNORECASE)
 
 
 def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
@@ -43,6 +46,11 @@ def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
         raise StorageError(f"cannot open database {target}: {msg}", details={"path": target}) from None
     except duckdb.Error as exc:
         raise StorageError(f"cannot open database {target}: {exc}", details={"path": target}) from None
+    # The store is the only file SQL may touch: no reading or writing host files (read_csv, COPY … TO, glob),
+    # no extension downloads, and no SET that would stick on the shared connection. Nothing of ours needs them
+    # (snapshots and imports are read and written by Python).
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")
     con.execute(
         f"""CREATE TABLE IF NOT EXISTS {META_SCHEMA}.migrations (
@@ -190,7 +198,13 @@ class Database:
     def _guard(self, sql: str) -> None:
         kinds = _STATEMENT_KINDS.get(sql)
         if kinds is None:  # parsing costs ~0.2 ms; packs reuse a few dozen SQL strings, so parse each once
-            kinds = tuple(s.type.name for s in self._con.extract_statements(sql))
+            try:
+                kinds = tuple(s.type.name for s in self._con.extract_statements(sql))
+            except Exception as exc:  # noqa: BLE001 - a statement DuckDB's Python API cannot classify
+                raise ReadOnlyViolation(f"cannot classify the statement, so it is refused: {type(exc).__name__}: "
+                                        f"{exc}", verb=self._verb) from None
+            if SEQUENCE_CALL.search(sql):
+                kinds += ("SEQUENCE_CALL",)
             if len(_STATEMENT_KINDS) >= _STATEMENT_CACHE_SIZE:
                 _STATEMENT_KINDS.clear()
             _STATEMENT_KINDS[sql] = kinds
