@@ -165,7 +165,13 @@ class Runtime:
         spec = self.catalog.resolve(verb, caller_pack=None, internal=internal)
         who = check_actor(actor, verb)
         model = validate_params(spec, params)
-        ns = check_namespace(getattr(model, "namespace", None) or namespace or self.default_namespace, verb)
+        named = getattr(model, "namespace", None)
+        if named is not None and namespace is not None and named != namespace:
+            # one rule: a call names its namespace once (a body must not silently override the URL's)
+            raise InvalidParams(f"the call names two namespaces, {namespace!r} and {named!r} in its params; "
+                                "name it once", verb=verb, details={"errors": [{"loc": ["namespace"],
+                                                                             "msg": "conflicting namespaces"}]})
+        ns = check_namespace(named or namespace or self.default_namespace, verb)
         with self._lock:
             con = self._require_open()
             frame = Frame(read_only=not spec.writes)  # its transaction begins at the first statement

@@ -133,7 +133,11 @@ def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], bod
         if body is not None:
             raw = await request.body()
             if raw.strip():
-                params.update(json.loads(raw))  # FastAPI has already checked it against the body model
+                given = json.loads(raw)  # FastAPI has already checked it against the body model, but lets null by
+                if given is not None and not isinstance(given, dict):
+                    return error_response(errors.InvalidParams(
+                        f"the request body must be a JSON object, got {type(given).__name__}", verb=spec.full_name))
+                params.update(given or {})
         namespace = values.get("palimpsest_namespace") if generic else None
         for name in query:
             if values.get(name) is not None:

@@ -76,6 +76,19 @@ def test_error_statuses_come_from_the_error_classes(client):
     assert errors.LimitExceeded.http_status == 413 and errors.Conflict.http_status == 409
 
 
+def test_a_body_that_is_not_an_object_is_the_json_error_shape(client, fake_rt):
+    """A body of null means no params, like an empty body; a list or a number is invalid params in the one error
+    shape; never a plain-text 500 (issue 16.5)."""
+    for spec in fake_rt.verbs():
+        empty = client.post(f"/v1/verbs/{spec.full_name}", content=b"")
+        null = client.post(f"/v1/verbs/{spec.full_name}", content="null", headers={"content-type": "application/json"})
+        assert (null.status_code, null.json()["ok"]) == (empty.status_code, empty.json()["ok"]), spec.full_name
+        for body in ("[]", "3"):
+            resp = client.post(f"/v1/verbs/{spec.full_name}", content=body, headers={"content-type": "application/json"})
+            assert resp.status_code in (400, 422), (spec.full_name, body, resp.text)
+            assert resp.json()["ok"] is False and resp.json()["error"]["code"] == "invalid_params"
+
+
 def test_unloaded_pack_is_503_and_its_routes_are_not_mounted(tmp_path):
     rt = open_runtime(palimpsest_example, fake_packs.memory, fake_packs.kg, path=tmp_path / "pal.db",
                       env={"PALIMPSEST_DISABLE_PACKS": "kg"})

@@ -198,3 +198,29 @@ def test_every_call_leaves_no_transaction_open(rt) -> None:  # type: ignore[no-u
     with open_test_runtime(plain_pack("quiet")) as other:
         other.call("quiet.ping")
         assert _no_transaction_open(other)
+
+
+def test_a_call_names_its_namespace_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pydantic import BaseModel
+
+    from runtime import Act, Context, NamespacedParams, Pack
+
+    pack = Pack("nsp", version="1.0")
+
+    class Where(NamespacedParams):
+        pass
+
+    class Seen(BaseModel):
+        seen: str
+
+    @pack.verb("where", act=Act.ASSERTIVE)
+    def where(params: Where, ctx: Context) -> Seen:
+        """Which namespace am I in?"""
+        return Seen(seen=ctx.namespace)
+
+    with open_test_runtime(pack) as rt:
+        assert rt.call("nsp.where", {"namespace": "bob"}).seen == "bob"
+        assert rt.call("nsp.where", {}, namespace="alice").seen == "alice"
+        assert rt.call("nsp.where", {"namespace": "alice"}, namespace="alice").seen == "alice"
+        with pytest.raises(errors.InvalidParams, match="two namespaces"):
+            rt.call("nsp.where", {"namespace": "bob"}, namespace="alice")
