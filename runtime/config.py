@@ -36,6 +36,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
 
@@ -54,7 +56,7 @@ def merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def _parse_env_value(raw: str) -> Any:
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return raw  # a bare word is a string
 
 
@@ -69,7 +71,13 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
         node = out
         for part in path[:-1]:
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"config: {name} sets a key inside {part!r}, which another variable set to "
+                                  f"{node!r}", details={"key": ".".join(path)})
         node[path[-1]] = _parse_env_value(raw)
+    if not isinstance(out.get("runtime", {}), dict):
+        raise ConfigError(f"config: [runtime] must be a table, got {out['runtime']!r} from {ENV_PREFIX}runtime",
+                          details={"key": "runtime"})
     if "PALIMPSEST_DB" in env:
         out.setdefault("runtime", {})["database"] = env["PALIMPSEST_DB"]
     for var, key in (("PALIMPSEST_PACKS", "packs"), ("PALIMPSEST_DISABLE_PACKS", "disabled")):
@@ -89,7 +97,35 @@ def load_config(overrides: Mapping[str, Any] | None = None, env: Mapping[str, st
         cfg = merge(cfg, _read_toml(user))
     if overrides:
         cfg = merge(cfg, overrides)
-    return merge(cfg, _env_overrides(env))
+    cfg = merge(cfg, _env_overrides(env))
+    check_shape(cfg)
+    return cfg
+
+
+# The sections the runtime reads itself, and the type each of their keys must have (packs validate their own).
+RUNTIME_KEYS: dict[str, type | tuple[type, ...]] = {"database": str, "default_namespace": str, "packs": list,
+                                                    "disabled": list, "checkpoint_threshold": str}
+
+
+def check_shape(cfg: Mapping[str, Any]) -> None:
+    """Refuse a configuration whose sections are not tables, or whose runtime keys have the wrong type, with a
+    ConfigError naming the key (instead of a crash deep inside whatever reads it first)."""
+    for section in ("runtime", "packs", "adapters"):
+        if section in cfg and not isinstance(cfg[section], Mapping):
+            raise ConfigError(f"config: [{section}] must be a table, got {type(cfg[section]).__name__} "
+                              f"{cfg[section]!r}", details={"key": section})
+    for name, value in cfg.get("packs", {}).items():
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"config: [packs.{name}] must be a table, got {type(value).__name__} {value!r}",
+                              details={"key": f"packs.{name}"})
+    for key, kind in RUNTIME_KEYS.items():
+        value = cfg.get("runtime", {}).get(key)
+        if value is None:
+            continue
+        if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
+            want = "a list of pack names" if kind is list else f"a {kind.__name__}"
+            raise ConfigError(f"config: runtime.{key} must be {want}, got {value!r}",
+                              details={"key": f"runtime.{key}"})
 
 
 def pack_settings(pack_name: str, model: type[BaseModel] | None, cfg: Mapping[str, Any]) -> BaseModel | None:

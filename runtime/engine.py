@@ -101,7 +101,7 @@ class Runtime:
             for sub in pack.subscriptions:
                 rt.followers.add_subscription(sub)
         rt.path = str(path if path is not None else rt_cfg.get("database", ":memory:"))
-        rt._con = storage.connect(rt.path)
+        rt._con = storage.connect(rt.path, checkpoint_threshold=rt_cfg.get("checkpoint_threshold"))
         try:
             for pack in rt.catalog.packs.values():
                 storage.migrate(rt._con, pack.name, pack.migrations)

@@ -20,12 +20,19 @@ READ_ONLY_STATEMENTS = {"SELECT"}
 SEQUENCE_CALL = re.compile(r"\b(?:nextval|setval)\s*\(", re.IGNORECASE)
 
 
-def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) the database; ``":memory:"`` for a throwaway store."""
+def connect(path: str | Path, *, checkpoint_threshold: str | None = None) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the database; ``":memory:"`` for a throwaway store.
+
+    ``checkpoint_threshold`` (config ``runtime.checkpoint_threshold``) is set before the configuration is
+    locked: after that, no SQL can change the connection's settings."""
     target = str(path)
     if target != ":memory:":
         p = Path(target).expanduser()
-        p.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # e.g. a path under a regular file: /etc/passwd/x.duckdb
+            raise StorageError(f"cannot create the folder of database {target}: {exc.strerror or exc}",
+                               details={"path": target}) from None
         target = str(p)
     try:
         # The store is attached under a catalog name of ours. DuckDB names a database's catalog after its file
@@ -49,6 +56,13 @@ def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
     # The store is the only file SQL may touch: no reading or writing host files (read_csv, COPY … TO, glob),
     # no extension downloads, and no SET that would stick on the shared connection. Nothing of ours needs them
     # (snapshots and imports are read and written by Python).
+    if checkpoint_threshold is not None:
+        try:
+            con.execute("SET checkpoint_threshold = ?", [checkpoint_threshold])
+        except duckdb.Error as exc:
+            con.close()
+            raise StorageError(f"runtime.checkpoint_threshold {checkpoint_threshold!r} is not a size: {exc}",
+                               details={"key": "runtime.checkpoint_threshold"}) from None
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")

@@ -79,6 +79,7 @@ def _catalog() -> Any:
     return _catalog_cache[0]
 
 
+_load_failure: list[PalimpsestError] = []  # why the catalog could not load (a config error, say)
 _current: list[Session] = []  # the session of the running command (typer's context is not importable)
 
 
@@ -136,6 +137,8 @@ def call_cmd(
             params = json.loads(params_json)
         except json.JSONDecodeError as exc:
             raise errors.InvalidParams(f"--json is not valid JSON: {exc}", verb=verb) from None
+        except RecursionError:
+            raise errors.InvalidParams("--json is nested too deeply", verb=verb) from None
     for item in param:
         key, sep, raw = item.partition("=")
         if not sep or not key:
@@ -144,6 +147,8 @@ def call_cmd(
             params[key] = json.loads(raw)
         except json.JSONDecodeError:
             params[key] = raw
+        except RecursionError:
+            raise errors.InvalidParams(f"-p {key}: the value is nested too deeply", verb=verb) from None
     _session().run(verb, params, internal=internal)
 
 
@@ -199,8 +204,8 @@ def build_cli() -> typer.Typer:
     """The full command tree: fixed commands plus one group per pack with one command per public verb."""
     try:
         catalog = _catalog()
-    except PalimpsestError as exc:  # still offer the fixed commands so `pal packs` can explain the problem
-        print_error(exc, as_json=False)
+    except PalimpsestError as exc:  # still offer the fixed commands; a pack's command then reports this error
+        _load_failure.append(exc)
         return app
     for pack in catalog.packs.values():
         public = [v for v in pack.verbs.values() if v.visibility.value == "public"]
@@ -229,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Exit, typer.Abort) as exc:
         return getattr(exc, "exit_code", 130)
     except Exception as exc:  # typer's usage errors (bad option, missing argument) carry show() and exit_code
+        if _load_failure and "No such command" in str(exc):
+            # `pal memory recall` when the packs could not load: the reason, not "no such command"
+            print_error(_load_failure[0], as_json)
+            return _load_failure[0].exit_code
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             return int(exc.exit_code)

@@ -40,6 +40,15 @@ class RemoteClient:
 
     def __init__(self, url: str, *, token: str | None = None, timeout: float | None = None) -> None:
         self.url = url.rstrip("/")
+        try:
+            parts = urllib.parse.urlsplit(self.url)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError as exc:
+            parts, bad = None, str(exc)
+        else:
+            bad = "" if parts.scheme in ("http", "https") and parts.hostname else "expected http(s)://host[:port]"
+        if parts is None or bad:
+            raise errors.ConfigError(f"--server {url!r} is not a server URL: {bad}", details={"url": url})
         if token is None or timeout is None:
             settings = client_settings()
             token = settings.token if token is None else token

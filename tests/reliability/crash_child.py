@@ -28,9 +28,10 @@ def say(msg: dict, lead: str = "") -> None:
 
 def ingest(args: dict) -> None:
     say({"event": "opening"})
-    rt = Runtime.open(args["db"], config=HASHING, env=ISOLATED_ENV)
+    config = dict(HASHING)
     if args.get("checkpoint"):
-        rt._con.execute(f"SET checkpoint_threshold = '{args['checkpoint']}'")
+        config["runtime"] = {"checkpoint_threshold": args["checkpoint"]}
+    rt = Runtime.open(args["db"], config=config, env=ISOLATED_ENV)
     say({"event": "ready"})
     for b in range(args["start"], args["start"] + 100_000):
         verb, ns, params = crash_batch(args["chain"], b)

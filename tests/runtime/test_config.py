@@ -62,3 +62,27 @@ def test_runtime_open_validates_pack_settings() -> None:
     assert rt._settings["p"].limit == 4
     with pytest.raises(errors.ConfigError):
         open_test_runtime(Pack("p", version="1.0", settings=Settings), config={"packs": {"p": {"limit": 4}}})
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"runtime": 1}, "runtime"), ({"packs": 1}, "packs"), ({"adapters": 1}, "adapters"),
+    ({"runtime": {"disabled": 5}}, "runtime.disabled"), ({"runtime": {"packs": ["kg", 3]}}, "runtime.packs"),
+    ({"packs": {"memory": 3}}, "packs.memory"), ({"runtime": {"database": 7}}, "runtime.database"),
+])
+def test_wrong_typed_sections_are_a_config_error_naming_the_key(override, key) -> None:  # type: ignore[no-untyped-def]
+    from runtime.config import load_config
+
+    with pytest.raises(errors.ConfigError) as err:
+        load_config(override, env={"PALIMPSEST_CONFIG_DISABLED": "1"})
+    assert err.value.details["key"] == key and err.value.exit_code == 5
+
+
+def test_a_wrong_typed_environment_section_and_deep_toml_are_config_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from runtime.config import load_config
+
+    with pytest.raises(errors.ConfigError, match=r"\[runtime\] must be a table"):
+        load_config(env={"PALIMPSEST_CONFIG_DISABLED": "1", "PALIMPSEST__runtime": "3"})
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(errors.ConfigError, match="TOML"):
+        load_config(env={"PALIMPSEST_CONFIG": str(deep)})
