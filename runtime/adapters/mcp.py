@@ -24,9 +24,9 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server
-from mcp.server.stdio import stdio_server
 
 from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
+from runtime.adapters.mcp_stdio import checked_stdio_server
 from runtime.adapters.serving import (
     AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
     run_uvicorn, stop_on_signals, success, tool_name, url_of,
@@ -98,7 +98,7 @@ def serve_stdio(runtime: Runtime, *, actor: str | None = None) -> None:
     server = build_server(runtime, actor=actor)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with checked_stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     with stop_on_signals(), ServerInfo(runtime.path, "mcp-stdio", None):
