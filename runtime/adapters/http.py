@@ -305,4 +305,4 @@ def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None,
                      actor=actor)
     with stop_on_signals(), ServerInfo(runtime.path, "http", url):
         print(f"palimpsest: serving {runtime.path} at {url} (docs at {url}/docs)", file=sys.stderr, flush=True)
-        run_uvicorn(app, sock)
+        run_uvicorn(app, sock, settings)

@@ -121,7 +121,7 @@ def serve_http(runtime: Runtime, *, host: str | None = None, port: int | None = 
                     allowed_hosts=loopback_hosts(sock.getsockname()[1]) if is_loopback(host) else None)
     with stop_on_signals(), ServerInfo(runtime.path, "mcp-http", url):
         print(f"palimpsest: serving MCP for {runtime.path} at {url}", file=sys.stderr, flush=True)
-        run_uvicorn(guarded, sock)
+        run_uvicorn(guarded, sock, settings)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,6 +51,8 @@ class AdapterSettings:
     token: str
     max_body_bytes: int
     client_timeout: float
+    read_timeout: float
+    max_connections: int
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> "AdapterSettings":
@@ -62,6 +64,7 @@ class AdapterSettings:
                 host=str(section["host"]), http_port=int(section["http_port"]), mcp_port=int(section["mcp_port"]),
                 mcp_path=str(section["mcp_path"]), token=str(env.get(TOKEN_ENV) or section.get("token") or ""),
                 max_body_bytes=int(section["max_body_bytes"]), client_timeout=float(section["client_timeout"]),
+                read_timeout=float(section["read_timeout"]), max_connections=int(section["max_connections"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise errors.ConfigError(f"invalid or missing [adapters] setting: {exc}") from None
@@ -298,11 +301,15 @@ def stop_on_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_uvicorn(app: Any, sock: socket.socket) -> None:
-    """Serve an ASGI app on an already bound socket until SIGINT/SIGTERM."""
+def run_uvicorn(app: Any, sock: socket.socket, settings: AdapterSettings) -> None:
+    """Serve an ASGI app on an already bound socket until SIGINT/SIGTERM, with the request read timeout and the
+    connection limit of ``settings``."""
     import uvicorn  # an optional extra: only reached from the serve/mcp --http commands
 
-    config = uvicorn.Config(app, log_level="warning", lifespan="auto")
+    from runtime.adapters.connections import bounded_protocol
+
+    config = uvicorn.Config(app, log_level="warning", lifespan="auto",
+                            http=bounded_protocol(settings.read_timeout, settings.max_connections))
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])  # callers wrap this in stop_on_signals() (before writing their info file)
