@@ -3,7 +3,6 @@ snapshot the full-text index (the index mirror's close calls it, see snapshot.py
 from __future__ import annotations
 
 import numpy as np
-
 from pydantic import BaseModel
 
 from packs.memory import snapshot

@@ -5,12 +5,12 @@ from typing import Any
 
 import numpy as np
 
-from packs.memory.classify import classify
 from packs.memory.changes import NotesAdded, record
+from packs.memory.classify import classify
+from packs.memory.core import pack
 from packs.memory.index import FULL_COLUMNS, NoteRow, index_text
 from packs.memory.models import (Note, NoteIn, RememberManyParams, RememberManyResult, RememberParams,
                                  RememberResult)
-from packs.memory.core import pack
 from packs.memory.settings import MemorySettings
 from runtime import Act, Context, errors
 
