@@ -1,13 +1,20 @@
-"""memory.get and memory.reembed: read notes by id; rebuild vectors after a model change."""
+"""memory.get, memory.reembed and memory.save_index: read notes by id; rebuild vectors after a model change;
+snapshot the full-text index (the index mirror's close calls it, see snapshot.py)."""
 from __future__ import annotations
 
 import numpy as np
+from pydantic import BaseModel
 
+from packs.memory import snapshot
+from packs.memory.changes import SnapshotSaved, VectorsReplaced, record
+from packs.memory.core import pack
 from packs.memory.index import index_text
+from packs.memory.index_mirror import IndexMirror
 from packs.memory.models import GetParams, GetResult, ReembedParams, ReembedResult
-from packs.memory.pack import pack
 from packs.memory.remember import fetch_notes
-from runtime import Act, Context
+from packs.memory.settings import MemorySettings
+from runtime import Act, Context, Visibility
+from runtime.params import Params
 
 
 @pack.verb("get", act=Act.ASSERTIVE)
@@ -32,11 +39,27 @@ def reembed(params: ReembedParams, ctx: Context) -> ReembedResult:
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     ctx.db.execute("INSERT INTO memory.vectors SELECT unnest($1), $2, $3, unnest($4::BLOB[])",
                    [ids.tolist(), model, int(matrix.shape[1]), [v.tobytes() for v in matrix]])
-    index = ctx.state.index
-
-    def swap() -> None:
-        index.vectors.pop(model, None)
-        index.add_vectors(model, ids, matrix)
-
-    ctx.on_commit(swap)
+    record(ctx, VectorsReplaced(model, ids, matrix))
     return ReembedResult(model=model, embedded=len(rows))
+
+
+class SaveIndexParams(Params):
+    pass
+
+
+class SaveIndexResult(BaseModel):
+    saved: bool
+    notes: int
+    bytes: int
+
+
+@pack.verb("save_index", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
+def save_index(params: SaveIndexParams, ctx: Context) -> SaveIndexResult:
+    """Write the full-text index snapshot if the index changed since it was loaded (the runtime's close calls it)."""
+    s: MemorySettings = ctx.settings
+    index: IndexMirror = ctx.state.index
+    if not index.dirty or len(index.rows) < s.index_snapshot_min_notes:
+        return SaveIndexResult(saved=False, notes=len(index.rows), bytes=0)
+    size = snapshot.write(ctx, index)
+    record(ctx, SnapshotSaved())
+    return SaveIndexResult(saved=True, notes=len(index.rows), bytes=size)

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from packs.memory.models import NoteIn
 from packs.memory.models_graph import (BeliefHistoryParams, BeliefHistoryResult, BeliefParams, BeliefResult,
                                        BeliefVersion)
-from packs.memory.pack import pack
+from packs.memory.core import pack
 from packs.memory.remember import fetch_notes, store_notes
 from runtime import Act, Context, errors
 

@@ -23,6 +23,7 @@ become a full scan; the cap is applied after stopword removal.
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -243,6 +244,15 @@ class BM25Index:
         self._total_len = float(snap["total_len"][0])
         self._n_dead = 0
         self._last = None
+
+    def digest(self) -> tuple:
+        """What the index holds, comparable across builds: each live note's id and length (rounded: a bag's
+        weights may sum in another order), and the document frequency of every term in use."""
+        live = np.flatnonzero(self._alive[: self._n_rows])
+        order = np.argsort(self._ids[live], kind="stable")
+        docs = tuple(zip(self._ids[live][order].tolist(), np.round(self._dl[live][order], 3).tolist()))
+        df = tuple(sorted((w, self._df[t]) for w, t in self._vocab.items() if self._df[t] > 0))
+        return docs, hashlib.sha1(repr(df).encode()).hexdigest()
 
     # ------------------------------------------------------------------ read
     def query_terms(self, query: str) -> list[str]:

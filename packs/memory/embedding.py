@@ -1,13 +1,18 @@
-"""Embedder registry (filled by the ``register_embedders`` hook) and the cached query embedding."""
+"""Embedder registry (filled by the ``register_embedders`` hook) and the cached query embedding.
+
+The registry is part of the pack's state (``ctx.state.embedders``): the runtime builds it in ``load`` from the
+hook and the settings. It mirrors no table, so a commit changes nothing in it; models are loaded on first use.
+"""
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from runtime import errors, hookimpl
+from runtime import Context, errors, hookimpl
+from runtime.mirror import Change, Mirror
 
 
 @dataclass(frozen=True)
@@ -31,14 +36,28 @@ def register_embedders() -> list[EmbedderSpec]:
     ]
 
 
-class Embedders:
+class Embedders(Mirror):
     """The embedders a runtime uses: built lazily, each once; query vectors cached (LRU)."""
 
-    def __init__(self, specs: list[EmbedderSpec], cache_size: int) -> None:
+    def __init__(self, specs: Sequence[EmbedderSpec] = (), cache_size: int = 0) -> None:
         self.specs = {s.name: s for s in specs}
         self._models: dict[str, Any] = {}
         self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._cache_size = cache_size
+
+    def load(self, ctx: Context) -> None:
+        """The registered embedders (every pack's ``register_embedders``) and the cache size from settings.
+        A model already built stays built if its name is still registered (weights are slow to load)."""
+        self.specs = {s.name: s for group in ctx.hook("register_embedders") for s in group}
+        self._models = {k: v for k, v in self._models.items() if k in self.specs}
+        self._cache.clear()
+        self._cache_size = ctx.settings.query_cache_size
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        """Nothing stored changes an embedder: a query's vector depends on the model and the query only."""
+
+    def digest(self) -> Any:
+        return tuple(sorted(self.specs)), self._cache_size
 
     def get(self, name: str) -> Any:
         model = self._models.get(name)

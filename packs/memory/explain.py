@@ -16,7 +16,7 @@ from typing import Any, Optional
 from packs.memory.models import Note, RecallResult
 from packs.memory.models_explain import (Degraded, DetectedEntity, ExplainFact, ExplainHit, ExplainParams,
                                          ExplainResult, ExplainSettings, Room, ScopeInference, SharedScope)
-from packs.memory.pack import pack
+from packs.memory.core import pack
 from packs.memory.recall import check_query
 from packs.memory.settings import MemorySettings
 from runtime import Act, Context

@@ -2,9 +2,10 @@
 
 The edges live in the kg pack (``kg.edges`` rows between ``m:<note id>`` nodes, written through ``kg.link`` /
 ``kg.link_many``); this module validates them (both notes in the namespace, no self-loop, a memory relation,
-coherent supersession) and keeps an in-memory adjacency of them (:class:`MemoryGraph`, in ``ctx.state.graph``)
-so a walk never goes back to SQL. The adjacency is loaded when a runtime opens and updated after each commit of
-a memory verb that links or unlinks, like the recall index.
+coherent supersession). The in-memory adjacency (:class:`~packs.memory.graph_mirror.MemoryGraph`, in
+``ctx.state.graph``) is a mirror: loaded through ``kg.list_edges`` when a runtime opens, and updated from the
+kg's ``edges_changed`` event after each committed link or unlink (sync.py) — memory's own links included, so
+there is one path into it and a walk never goes back to SQL.
 
 Walk (``memory.walk``): kNN seeds (exact cosine over the vector index, at least ``min_similarity``), then a
 breadth-first walk along edges in either direction, at most ``max_depth`` hops; a note is entered only when its
@@ -16,80 +17,18 @@ recall mask (namespace, not archived, not superseded). A note keeps the best pat
 """
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from typing import Any, Iterable
 
-from packs.memory.models_graph import (MEMORY_RELATIONS, EdgesParams, EdgesResult, LinkIn, LinkManyParams,
-                                       LinkManyResult, LinkParams, LinkResult, MemoryEdge, UnlinkParams,
-                                       UnlinkResult)
-from packs.memory.pack import pack
+from packs.memory.changes import SupersededSet, record
+from packs.memory.core import pack
+from packs.memory.graph_mirror import MemoryGraph, note_of
+from packs.memory.models_graph import (EdgesParams, EdgesResult, LinkIn, LinkManyParams, LinkManyResult, LinkParams,
+                                       LinkResult, MemoryEdge, UnlinkParams, UnlinkResult)
 from packs.memory.settings import MemorySettings
 from runtime import Act, Context, errors
+from runtime.events import NOTE_RELATIONS
 
-NODE = re.compile(r"^m:([0-9]{1,18})$")
 CENTRALITY_SCOPE = "memory"
-
-
-class MemoryGraph:
-    """Memory edges (note ↔ note) per namespace, mirroring the kg's active ``m:``→``m:`` edges, plus the stored
-    centrality of each note. Written only after commit (``ctx.on_commit``)."""
-
-    def __init__(self) -> None:
-        self.edges: dict[int, tuple[str, int, int, str, float]] = {}  # id → (namespace, src, dst, relation, w)
-        self.adj: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
-        self.centrality: dict[str, dict[int, float]] = defaultdict(dict)
-
-    def add(self, eid: int, ns: str, src: int, dst: int, relation: str, weight: float) -> None:
-        if eid in self.edges:  # an update of an existing edge (same src, dst, relation): only the weight moves
-            self.edges[eid] = (ns, src, dst, relation, weight)
-            return
-        self.edges[eid] = (ns, src, dst, relation, weight)
-        adj = self.adj[ns]
-        adj[src].append(eid)
-        adj[dst].append(eid)
-
-    def remove(self, eid: int) -> None:
-        edge = self.edges.pop(eid, None)
-        if edge is None:
-            return
-        ns, src, dst, _, _ = edge
-        for node in (src, dst):
-            lst = self.adj[ns].get(node)
-            if lst is not None and eid in lst:
-                lst.remove(eid)
-
-    def incident(self, ns: str, note: int) -> list[int]:
-        adj = self.adj.get(ns)
-        return adj.get(note, []) if adj is not None else []
-
-    def find(self, ns: str, src: int, dst: int, relation: str) -> int | None:
-        for eid in self.incident(ns, src):
-            e = self.edges[eid]
-            if e[1] == src and e[2] == dst and e[3] == relation:
-                return eid
-        return None
-
-
-@pack.on_open
-def load_graph(ctx: Context) -> None:
-    """Load the active memory edges from the kg's table and the stored centrality scores.
-
-    The one place the memory pack reads another pack's table (read-only, at open): the kg has no verb that
-    lists edges in bulk (see ADR 0012).
-    """
-    ctx.state.graph = g = MemoryGraph()
-    ctx.db.execute(
-        "SELECT id, namespace, CAST(substr(src, 3) AS BIGINT) AS s, CAST(substr(dst, 3) AS BIGINT) AS d, relation, "
-        "weight FROM kg.edges WHERE removed_at IS NULL AND relation IN (SELECT unnest(?::VARCHAR[])) "
-        "AND regexp_full_match(src, 'm:[0-9]{1,18}') AND regexp_full_match(dst, 'm:[0-9]{1,18}') ORDER BY id",
-        [list(MEMORY_RELATIONS)])
-    cols = ctx.db.fetchnumpy()
-    for eid, ns, s, d, rel, w in zip(cols["id"].tolist(), list(cols["namespace"]), cols["s"].tolist(),
-                                     cols["d"].tolist(), list(cols["relation"]), cols["weight"].tolist()):
-        g.add(eid, ns, s, d, rel, w)
-    for nid, ns, score in ctx.db.query("SELECT note_id, namespace, score FROM memory.centrality"):
-        g.centrality[ns][nid] = score
 
 
 # -- validation and writes shared by link, link_many, beliefs and consolidation -----------------------------
@@ -128,7 +67,6 @@ def create_edges(ctx: Context, links: list[LinkIn], loc: list[Any]) -> tuple[lis
         locs.setdefault(ln.target_id, [*loc, i, "target_id"] if loc else ["target_id"])
     states = note_states(ctx, locs, locs)
     graph: MemoryGraph = ctx.state.graph
-    ns = ctx.namespace
     supersede: dict[int, int] = {}  # old note → the note that supersedes it
     for i, ln in enumerate(links):
         if ln.relation != "supersedes":
@@ -163,16 +101,8 @@ def create_edges(ctx: Context, links: list[LinkIn], loc: list[Any]) -> tuple[lis
         ctx.db.execute(
             "UPDATE memory.notes n SET superseded_by = u.by, superseded_at = ? FROM (SELECT unnest(?::BIGINT[]) AS id, "
             "unnest(?::BIGINT[]) AS by) u WHERE n.id = u.id", [now, list(supersede), list(supersede.values())])
-    index = ctx.state.index
-    edges = [(eid, ln.source_id, ln.target_id, ln.relation, ln.weight) for eid, ln in zip(ids, links)]
-
-    def apply() -> None:
-        for eid, s, d, rel, w in edges:
-            graph.add(eid, ns, s, d, rel, w)
-        for old, by in supersede.items():
-            index.set_superseded(old, now, by)
-
-    ctx.on_commit(apply)
+        record(ctx, SupersededSet(tuple(supersede), now, tuple(supersede.values())))
+    # the graph learns of the edges from the kg's edges_changed event once this commits (sync.py)
     return ids, created, list(supersede), single
 
 
@@ -216,14 +146,8 @@ def unlink(params: UnlinkParams, ctx: Context) -> UnlinkResult:
         rows = ctx.db.query("UPDATE memory.notes SET superseded_by = NULL, superseded_at = NULL WHERE namespace = ? "
                             "AND id = ? AND superseded_by = ? RETURNING id", [ns, dst, src])
         unsuperseded = rows[0][0] if rows else None
-    index = ctx.state.index
-
-    def apply() -> None:
-        graph.remove(params.edge_id)
-        if unsuperseded is not None:
-            index.set_superseded(unsuperseded, None)
-
-    ctx.on_commit(apply)
+    if unsuperseded is not None:
+        record(ctx, SupersededSet((unsuperseded,), None, (None,)))
     return UnlinkResult(removed=params.edge_id, unsuperseded=unsuperseded)
 
 
@@ -232,13 +156,13 @@ def edges(params: EdgesParams, ctx: Context) -> EdgesResult:
     """List a note's memory edges (to and from other notes), oldest first."""
     note_states(ctx, [params.memory_id], {params.memory_id: ["memory_id"]})
     got = ctx.call("kg.edges", {"node_id": f"m:{params.memory_id}", "direction": params.direction,
-                                "relations": list(params.relations or MEMORY_RELATIONS),
+                                "relations": list(params.relations or NOTE_RELATIONS),
                                 "include_removed": params.include_removed,
                                 "limit": params.limit}).edges
     out = []
     for e in got:
-        s, d = NODE.match(e.src), NODE.match(e.dst)
-        if s and d:
-            out.append(MemoryEdge(id=e.id, source_id=int(s.group(1)), target_id=int(d.group(1)), relation=e.relation,
+        s, d = note_of(e.src), note_of(e.dst)
+        if s is not None and d is not None:
+            out.append(MemoryEdge(id=e.id, source_id=s, target_id=d, relation=e.relation,
                                   weight=e.weight, created_at=e.created_at, removed_at=e.removed_at))
     return EdgesResult(memory_id=params.memory_id, edges=out)

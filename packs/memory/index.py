@@ -1,9 +1,10 @@
 """The in-memory search state of the memory pack: note metadata as columns, BM25, vectors, thread links.
 
-Everything here is rebuilt from DuckDB when a runtime opens (``load``) and kept in step with each committed
-write (``add`` runs from ``ctx.on_commit``), so it never holds a note that was rolled back and never needs a
-full rebuild per insert. Arrays are indexed by note id (ids come from one sequence, so they are dense), which
-makes every filter a numpy mask: namespaces are separated by that mask before any leg ranks a note.
+This module is the data structure only; :mod:`packs.memory.index_mirror` makes it a mirror of the store
+(rebuilt when a runtime opens, kept in step with each committed write through the runtime's mirror seam), so
+it never holds a note that was rolled back and never needs a full rebuild per insert. Arrays are indexed by
+note id (ids come from one sequence, so they are dense), which makes every filter a numpy mask: namespaces are
+separated by that mask before any leg ranks a note.
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from packs.memory.vectors import Prefilter, VectorIndex
 EPOCH = datetime(1970, 1, 1)
 KINDS = ("decision", "milestone", "problem", "preference", "emotional")
 TYPES = ("episodic", "semantic")
+# the columns of a note, in NoteRow's field order
+FULL_COLUMNS = ("id, namespace, content, memory_type, kind, scope, thread, tags, salience, decay_factor, "
+                "occurred_at, created_at, superseded_at, archived_at, kind_source, source_id, key, superseded_by")
 
 
 def seconds(ts: datetime | None) -> float:
@@ -37,7 +41,7 @@ def index_text(content: str, occurred_at: datetime) -> str:
 class NoteRow:
     """One stored note as the index keeps it: recall hydrates its answers from these, without SQL.
 
-    Field order is ``FULL_COLUMNS`` (packs/memory/pack.py), so a row of that SELECT unpacks into it.
+    Field order is ``FULL_COLUMNS`` (above), so a row of that SELECT unpacks into it.
     """
 
     id: int
@@ -117,7 +121,7 @@ class MemoryIndex:
     def __len__(self) -> int:
         return int(self.cols["alive"].sum())
 
-    # -- writes (after commit) -------------------------------------------------------------------------------
+    # -- writes (committed changes only) -----------------------------------------------------------------
     def add(self, rows: Sequence[NoteRow], vectors: dict[str, np.ndarray], *, text_index: bool = True) -> None:
         """Index committed notes. ``text_index=False``: their BM25 rows are already in ``self.bm25`` (restored
         from a snapshot), so only the columns and thread links are built — no tokenising."""

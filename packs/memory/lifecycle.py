@@ -8,12 +8,14 @@ from __future__ import annotations
 import numpy as np
 from pydantic import ValidationError
 
-from packs.memory.graph import MemoryGraph, create_edges, note_states
+from packs.memory.changes import Archived, record
+from packs.memory.core import pack
+from packs.memory.graph import create_edges, note_states
+from packs.memory.graph_mirror import MemoryGraph
 from packs.memory.models import NoteIn, RecallFilters
 from packs.memory.models_graph import (ArchiveParams, ArchiveResult, CandidateGroup, CandidatesGroupParams,
                                        CandidatesGroupResult, ConsolidateParams, ConsolidateResult, LinkIn,
                                        PruneParams, PruneResult)
-from packs.memory.pack import pack
 from packs.memory.remember import fetch_notes, store_notes
 from packs.memory.settings import MemorySettings
 from runtime import Act, Context, errors
@@ -35,14 +37,8 @@ def archive_notes(ctx: Context, ids: list[int]) -> tuple[list[int], list[int]]:
     done = sorted(r[0] for r in ctx.db.query(
         "UPDATE memory.notes SET archived_at = ? WHERE namespace = ? AND archived_at IS NULL AND id IN "
         "(SELECT unnest(?::BIGINT[])) RETURNING id", [now, ctx.namespace, ids]))
-    index = ctx.state.index
-
-    def apply() -> None:
-        for i in done:
-            index.set_archived(i, now)
-
     if done:
-        ctx.on_commit(apply)
+        record(ctx, Archived(tuple(done), now))
     return done, sorted(set(ids) - set(done))
 
 

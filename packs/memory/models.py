@@ -5,12 +5,13 @@ import math
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator
+
+from runtime.params import NamespacedParams, Params
 
 MemoryType = Literal["episodic", "semantic"]
 Kind = Literal["decision", "milestone", "problem", "preference", "emotional", "none"]
 Fusion = Literal["rrf", "weighted", "union", "vector_only", "keyword_only"]
-NS_FIELD = Field(None, description="Namespace (defaults to the call's namespace).")
 
 
 def utc_naive(v: datetime) -> datetime:
@@ -24,13 +25,7 @@ def utc_naive(v: datetime) -> datetime:
 UtcDateTime = Annotated[datetime, AfterValidator(utc_naive)]
 
 
-class Strict(BaseModel):
-    """Params refuse unknown fields. (Unstorable text and integers are refused by the runtime for every verb.)"""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class NoteIn(Strict):
+class NoteIn(Params):
     """One note to remember. Type defaults for salience and decay come from config."""
 
     content: str = Field(description="The note, stored verbatim.")
@@ -73,8 +68,8 @@ class NoteIn(Strict):
         return out
 
 
-class RememberParams(NoteIn):
-    namespace: Optional[str] = NS_FIELD
+class RememberParams(NoteIn, NamespacedParams):
+    pass
 
 
 class Note(BaseModel):
@@ -103,9 +98,8 @@ class RememberResult(BaseModel):
     created: bool = Field(description="False when an idempotency key replayed an existing note.")
 
 
-class RememberManyParams(Strict):
+class RememberManyParams(NamespacedParams):
     notes: list[NoteIn] = Field(min_length=1, description="The notes, stored in order, in one transaction.")
-    namespace: Optional[str] = NS_FIELD
 
 
 class RememberManyResult(BaseModel):
@@ -114,7 +108,7 @@ class RememberManyResult(BaseModel):
     replayed: int
 
 
-class RecallFilters(Strict):
+class RecallFilters(Params):
     memory_type: Optional[MemoryType] = None
     kind: Optional[Kind] = None
     scope: Optional[str] = None
@@ -127,7 +121,7 @@ class RecallFilters(Strict):
     include_superseded: bool = False
 
 
-class RecallParams(RecallFilters):
+class RecallParams(RecallFilters, NamespacedParams):
     query: str = Field(description="What to recall.")
     limit: int = Field(10, ge=1, le=200)
     min_score: Optional[float] = Field(None, ge=0, le=1)
@@ -136,7 +130,6 @@ class RecallParams(RecallFilters):
     now: Optional[UtcDateTime] = Field(None, description="The 'now' ages are measured to (default: the clock).")
     expand_graph: bool = Field(False, description="Also walk memory edges from the best candidates and add the "
                                                   "notes reached (memory.recall_expand, ADR 0012).")
-    namespace: Optional[str] = NS_FIELD
 
 
 class Breakdown(BaseModel):
@@ -170,7 +163,7 @@ class RecallResult(BaseModel):
 
 
 # -- sub-handlers ----------------------------------------------------------------------------------------
-class EmbedParams(Strict):
+class EmbedParams(Params):
     query: str
 
 
@@ -180,7 +173,7 @@ class EmbedResult(BaseModel):
     cjk: bool
 
 
-class CandidatesParams(Strict):
+class CandidatesParams(Params):
     query: str
     vector: list[float] = Field(default_factory=list)
     model: str = ""
@@ -198,7 +191,7 @@ class CandidatesResult(BaseModel):
     vector: Leg
 
 
-class FuseParams(Strict):
+class FuseParams(Params):
     query: str
     text: Leg
     vector: Leg
@@ -220,7 +213,7 @@ class FuseResult(BaseModel):
     candidates: Candidates
 
 
-class ScoreParams(Strict):
+class ScoreParams(Params):
     candidates: Candidates
     now: datetime
     rerank: bool = True
@@ -253,13 +246,12 @@ class ScoreResult(BaseModel):
     results: Scored
 
 
-class RerankParams(Strict):
+class RerankParams(Params):
     results: Scored
 
 
-class GetParams(Strict):
+class GetParams(NamespacedParams):
     ids: list[int] = Field(min_length=1, max_length=1000)
-    namespace: Optional[str] = NS_FIELD
 
 
 class GetResult(BaseModel):
@@ -267,7 +259,7 @@ class GetResult(BaseModel):
     missing: list[int]
 
 
-class ReembedParams(Strict):
+class ReembedParams(Params):
     """Vectors belong to notes of every namespace: reembed rebuilds them all."""
 
     model: Optional[str] = Field(None, description="Embedder to (re)build vectors for (default: configured).")

@@ -6,7 +6,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from packs.memory.models import NS_FIELD, Breakdown, Kind, Note, Strict, UtcDateTime
+from packs.memory.models import Breakdown, Kind, Note, UtcDateTime
+from runtime.params import NamespacedParams
 
 
 class ExplainSettings(BaseModel):
@@ -24,7 +25,7 @@ class ExplainSettings(BaseModel):
     max_rooms: int = Field(ge=1)
 
 
-class ExplainParams(Strict):
+class ExplainParams(NamespacedParams):
     query: str = Field(description="The question, e.g. 'why did we choose Postgres for Orion?'.")
     scope: Optional[str] = Field(None, min_length=1, description="Search this scope; default: inferred from a "
                                                                   "detected entity that owns a scope.")
@@ -35,7 +36,6 @@ class ExplainParams(Strict):
     include_tunnels: bool = Field(False, description="List the topics (tags, kinds) the scope shares with other "
                                                      "scopes.")
     limit: int = Field(5, ge=1, le=50, description="Most memories returned.")
-    namespace: Optional[str] = NS_FIELD
 
     @field_validator("scope")
     @classmethod

@@ -10,29 +10,27 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field, field_validator
 
-from packs.memory.models import NS_FIELD, Candidates, Kind, MemoryType, Note, RecallFilters, Strict, UtcDateTime
-
-MemoryRelation = Literal["supports", "contradicts", "supersedes", "triggered_by", "related_to"]
-MEMORY_RELATIONS: tuple[str, ...] = ("supports", "contradicts", "supersedes", "triggered_by", "related_to")
+from packs.memory.models import Candidates, Kind, MemoryType, Note, RecallFilters, UtcDateTime
+from runtime.events import NoteRelation
+from runtime.params import NamespacedParams, Params
 NoteId = int
 
 
 # -- edges -------------------------------------------------------------------------------------------------
-class LinkIn(Strict):
+class LinkIn(Params):
     source_id: NoteId = Field(description="The note the edge starts from (for supersedes: the newer note).")
     target_id: NoteId = Field(description="The note it points to (for supersedes: the note it replaces).")
-    relation: MemoryRelation = Field(description="supports | contradicts | supersedes | triggered_by | related_to")
+    relation: NoteRelation = Field(description="supports | contradicts | supersedes | triggered_by | related_to")
     weight: float = Field(1.0, ge=0, le=1e6, allow_inf_nan=False,
                           description="Edge weight (used by PageRank; the walk uses the relation's factor).")
 
 
-class LinkParams(LinkIn):
-    namespace: Optional[str] = NS_FIELD
+class LinkParams(LinkIn, NamespacedParams):
+    pass
 
 
-class LinkManyParams(Strict):
+class LinkManyParams(NamespacedParams):
     links: list[LinkIn] = Field(min_length=1, description="Edges to create, in one transaction.")
-    namespace: Optional[str] = NS_FIELD
 
 
 class MemoryEdge(BaseModel):
@@ -57,9 +55,8 @@ class LinkManyResult(BaseModel):
     superseded: list[int] = Field(default_factory=list)
 
 
-class UnlinkParams(Strict):
+class UnlinkParams(NamespacedParams):
     edge_id: int = Field(description="The memory edge to remove (closed in the kg, not deleted).")
-    namespace: Optional[str] = NS_FIELD
 
 
 class UnlinkResult(BaseModel):
@@ -67,13 +64,12 @@ class UnlinkResult(BaseModel):
     unsuperseded: Optional[int] = Field(None, description="The note a removed supersedes edge had superseded.")
 
 
-class EdgesParams(Strict):
+class EdgesParams(NamespacedParams):
     memory_id: int = Field(description="The note whose edges to list.")
     direction: Literal["out", "in", "both"] = Field("both", description="out: the note is the source.")
-    relations: Optional[list[MemoryRelation]] = Field(None, description="Only these relations.")
+    relations: Optional[list[NoteRelation]] = Field(None, description="Only these relations.")
     include_removed: bool = Field(False, description="Also list unlinked edges.")
     limit: int = Field(1000, ge=1, le=10000, description="Most edges returned (oldest first).")
-    namespace: Optional[str] = NS_FIELD
 
 
 class EdgesResult(BaseModel):
@@ -82,7 +78,7 @@ class EdgesResult(BaseModel):
 
 
 # -- walk ----------------------------------------------------------------------------------------------------
-class WalkParams(Strict):
+class WalkParams(NamespacedParams):
     query: str = Field(description="What the walk is about: seeds are its nearest notes, and every note "
                                    "reached must stay at least min_similarity close to it.")
     seeds: Optional[int] = Field(None, ge=1, le=100, description="kNN seeds (default from config).")
@@ -90,9 +86,8 @@ class WalkParams(Strict):
     min_similarity: Optional[float] = Field(None, ge=-1, le=1,
                                             description="Cosine cut: the walk never enters a note below it.")
     limit: int = Field(10, ge=1, le=200)
-    relations: Optional[list[MemoryRelation]] = Field(None, description="Relations to follow (default: all).")
+    relations: Optional[list[NoteRelation]] = Field(None, description="Relations to follow (default: all).")
     include_superseded: bool = Field(False, description="Also walk through superseded notes.")
-    namespace: Optional[str] = NS_FIELD
 
 
 class WalkHop(BaseModel):
@@ -122,7 +117,7 @@ class WalkResult(BaseModel):
     visited: int = Field(description="Notes the walk entered (seeds included).")
 
 
-class ExpandParams(Strict):
+class ExpandParams(Params):
     """recall_expand: walk from the best fused candidates and add the notes reached."""
 
     candidates: Candidates
@@ -137,9 +132,8 @@ class ExpandResult(BaseModel):
 
 
 # -- centrality ----------------------------------------------------------------------------------------------
-class CentralityParams(Strict):
+class CentralityParams(NamespacedParams):
     top: int = Field(10, ge=1, le=1000, description="How many top notes to return.")
-    namespace: Optional[str] = NS_FIELD
 
 
 class NoteCentrality(BaseModel):
@@ -156,7 +150,7 @@ class CentralityResult(BaseModel):
 
 
 # -- beliefs -------------------------------------------------------------------------------------------------
-class BeliefParams(Strict):
+class BeliefParams(NamespacedParams):
     fact_key: str = Field(min_length=1, max_length=256, description="The belief's key, e.g. 'orion.database'.")
     content: str = Field(description="The belief as it now stands, stored verbatim.")
     salience: Optional[float] = Field(None, ge=0, le=1, description="Importance (semantic default if unset).")
@@ -165,7 +159,6 @@ class BeliefParams(Strict):
     kind: Optional[Kind] = None
     occurred_at: Optional[UtcDateTime] = Field(None, description="When it became true (default: now).")
     source_id: Optional[str] = None
-    namespace: Optional[str] = NS_FIELD
 
     @field_validator("fact_key", "content")
     @classmethod
@@ -184,9 +177,8 @@ class BeliefResult(BaseModel):
     edge_id: Optional[int] = Field(None, description="The supersedes edge new → previous.")
 
 
-class BeliefHistoryParams(Strict):
+class BeliefHistoryParams(NamespacedParams):
     fact_key: str = Field(min_length=1, max_length=256)
-    namespace: Optional[str] = NS_FIELD
 
 
 class BeliefVersion(BaseModel):
@@ -208,14 +200,13 @@ class BeliefHistoryResult(BaseModel):
 
 
 # -- lifecycle -----------------------------------------------------------------------------------------------
-class ConsolidateParams(Strict):
+class ConsolidateParams(NamespacedParams):
     source_ids: list[int] = Field(min_length=1, description="The notes the new one summarises.")
     content: str = Field(description="The consolidated note, written by the caller (the host agent).")
     archive_sources: bool = Field(False, description="Archive the sources once consolidated.")
     salience: Optional[float] = Field(None, ge=0, le=1)
     tags: list[str] = Field(default_factory=list)
     scope: Optional[str] = Field(None, description="Default: the sources' scope when they all share one.")
-    namespace: Optional[str] = NS_FIELD
 
     @field_validator("content")
     @classmethod
@@ -231,13 +222,12 @@ class ConsolidateResult(BaseModel):
     archived: list[int]
 
 
-class CandidatesGroupParams(Strict):
+class CandidatesGroupParams(NamespacedParams):
     scope: Optional[str] = None
     min_similarity: Optional[float] = Field(None, ge=-1, le=1, description="Cosine that joins two notes "
                                                                            "(default from config).")
     memory_type: MemoryType = Field("episodic", description="Which notes to group.")
     limit: int = Field(20, ge=1, le=200, description="Most groups returned (largest first).")
-    namespace: Optional[str] = NS_FIELD
 
 
 class CandidateGroup(BaseModel):
@@ -251,9 +241,8 @@ class CandidatesGroupResult(BaseModel):
     considered: int = Field(description="Notes looked at (the most recent, up to the configured cap).")
 
 
-class ArchiveParams(Strict):
+class ArchiveParams(NamespacedParams):
     ids: list[int] = Field(min_length=1, description="Notes to archive.")
-    namespace: Optional[str] = NS_FIELD
 
 
 class ArchiveResult(BaseModel):
@@ -261,44 +250,15 @@ class ArchiveResult(BaseModel):
     already: list[int] = Field(description="Notes that were archived before.")
 
 
-class PruneParams(Strict):
+class PruneParams(NamespacedParams):
     min_salience: Optional[float] = Field(None, ge=0, le=1, description="Archive notes whose effective "
                                                                        "(decayed) salience is below this.")
     before: Optional[UtcDateTime] = Field(None, description="Archive notes that occurred before this.")
     memory_type: Optional[MemoryType] = None
     scope: Optional[str] = None
     dry_run: bool = Field(True, description="Only list what would be archived.")
-    namespace: Optional[str] = NS_FIELD
 
 
 class PruneResult(BaseModel):
     dry_run: bool
     note_ids: list[int]
-
-
-# -- settings: [packs.memory.graph] in config/default.toml (no defaults here) -------------------------------------
-class RelationFactors(Strict):
-    """Walk factor per relation, in (0, 1]: a path's edge_factor is the product over its edges."""
-
-    supports: float = Field(gt=0, le=1)
-    triggered_by: float = Field(gt=0, le=1)
-    related_to: float = Field(gt=0, le=1)
-    supersedes: float = Field(gt=0, le=1)
-    contradicts: float = Field(gt=0, le=1)
-
-
-class GraphSettings(Strict):
-    """The memory graph layer (ADR 0012)."""
-
-    relation_factors: RelationFactors
-    walk_seeds: int = Field(ge=1)
-    walk_max_depth: int = Field(ge=0)
-    walk_max_depth_cap: int = Field(ge=0)
-    walk_min_similarity: float = Field(ge=-1, le=1)
-    walk_max_visited: int = Field(ge=1)
-    centrality_relations: list[Literal["supports", "triggered_by", "related_to", "supersedes"]]
-    expand_seeds: int = Field(ge=1)
-    expand_max_depth: int = Field(ge=0)
-    consolidation_min_similarity: float = Field(ge=-1, le=1)
-    consolidation_max_notes: int = Field(ge=2)
-    max_ids: int = Field(ge=1)

@@ -10,7 +10,7 @@ from packs.memory.index import MemoryIndex
 from packs.memory.models import (CandidatesParams, EmbedParams, FuseParams, RecallFilters, RecallHit, RecallParams,
                                  RecallResult, Scored, ScoreParams)
 from packs.memory.models_graph import ExpandParams
-from packs.memory.pack import pack
+from packs.memory.core import pack
 from packs.memory.remember import note_from_index
 from packs.memory.settings import MemorySettings
 from packs.memory.stages import sort_columns

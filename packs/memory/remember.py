@@ -5,14 +5,14 @@ from typing import Any
 
 import numpy as np
 
+from packs.memory.changes import NotesAdded, record
 from packs.memory.classify import classify
-from packs.memory.index import NoteRow, index_text
+from packs.memory.core import pack
+from packs.memory.index import FULL_COLUMNS, NoteRow, index_text
 from packs.memory.models import (Note, NoteIn, RememberManyParams, RememberManyResult, RememberParams,
                                  RememberResult)
-from packs.memory.pack import FULL_COLUMNS, pack, stored_models
 from packs.memory.settings import MemorySettings
 from runtime import Act, Context, errors
-
 
 
 def note_from_row(r: tuple[Any, ...], entities: list[str] | None = None) -> Note:
@@ -125,8 +125,8 @@ def store_notes(ctx: Context, notes: list[NoteIn], single: bool = False) -> tupl
              cols["key"], ctx.namespace, now])
     vectors = _embed_and_store(ctx, rows)
     _link_mentions(ctx, rows)
-    index = ctx.state.index
-    ctx.on_commit(lambda: index.add(rows, vectors))
+    if rows:
+        record(ctx, NotesAdded(rows, vectors))
     key_to_id, ids, created = dict(existing), [], []
     fresh_ids = iter(new_ids)
     for n in notes:
@@ -147,7 +147,7 @@ def _embed_and_store(ctx: Context, rows: list[NoteRow]) -> dict[str, np.ndarray]
         return {}
     texts = [index_text(r.content, r.occurred_at) for r in rows]
     out = {}
-    for model in stored_models(ctx.settings):
+    for model in ctx.settings.stored_models():
         matrix = ctx.state.embedders.embed(model, texts)
         out[model] = matrix
         ctx.db.execute(

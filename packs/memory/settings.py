@@ -6,7 +6,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from packs.memory.models_explain import ExplainSettings
-from packs.memory.models_graph import GraphSettings
 
 
 class TypeDefaults(BaseModel):
@@ -54,6 +53,35 @@ class VectorPrefilterSettings(BaseModel):
     candidates: int = Field(ge=1)
 
 
+class RelationFactors(BaseModel):
+    """Walk factor per relation, in (0, 1]: a path's edge_factor is the product over its edges."""
+
+    model_config = ConfigDict(extra="forbid")
+    supports: float = Field(gt=0, le=1)
+    triggered_by: float = Field(gt=0, le=1)
+    related_to: float = Field(gt=0, le=1)
+    supersedes: float = Field(gt=0, le=1)
+    contradicts: float = Field(gt=0, le=1)
+
+
+class GraphSettings(BaseModel):
+    """The memory graph layer: ``[packs.memory.graph]`` (ADR 0012)."""
+
+    model_config = ConfigDict(extra="forbid")
+    relation_factors: RelationFactors
+    walk_seeds: int = Field(ge=1)
+    walk_max_depth: int = Field(ge=0)
+    walk_max_depth_cap: int = Field(ge=0)
+    walk_min_similarity: float = Field(ge=-1, le=1)
+    walk_max_visited: int = Field(ge=1)
+    centrality_relations: list[Literal["supports", "triggered_by", "related_to", "supersedes"]]
+    expand_seeds: int = Field(ge=1)
+    expand_max_depth: int = Field(ge=0)
+    consolidation_min_similarity: float = Field(ge=-1, le=1)
+    consolidation_max_notes: int = Field(ge=2)
+    max_ids: int = Field(ge=1)
+
+
 class MemorySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     episodic: TypeDefaults
@@ -89,3 +117,8 @@ class MemorySettings(BaseModel):
     recall_deadline_ms: int = Field(ge=0)
     explain: ExplainSettings  # memory.explain (ADR 0011)
     graph: GraphSettings  # the memory graph layer: edges, walk, centrality, beliefs (ADR 0012)
+
+    def stored_models(self) -> list[str]:
+        """Every note is embedded with the default model, and with the CJK model when one is configured."""
+        return [self.embedder] + ([self.cjk_embedder] if self.cjk_embedder and self.cjk_embedder != self.embedder
+                                  else [])

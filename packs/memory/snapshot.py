@@ -3,39 +3,26 @@
 Rebuilding BM25 on open means tokenising every note again (~15 s at 100k notes, and every ``pal`` command opens
 the store). The snapshot is derived data, trusted only when it covers exactly the stored notes (their count and
 highest id: notes are only ever added, never edited or deleted) and was built with the same tokenizer and BM25
-settings; otherwise the index is rebuilt from the notes, as before. It is written when the runtime closes
-(``palimpsest_close``) if the index changed, and only for stores of at least ``index_snapshot_min_notes`` notes.
-A crash before a close only means the next open rebuilds. Vectors and metadata columns are still read from their
-tables (that is fast); thread links are rebuilt from each note's thread without tokenising.
+settings; otherwise the index is rebuilt from the notes, as before. The index mirror restores it in its
+``load`` and writes it in its ``close`` (through ``memory.save_index``) if the index changed, and only for
+stores of at least ``index_snapshot_min_notes`` notes. A crash before a close only means the next open
+rebuilds. Vectors and metadata columns are still read from their tables (that is fast); thread links are
+rebuilt from each note's thread without tokenising.
 """
 from __future__ import annotations
 
 import io
 import json
-from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
 from packs.memory.bm25 import BM25Index
 from packs.memory.index import MemoryIndex
-from packs.memory.models import Strict
-from packs.memory.pack import pack
 from packs.memory.settings import MemorySettings
 from packs.memory.text import TOKENIZER_VERSION
-from runtime import Act, Context, Visibility, hookimpl
+from runtime import Context
 
 FORMAT = 1
-
-
-class SaveIndexParams(Strict):
-    pass
-
-
-class SaveIndexResult(BaseModel):
-    saved: bool
-    notes: int
-    bytes: int
 
 
 def signature(s: MemorySettings) -> str:
@@ -68,24 +55,11 @@ def restore(ctx: Context, index: MemoryIndex, notes: int, max_id: int) -> bool:
     return True
 
 
-@pack.verb("save_index", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
-def save_index(params: SaveIndexParams, ctx: Context) -> SaveIndexResult:
-    """Write the full-text index snapshot if the index changed since it was loaded (the runtime's close calls it)."""
-    s: MemorySettings = ctx.settings
-    index: MemoryIndex | None = getattr(ctx.state, "index", None)
-    if index is None or not index.dirty or len(index.rows) < s.index_snapshot_min_notes:
-        return SaveIndexResult(saved=False, notes=0 if index is None else len(index.rows), bytes=0)
+def write(ctx: Context, index: MemoryIndex) -> int:
+    """Replace the stored snapshot with the index's BM25 (in the caller's transaction); returns its size."""
     buf = io.BytesIO()
     np.savez(buf, **index.bm25.snapshot())
     data = buf.getvalue()
     ctx.db.execute("INSERT OR REPLACE INTO memory.index_snapshot VALUES (1, ?, ?, ?, ?, ?)",
-                   [signature(s), len(index.rows), max(index.rows), ctx.now(), data])
-    ctx.on_commit(lambda: setattr(index, "dirty", False))
-    return SaveIndexResult(saved=True, notes=len(index.rows), bytes=len(data))
-
-
-@hookimpl
-def palimpsest_close(runtime: Any) -> None:
-    """Snapshot the full-text index before the database closes (a no-op when nothing changed)."""
-    if "memory" in runtime.catalog.packs:
-        runtime.call("memory.save_index", {}, internal=True)
+                   [signature(ctx.settings), len(index.rows), max(index.rows), ctx.now(), data])
+    return len(data)

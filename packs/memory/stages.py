@@ -13,7 +13,7 @@ from packs.memory.context_arrays import context_scores
 from packs.memory.index import seconds
 from packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams, EmbedResult,
                                  FuseParams, FuseResult, Leg, RerankParams, Scored, ScoreParams, ScoreResult)
-from packs.memory.pack import pack
+from packs.memory.core import pack
 from packs.memory.settings import MemorySettings
 from packs.memory.text import cjk_ratio
 from runtime import Act, Context, Visibility

@@ -17,6 +17,7 @@ exact.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -182,6 +183,12 @@ class VectorIndex:
         self._n_rows = n
         self._n_dead = 0
         self._row_of = {int(i): r for r, i in enumerate(self._ids[:n].tolist())}
+
+    def digest(self) -> tuple:
+        """The ids held and a hash of their (normalised, rounded) vectors, in id order."""
+        ids = sorted(self._row_of)
+        rows = np.round(self._mat[[self._row_of[i] for i in ids]], 5) if ids else np.zeros((0, self.dim))
+        return tuple(ids), hashlib.sha1(rows.astype(np.float32).tobytes()).hexdigest()
 
     def get(self, note_id: int) -> np.ndarray | None:
         r = self._row_of.get(int(note_id))

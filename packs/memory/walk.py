@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from packs.memory.changes import CentralitySet, record
+from packs.memory.core import pack
+from packs.memory.graph import CENTRALITY_SCOPE
+from packs.memory.graph_mirror import MemoryGraph
 from packs.memory.models import Candidates, EmbedParams, RecallFilters
 from packs.memory.models_graph import (CentralityParams, CentralityResult, ExpandParams, ExpandResult,
                                        NoteCentrality, WalkHit, WalkHop, WalkParams, WalkResult)
-from packs.memory.pack import pack
 from packs.memory.recall import check_query
 from packs.memory.remember import note_from_index
 from packs.memory.settings import MemorySettings
 from runtime import Act, Context, Visibility, errors
-
-from packs.memory.graph import CENTRALITY_SCOPE, MemoryGraph
 
 
 # -- walk -----------------------------------------------------------------------------------------------------
@@ -169,11 +170,7 @@ def centrality(params: CentralityParams, ctx: Context) -> CentralityResult:
     if scores:
         ctx.db.execute("INSERT INTO memory.centrality SELECT unnest(?::BIGINT[]), ?, unnest(?::DOUBLE[]), ?",
                        [list(scores), ns, list(scores.values()), now])
-
-    def apply() -> None:
-        graph.centrality[ns] = dict(scores)
-
-    ctx.on_commit(apply)
+    record(ctx, CentralitySet(scores))
     top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: params.top]
     return CentralityResult(notes=len(scores), edges=res.edges, relations=rels,
                             top=[NoteCentrality(note_id=n, score=v) for n, v in top], computed_at=now)

@@ -1,0 +1,18 @@
+"""The memory ``Pack`` object; verb modules register on it (the entry point is :mod:`packs.memory.pack`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from packs.memory import hookspecs
+from packs.memory.settings import MemorySettings
+from packs.memory.state import MemoryState
+from runtime import Pack
+from runtime.events import RecallServed
+
+pack = Pack(
+    "memory", version="0.1.0", requires=["kg"], settings=MemorySettings, state=MemoryState,
+    migrations=Path(__file__).with_name("sql"), hookspecs=hookspecs,
+    # The recall score weights, settable per namespace by another pack (the brain) through the runtime.
+    tunables={"relevance_weight": (0.0, 1.0), "salience_weight": (0.0, 1.0), "temporal_weight": (0.0, 1.0)},
+    events={"recall_served": RecallServed},  # published by recall once it answered (the brain learns from it)
+)

@@ -1,0 +1,83 @@
+"""The search index as a mirror of the store (runtime/mirror.py): loaded from the notes and vectors tables (BM25
+from its snapshot when that is current), fed with committed changes, snapshotted at close.
+
+Readers use it as a plain :class:`~packs.memory.index.MemoryIndex` (``ctx.state.index``); only the runtime
+calls ``load``, ``apply`` and ``close``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from packs.memory import snapshot
+from packs.memory.changes import Archived, NotesAdded, SnapshotSaved, SupersededSet, VectorsReplaced
+from packs.memory.index import FULL_COLUMNS, MemoryIndex, NoteRow
+from packs.memory.settings import MemorySettings
+from packs.memory.vectors import Prefilter
+from runtime import Context
+from runtime.mirror import Change, Mirror
+
+
+def index_options(s: MemorySettings) -> dict[str, Any]:
+    """The index's construction arguments from the pack's settings."""
+    pf = s.vector_prefilter
+    return dict(k1=s.bm25_k1, b=s.bm25_b, max_query_terms=s.max_query_terms,
+                expansion_weight=s.context.expansion_weight, prefix_chars=s.near_duplicate_prefix,
+                prefilter=Prefilter(min_rows=pf.min_rows, dims=pf.dims, candidates=pf.candidates))
+
+
+class IndexMirror(MemoryIndex, Mirror):
+    """A :class:`MemoryIndex` that the runtime keeps equal to the committed notes."""
+
+    def __init__(self) -> None:
+        # settings arrive with the first load; until then an empty index with BM25's usual constants
+        super().__init__(k1=1.2, b=0.75, max_query_terms=64, expansion_weight=0.0)
+
+    def load(self, ctx: Context) -> None:
+        """Rebuild from the tables (vectors are read back, never re-embedded)."""
+        s: MemorySettings = ctx.settings
+        MemoryIndex.__init__(self, **index_options(s))  # empty, with this runtime's settings
+        rows = [NoteRow(*r) for r in ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes ORDER BY id")]
+        restored = snapshot.restore(ctx, self, len(rows), rows[-1].id if rows else 0)
+        self.add(rows, {}, text_index=not restored)  # a restored BM25 needs no tokenising
+        self.dirty = not restored
+        for model in s.stored_models():
+            got = ctx.db.query("SELECT note_id, vec FROM memory.vectors WHERE model = ? ORDER BY note_id", [model])
+            if len(got) < len(rows):
+                ctx.log.warning("%d notes have no %s vector; run memory.reembed", len(rows) - len(got), model)
+            if got:
+                ids = np.array([nid for nid, _ in got], dtype=np.int64)
+                matrix = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), -1)
+                self.add_vectors(model, ids, matrix)
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        for change in changes:
+            c = change.data
+            if isinstance(c, NotesAdded):
+                self.add(c.rows, c.vectors)
+            elif isinstance(c, SupersededSet):
+                for note_id, by in zip(c.note_ids, c.by):
+                    self.set_superseded(note_id, c.when, by)
+            elif isinstance(c, Archived):
+                for note_id in c.note_ids:
+                    self.set_archived(note_id, c.when)
+            elif isinstance(c, VectorsReplaced):
+                self.vectors.pop(c.model, None)
+                self.add_vectors(c.model, c.ids, c.matrix)
+            elif isinstance(c, SnapshotSaved):
+                self.dirty = False
+
+    def close(self, ctx: Context) -> None:
+        """Snapshot the full-text index while the store is still open (a no-op when nothing changed)."""
+        ctx.call("memory.save_index", {})
+
+    def digest(self) -> Any:
+        """Every note's id and the flags recall filters on, the BM25 content, and the vector ids per model."""
+        ids = np.array(sorted(self.rows), dtype=np.int64)
+        c = self.cols
+        notes = tuple(zip(ids.tolist(), c["alive"][ids].tolist(), c["archived"][ids].tolist(),
+                          np.nan_to_num(c["superseded"][ids], nan=-1.0).tolist(),
+                          [self.rows[i].superseded_by for i in ids.tolist()],
+                          c["prev"][ids].tolist(), c["next"][ids].tolist()))
+        return notes, self.bm25.digest(), tuple(sorted((m, v.digest()) for m, v in self.vectors.items()))

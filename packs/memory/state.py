@@ -1,0 +1,19 @@
+"""The memory pack's per-runtime state: its mirrors of the store, driven by the runtime (ADR 0015).
+
+Declaration order is load order: the embedders first (the index never embeds on load, but a verb may embed
+as soon as the runtime is open), then the search index, then the graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from packs.memory.embedding import Embedders
+from packs.memory.graph_mirror import MemoryGraph
+from packs.memory.index_mirror import IndexMirror
+
+
+@dataclass
+class MemoryState:
+    embedders: Embedders = field(default_factory=Embedders)  # the models, and the query-embedding cache
+    index: IndexMirror = field(default_factory=IndexMirror)  # notes, BM25 (with its snapshot), vectors
+    graph: MemoryGraph = field(default_factory=MemoryGraph)  # note ↔ note edges and centrality
