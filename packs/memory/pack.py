@@ -11,12 +11,14 @@ from packs.memory.index import MemoryIndex, NoteRow
 from packs.memory.settings import MemorySettings
 from packs.memory.vectors import Prefilter
 from runtime import Context, Pack
+from runtime.events import RecallServed
 
 pack = Pack(
     "memory", version="0.1.0", requires=["kg"], settings=MemorySettings,
     migrations=Path(__file__).with_name("sql"), hookspecs=hookspecs,
     # The recall score weights, settable per namespace by another pack (the brain) through the runtime.
     tunables={"relevance_weight": (0.0, 1.0), "salience_weight": (0.0, 1.0), "temporal_weight": (0.0, 1.0)},
+    events={"recall_served": RecallServed},  # every memory.recall: what it served, with its score components
 )
 pack.add_hooks(embedding)
 pack.add_hooks(commands)
