@@ -163,7 +163,8 @@ def serving_profile(ctx: Context) -> str:
 def bind(ctx: Context, actor: str, profile: str) -> None:
     """Bind ``actor`` ('*' = the namespace) to ``profile`` in this namespace."""
     ctx.db.execute("INSERT INTO brain.bindings VALUES (?, ?, ?, ?) ON CONFLICT (namespace, actor) DO UPDATE SET "
-                   "profile = excluded.profile, bound_at = excluded.bound_at", [ctx.namespace, actor, profile, ctx.now()])
+                   "profile = excluded.profile, bound_at = excluded.bound_at",
+                   [ctx.namespace, actor, profile, ctx.now()])
     ctx.record_change("binding", (actor, profile))
 
 

@@ -27,7 +27,6 @@ from packs.memory import fusion as fusion_fns
 from packs.memory.context_arrays import PoolScores, context_scores
 from packs.memory.models import Candidates, Scored
 
-FORMULA_COLUMNS = ("relevance", "effective_salience", "recency")  # what the score weights multiply
 RERANK_FEATURES = {"relevance": "relevance", "salience": "effective_salience", "temporal": "recency",
                    "text_match": "text_match", "vector_match": "vector_match"}  # rerank weight → Scored column
 SECONDS_PER_DAY = 86400.0
@@ -115,8 +114,8 @@ def sort_columns(cols: dict, order: np.ndarray) -> dict:
 
 def score(c: Candidates, feats: NoteFeatures, now_seconds: float, weights: Mapping[str, float],
           half_life_days: float) -> Scored:
-    """``(w_rel·relevance + w_sal·salience·e^(−decay·age) + w_temp·2^(−age/half_life)) / Σw``, sorted best first
-    (ties by note id); ages in days, never negative."""
+    """``(w_rel·relevance + w_sal·salience·e^(−decay·age) + w_temp·2^(−age/half_life)) / Σw``, sorted best
+    first (ties by note id); ages in days, never negative."""
     total = sum(weights.values()) or 1.0
     age = np.maximum(0.0, (now_seconds - feats.occurred) / SECONDS_PER_DAY)
     with np.errstate(over="ignore"):  # a huge decay × age is -inf, and exp(-inf) = 0 is the right salience

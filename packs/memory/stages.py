@@ -7,6 +7,8 @@ orders the results is in ``ranking.py``. The query checks every query-taking ver
 """
 from __future__ import annotations
 
+from datetime import datetime
+
 import numpy as np
 
 from packs.memory import ranking
@@ -80,7 +82,7 @@ def score_weights(ctx: Context) -> dict[str, float]:
             "temporal": ctx.tunable("temporal_weight", w.temporal)}
 
 
-def score(ctx: Context, cand: Candidates, now, weights: dict[str, float], rerank: bool = True) -> Scored:
+def score(ctx: Context, cand: Candidates, now: datetime, weights: dict[str, float], rerank: bool = True) -> Scored:
     """The ADR 0008 score over the candidates (ranking 4), then the rerank stage when it is on (ranking 5)."""
     s: MemorySettings = ctx.settings
     f = ctx.state.index.features(cand.ids)
