@@ -33,7 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from packs.memory import fusion  # noqa: E402
 from packs.memory.bm25 import BM25Index  # noqa: E402
-from packs.memory.context import ContextConfig, ThreadExpander, ThreadLinks, apply_context, render_dated  # noqa: E402
+from packs.memory import ranking  # noqa: E402
+from packs.memory.context import (ThreadExpander, ThreadLinks, date_window_boost, query_date_windows,  # noqa: E402
+                                  render_dated, speaker_boost)
 from packs.memory.embedders import EmbedderUnavailable, get_embedder  # noqa: E402
 from packs.memory.text import tokenize  # noqa: E402
 from packs.memory.vectors import VectorIndex  # noqa: E402
@@ -116,6 +118,40 @@ def load(path: Path) -> list[Conversation]:
 
 
 # ---------------------------------------------------------------- schemes
+@dataclass(frozen=True)
+class ContextConfig:
+    """Weights of the query-time context signals. Defaults are the shipped configuration."""
+
+    neighbour_alpha: float = 0.5  # 0 disables neighbour smoothing
+    thread_beta: float = 0.5  # 0 disables thread propagation
+    thread_top: int = 3
+    date_gamma: float = 0.0  # query-date window boost (measured here only: within noise, not in recall)
+    speaker_gamma: float = 0.0  # speaker boost (measured here only: within noise, not in recall)
+
+
+def apply_context(fused, query, *, links: ThreadLinks, config: ContextConfig, occurred_at=None, speaker_of=None,
+                  person_names=()) -> dict[int, float]:
+    """Recall's context adjuster (``ranking.context``) over a conversation's thread links, then the optional
+    date-window and speaker boosts: the final score of every pooled note."""
+    ids = list(fused) + [j for i in fused for j in links.neighbours(i) if j is not None]
+    size = max(ids, default=0) + 1
+    prev, nxt, thread = np.full(size, -1), np.full(size, -1), np.zeros(size, dtype=np.int64)
+    codes: dict = {}
+    for i in set(ids):
+        p, n = links.neighbours(i)
+        prev[i], nxt[i] = (-1 if p is None else p), (-1 if n is None else n)
+        t = links.thread_of(i)
+        thread[i] = 0 if t is None else codes.setdefault(t, len(codes) + 1)
+    pool = ranking.context(fused, prev=prev, nxt=nxt, thread=thread, alpha=config.neighbour_alpha,
+                           beta=config.thread_beta, top=config.thread_top)
+    scores = dict(zip(pool.ids.tolist(), pool.scores.tolist()))
+    if config.date_gamma and occurred_at is not None:
+        scores, _ = date_window_boost(scores, occurred_at, query_date_windows(query), config.date_gamma)
+    if config.speaker_gamma and speaker_of is not None:
+        scores, _ = speaker_boost(scores, speaker_of, query, person_names, config.speaker_gamma)
+    return scores
+
+
 @dataclass(frozen=True)
 class Scheme:
     name: str
@@ -213,7 +249,7 @@ def retrieve(ci: ConvIndex, scheme: Scheme, query: str, qvec, emb, cache) -> lis
             occurred_at=lambda i: by_id[i].occurred_at if i in by_id else None,
             speaker_of=lambda i: by_id[i].speaker if i in by_id else None,
             person_names=ci.conv.speakers, config=scheme.ctx,
-        ).scores
+        )
     return [i for i, _ in fusion.ranked(scores, max(KS))]
 
 
@@ -278,7 +314,7 @@ def perf(convs, emb, n_notes: int, out: list[str]) -> None:
         s2 = time.perf_counter()
         fused = fusion.weighted({"text": text, "vector": vec}, {"text": OURS.bm25_w, "vector": OURS.dense_w}).scores
         res = apply_context(fused, q, links=ex.links, config=OURS.ctx)
-        fusion.ranked(res.scores, 10)
+        fusion.ranked(res, 10)
         s3 = time.perf_counter()
         lat.append((s3 - s0) * 1000)
         lat_t.append((s1 - s0) * 1000)

@@ -5,7 +5,7 @@ from packs.brain import posteriors as post
 from packs.brain import store
 from packs.brain.ledger import serve_features
 from packs.brain.models import FeedbackParams, FeedbackResult
-from packs.brain.pack import pack
+from packs.brain.core import pack
 from packs.brain.settings import BrainSettings
 from runtime import Act, Context, errors
 

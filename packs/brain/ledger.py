@@ -1,43 +1,28 @@
-"""The serve ledger: what each top-level ``memory.recall`` returned, with the score components it ranked by.
+"""The serve ledger: what each ``memory.recall`` served, with the score components it ranked by.
 
-``memory.recall`` is assertive (read-only), so the brain observes it by wrapping the runtime's dispatch hook and
-defers ``brain.record_serve`` (a commissive sub-handler) to run after the recall. To see the components the
-wrapper asks the recall for its breakdown (``include_breakdown=True`` on a copy of the params) and strips it
-from the answer again when the caller did not ask for it (ADR 0010).
+The memory pack publishes ``memory.recall_served`` (``runtime.events.RecallServed``) for every recall, with
+the typed ``ScoreComponents`` of each served note; the brain subscribes. The subscriber runs after the recall,
+in a transaction of its own, for the recall's namespace and actor (ADR 0010).
 
-Writing each serve in its own transaction cost ~3 ms a recall, so serves are kept in memory (the pack's
-per-runtime ``ctx.state``) and written ``serve_flush_every`` at a time, in one transaction, and when the runtime
-closes (``palimpsest_close``). Feedback finds a serve in memory or in the table alike; a serve not yet written
-when the process dies is lost, and feedback on it is the typed "unknown recall" error.
+Writing each serve in its own transaction cost ~3 ms a recall, so serves are kept in memory (the
+``PendingServes`` mirror of ``BrainState``) and written ``serve_flush_every`` at a time, in one transaction,
+and when the runtime closes (the mirror's ``close``). Feedback finds a serve in memory or in the table alike;
+a serve not yet written when the process dies is lost, and feedback on it is the typed "unknown recall" error.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Generator, Optional
+from datetime import timedelta
+from typing import Optional
 
 from packs.brain import store
+from packs.brain.core import pack
 from packs.brain.models import FlushServesParams, FlushServesResult, RecordServeParams, RecordServeResult
-from packs.brain.pack import pack
 from packs.brain.settings import BrainSettings
-from runtime import Act, CallInfo, Context, Visibility, hookimpl
-
-RECALL = "memory.recall"
-COLUMNS = ("relevance", "effective_salience", "recency")
-
-
-@dataclass(frozen=True)
-class Serve:
-    namespace: str
-    actor: Optional[str]  # the call's actor (deferred calls inherit it)
-    profile: str  # the profile whose weights ranked it
-    query: str
-    served_at: datetime
-    weights: str  # JSON of the score weights the recall ranked with
-    note_ids: list[int]
-    scores: list[float]
-    features: dict[str, list[float]]  # COLUMNS -> one value per served note, in rank order
+from packs.brain.state import COLUMNS, PendingServes, Serve
+from runtime import Act, Context, Visibility
+from runtime.events import RecallServed
 
 
 @dataclass(frozen=True)
@@ -48,62 +33,48 @@ class Served:
     actor: Optional[str]
 
 
-@hookimpl(wrapper=True)
-def palimpsest_dispatch(call: CallInfo) -> Generator[None, Any, Any]:
-    """Record every top-level recall's results; leave every other call alone."""
-    if call.verb != RECALL or call.depth != 0:
-        return (yield)
-    asked = bool(getattr(call.params, "include_breakdown", False))
-    if not asked:
-        call.params = call.params.model_copy(update={"include_breakdown": True})
-    result = yield
-    hits = [h for h in result.results if h.breakdown is not None]
-    # columns of primitives, not one dict per hit: validating the deferred call's params is then cheap
-    call.defer("brain.record_serve", {
-        "recall_id": result.recall_id, "query": result.query,
-        "weights": dict(hits[0].breakdown.weights) if hits else {},
-        "note_ids": [h.note.id for h in hits], "scores": [h.score for h in hits],
-        "relevance": [h.breakdown.relevance for h in hits],
-        "effective_salience": [h.breakdown.effective_salience for h in hits],
-        "recency": [h.breakdown.recency for h in hits]})
-    if not asked:
-        result = result.model_copy(update={"results": [h.model_copy(update={"breakdown": None})
-                                                       for h in result.results]})
-    return result
-
-
-@hookimpl
-def palimpsest_close(runtime: Any) -> None:
-    """Write the serves still in memory before the database closes."""
-    if "brain" in runtime.catalog.packs:
-        runtime.call("brain.flush_serves", {}, internal=True)
-
-
 def pending(ctx: Context) -> dict[str, Serve]:
-    """recall_id -> serve, for the serves of this runtime not yet written (insertion-ordered)."""
-    found = getattr(ctx.state, "pending_serves", None)
-    if found is None:
-        found = ctx.state.pending_serves = {}
-    return found
+    """recall_id -> serve, for the committed serves of this runtime not yet written (insertion-ordered)."""
+    serves: PendingServes = ctx.state.serves
+    return serves.pending
+
+
+@pack.subscribe("memory.recall_served")
+def on_recall_served(event: RecallServed, ctx: Context) -> None:
+    """Keep what a recall served: note ids, scores and the three components, read from their typed fields."""
+    notes = event.notes
+    w = event.weights
+    keep(ctx, event.recall_id, Serve(
+        ctx.namespace, ctx.actor, store.serving_profile(ctx), event.query, ctx.now(),
+        json.dumps({"relevance": w.relevance, "salience": w.salience, "temporal": w.temporal}),
+        [n.note_id for n in notes], [n.score for n in notes],
+        {"relevance": [n.components.relevance for n in notes],
+         "effective_salience": [n.components.effective_salience for n in notes],
+         "recency": [n.components.recency for n in notes]}))
+
+
+def keep(ctx: Context, recall_id: str, serve: Serve) -> tuple[int, int]:
+    """Keep one serve (in memory once this transaction commits); write them all once enough are kept.
+    Returns (serves flushed, serves pruned)."""
+    s: BrainSettings = ctx.settings
+    ctx.record_change("serve", (recall_id, serve))
+    if len(pending(ctx)) + len(ctx.uncommitted("serve")) >= s.serve_flush_every:
+        return flush(ctx)
+    return 0, 0
 
 
 @pack.verb("record_serve", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
 def record_serve(params: RecordServeParams, ctx: Context) -> RecordServeResult:
-    """Keep one recall's results in memory (deferred after the recall); write them all once enough are kept."""
-    s: BrainSettings = ctx.settings
-    buf = pending(ctx)
-    buf[params.recall_id] = Serve(ctx.namespace, ctx.actor, store.serving_profile(ctx), params.query, ctx.now(),
-                                  json.dumps(params.weights),
-                                  params.note_ids, params.scores, {c: getattr(params, c) for c in COLUMNS})
-    flushed = pruned = 0
-    if len(buf) >= s.serve_flush_every:
-        flushed, pruned = flush(ctx)
+    """Keep one recall's results, as the ``recall_served`` subscriber does (for debugging and replays)."""
+    flushed, pruned = keep(ctx, params.recall_id, Serve(
+        ctx.namespace, ctx.actor, store.serving_profile(ctx), params.query, ctx.now(), json.dumps(params.weights),
+        params.note_ids, params.scores, {c: getattr(params, c) for c in COLUMNS}))
     return RecordServeResult(recorded=len(params.note_ids), flushed=flushed, pruned=pruned)
 
 
 @pack.verb("flush_serves", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
 def flush_serves(params: FlushServesParams, ctx: Context) -> FlushServesResult:
-    """Write every serve kept in memory to the ledger now (the runtime calls this when it closes)."""
+    """Write every serve kept in memory to the ledger now (the runtime's close does this too)."""
     flushed, pruned = flush(ctx)
     return FlushServesResult(flushed=flushed, pruned=pruned)
 
@@ -111,10 +82,11 @@ def flush_serves(params: FlushServesParams, ctx: Context) -> FlushServesResult:
 def flush(ctx: Context) -> tuple[int, int]:
     """Insert the pending serves (two set-wise INSERTs for all of them) and prune the expired ones.
 
-    The pending serves are forgotten only once this transaction commits, so a failed flush loses nothing.
+    The pending serves are forgotten (change ``flushed``) only once this transaction commits, so a failed flush
+    loses nothing.
     Pruning runs here, once per flush, not once per recall: a DELETE that finds nothing still costs ~0.3 ms.
     """
-    buf = pending(ctx)
+    buf = {**pending(ctx), **dict(ctx.uncommitted("serve"))}  # with this transaction's own, not yet committed
     if not buf:
         return 0, 0
     cutoff = ctx.now() - timedelta(days=ctx.settings.serve_retention_days)
@@ -143,12 +115,7 @@ def flush(ctx: Context) -> tuple[int, int]:
             [item_rids, [n for v in serves for n in v.note_ids],
              [k for v in serves for k in range(len(v.note_ids))], [x for v in serves for x in v.scores]]
             + [[x for v in serves for x in v.features[c]] for c in COLUMNS])
-
-    def forget() -> None:
-        for r in rids + expired:
-            buf.pop(r, None)
-
-    ctx.on_commit(forget)
+    ctx.record_change("flushed", rids + expired)
     return len(rids), int(pruned) + len(expired)
 
 

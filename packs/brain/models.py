@@ -4,22 +4,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from runtime.params import NamespacedParams, Params
 
 Signal = Literal["useful", "not_useful", "correction"]
 Source = Literal["explicit", "implicit"]
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
-NS_FIELD = Field(None, description="Namespace (defaults to the call's namespace).")
 ACTOR_FIELD = Field(None, pattern=NAME, description="Who gives the feedback / uses the profile (default: the "
                                                      "call's actor, if any).")
 PROFILE_FIELD = Field(None, pattern=NAME, description="A profile by name (default: the one bound to the actor, "
                                                       "else to the namespace, else the default profile).")
-
-
-class Strict(BaseModel):
-    """Params refuse unknown fields. (Unstorable text and integers are refused by the runtime for every verb.)"""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 class Posterior(BaseModel):
@@ -37,7 +32,7 @@ class ProfileState(BaseModel):
     feedback_events: int = Field(description="Feedback events since the profile's last init or reset.")
 
 
-class FeedbackParams(Strict):
+class FeedbackParams(NamespacedParams):
     recall_id: str = Field(min_length=1, max_length=128, description="The recall_id of a memory.recall answer.")
     note_id: int = Field(description="A note that recall returned.")
     signal: Signal = Field(description="useful | not_useful | correction (a wrong answer the user corrected).")
@@ -48,7 +43,6 @@ class FeedbackParams(Strict):
     profile: Optional[str] = PROFILE_FIELD
     explore: Optional[bool] = Field(None, description="Project a Thompson sample instead of the means "
                                                       "(default: the profile's setting).")
-    namespace: Optional[str] = NS_FIELD
 
 
 class FeedbackResult(BaseModel):
@@ -63,13 +57,12 @@ class FeedbackResult(BaseModel):
                           "namespace's profile) and for each actor bound to it (None: nobody ranks with it).")
 
 
-class ProfileParams(Strict):
+class ProfileParams(NamespacedParams):
     name: str = Field(pattern=NAME, description="The profile to create (if new) and bind.")
     actor: Optional[str] = Field(None, pattern=NAME, description="Bind it for this actor only (default: bind "
                                                                  "it to the namespace, so recall uses it).")
     bind: bool = Field(True, description="False: only create it.")
     explore: Optional[bool] = Field(None, description="Thompson sampling for this profile (default: config).")
-    namespace: Optional[str] = NS_FIELD
 
 
 class ProfileResult(BaseModel):
@@ -79,10 +72,9 @@ class ProfileResult(BaseModel):
     projected: Optional[dict[str, float]] = None
 
 
-class UnbindParams(Strict):
+class UnbindParams(NamespacedParams):
     actor: Optional[str] = Field(None, pattern=NAME, description="The actor whose binding to remove (default: "
                                                                  "the namespace's own binding).")
-    namespace: Optional[str] = NS_FIELD
 
 
 class UnbindResult(BaseModel):
@@ -93,11 +85,10 @@ class UnbindResult(BaseModel):
         None, description="The namespace's weights, set again from the default profile (namespace unbinding).")
 
 
-class StateParams(Strict):
+class StateParams(NamespacedParams):
     profile: Optional[str] = PROFILE_FIELD
     actor: Optional[str] = ACTOR_FIELD
     events: int = Field(0, ge=0, le=1000, description="Also return the newest N events of the profile.")
-    namespace: Optional[str] = NS_FIELD
 
 
 class Event(BaseModel):
@@ -121,10 +112,9 @@ class StateResult(BaseModel):
     events: list[Event] = Field(default_factory=list)
 
 
-class ResetParams(Strict):
+class ResetParams(NamespacedParams):
     profile: Optional[str] = PROFILE_FIELD
     actor: Optional[str] = ACTOR_FIELD
-    namespace: Optional[str] = NS_FIELD
 
 
 class ResetResult(BaseModel):
@@ -133,10 +123,9 @@ class ResetResult(BaseModel):
     projected: Optional[dict[str, float]] = None
 
 
-class ReplayParams(Strict):
+class ReplayParams(NamespacedParams):
     profile: Optional[str] = PROFILE_FIELD
     actor: Optional[str] = ACTOR_FIELD
-    namespace: Optional[str] = NS_FIELD
 
 
 class ReplayResult(BaseModel):
@@ -147,8 +136,8 @@ class ReplayResult(BaseModel):
     matches: bool = Field(description="The replayed posteriors equal the stored ones exactly.")
 
 
-class RecordServeParams(Strict):
-    """One recall's served results as columns, in rank order (the dispatch wrapper builds these)."""
+class RecordServeParams(Params):
+    """One recall's served results as columns, in rank order (what the ``recall_served`` subscriber keeps)."""
 
     recall_id: str = Field(min_length=1, max_length=128)
     query: str
@@ -173,7 +162,7 @@ class RecordServeResult(BaseModel):
     pruned: int
 
 
-class FlushServesParams(Strict):
+class FlushServesParams(Params):
     """No params: every namespace's pending serves are written."""
 
 

@@ -1,20 +1,7 @@
-"""The brain pack: learns the memory pack's recall score weights from feedback (ADR 0010).
-
-Beta posteriors per (namespace, profile) over the three weights, persisted with an append-only event log;
-a serve ledger filled by observing ``memory.recall`` through the dispatch hook; the posterior means (or a
-Thompson sample) projected into the memory pack's tunables. It never imports the memory pack.
-"""
+"""The brain pack's entry point: the verb modules register on ``core.pack`` when imported (ADR 0010)."""
 from __future__ import annotations
 
-from pathlib import Path
+from packs.brain import feedback, ledger, profiles  # noqa: F401  (registration)
+from packs.brain.core import pack
 
-from packs.brain.settings import BrainSettings
-from runtime import Pack
-
-pack = Pack("brain", version="0.1.0", requires=["memory"], settings=BrainSettings,
-            migrations=Path(__file__).with_name("sql"))
-
-# the verbs register themselves on `pack` when imported; the ledger also holds the dispatch wrapper
-from packs.brain import feedback, ledger, profiles  # noqa: E402,F401
-
-pack.add_hooks(ledger)
+__all__ = ["pack"]

@@ -6,7 +6,7 @@ from packs.brain import posteriors as post
 from packs.brain import store
 from packs.brain.models import (Event, Posterior, ProfileParams, ProfileResult, ReplayParams, ReplayResult,
                                 ResetParams, ResetResult, StateParams, StateResult, UnbindParams, UnbindResult)
-from packs.brain.pack import pack
+from packs.brain.core import pack
 from packs.brain.settings import BrainSettings
 from runtime import Act, Context
 
@@ -24,11 +24,7 @@ def profile(params: ProfileParams, ctx: Context) -> ProfileResult:
     bound_to, projected = None, None
     if params.bind:
         bound_to = params.actor or store.NAMESPACE_ACTOR
-        ctx.db.execute(
-            "INSERT INTO brain.bindings VALUES (?, ?, ?, ?) ON CONFLICT (namespace, actor) DO UPDATE SET "
-            "profile = excluded.profile, bound_at = excluded.bound_at",
-            [ctx.namespace, bound_to, params.name, ctx.now()])
-        store.bindings_changed(ctx)
+        store.bind(ctx, bound_to, params.name)
     state, n, explore = store.load(ctx, params.name)
     if bound_to is not None:  # the namespace's or the actor's weights are now this profile's
         projected = store.project(ctx, params.name, state, explore, f"{ctx.namespace}/{params.name}/bind/{n}")
@@ -42,8 +38,7 @@ def unbind(params: UnbindParams, ctx: Context) -> UnbindResult:
     ``actor``, the namespace's (it falls back to the default profile). The profiles themselves are kept."""
     actor = params.actor or store.NAMESPACE_ACTOR
     was = store.binding(ctx, actor)
-    ctx.db.execute("DELETE FROM brain.bindings WHERE namespace = ? AND actor = ?", [ctx.namespace, actor])
-    store.bindings_changed(ctx)
+    store.unbind(ctx, actor)
     projected = None
     if actor != store.NAMESPACE_ACTOR:
         store.forget_actor(ctx, actor)

@@ -7,9 +7,9 @@ from typing import Any, Optional
 from packs.brain import posteriors as post
 from packs.brain.models import Posterior, ProfileState
 from packs.brain.settings import BrainSettings
+from packs.brain.state import NAMESPACE_ACTOR, Bindings
 from runtime import Context, errors
 
-NAMESPACE_ACTOR = "*"  # the binding of the namespace itself
 TUNABLE = {c: f"memory::{c}_weight" for c in post.COMPONENTS}
 
 
@@ -154,20 +154,23 @@ def projected(ctx: Context, actor: Optional[str] = None) -> Optional[dict[str, f
 
 
 def serving_profile(ctx: Context) -> str:
-    """The profile whose weights recall ranks with for this call's actor: a cached :func:`resolve`.
-
-    Only for calls that change no binding (the serve ledger); verbs that bind clear the cache once they commit."""
-    cache = getattr(ctx.state, "serving", None)
-    if cache is None:
-        cache = ctx.state.serving = {}
-    key = (ctx.namespace, ctx.actor)
-    if key not in cache:
-        cache[key] = resolve(ctx, None, ctx.actor)
-    return cache[key]
+    """The profile whose weights recall ranks with for this call's actor: :func:`resolve` without a named
+    profile, from the committed bindings (the ``Bindings`` mirror; no SQL on the serve path)."""
+    bindings: Bindings = ctx.state.bindings
+    return bindings.serving(ctx.namespace, ctx.actor, ctx.settings.default_profile)
 
 
-def bindings_changed(ctx: Context) -> None:
-    ctx.on_commit(lambda: getattr(ctx.state, "serving", {}).clear())
+def bind(ctx: Context, actor: str, profile: str) -> None:
+    """Bind ``actor`` ('*' = the namespace) to ``profile`` in this namespace."""
+    ctx.db.execute("INSERT INTO brain.bindings VALUES (?, ?, ?, ?) ON CONFLICT (namespace, actor) DO UPDATE SET "
+                   "profile = excluded.profile, bound_at = excluded.bound_at",
+                   [ctx.namespace, actor, profile, ctx.now()])
+    ctx.record_change("binding", (actor, profile))
+
+
+def unbind(ctx: Context, actor: str) -> None:
+    ctx.db.execute("DELETE FROM brain.bindings WHERE namespace = ? AND actor = ?", [ctx.namespace, actor])
+    ctx.record_change("binding", (actor, None))
 
 
 def describe(ctx: Context, name: str, state: post.State, events_n: int, explore: bool) -> ProfileState:

@@ -1,9 +1,8 @@
-"""The recall stage's context signals over numpy columns: the same numbers as :func:`context.apply_context`.
+"""The context signals recall ranks with (``ranking.context``), over numpy columns.
 
-``apply_context`` is the readable reference (dicts, one note at a time) and stays the definition; this is
-what ``memory.recall_fuse`` runs, because at a few hundred pooled candidates the dict version cost ~3 ms a
-recall. A property test checks the two agree to the last bit on random pools and threads, so the formulas in
-``context.py`` (and ADR 0008) remain the ones the ranking uses:
+At a few hundred pooled candidates a dict-per-note version cost ~3 ms a recall, so this is the only
+implementation. ``tests/packs/memory/test_context_arrays.py`` holds it bit-equal, on random pools and threads,
+to a readable dict version of the two formulas (ADR 0008):
 
 - neighbour smoothing: ``s'_i = s_i + α · max(s_prev(i), s_next(i))``, over the candidates and their thread
   neighbours (whose own score is 0);

@@ -13,12 +13,14 @@ import unicodedata
 from datetime import datetime
 from typing import Any, Optional
 
-from packs.memory.models import Note, RecallResult
+from packs.memory.models import Note, RecallParams, RecallResult
 from packs.memory.models_explain import (Degraded, DetectedEntity, ExplainFact, ExplainHit, ExplainParams,
                                          ExplainResult, ExplainSettings, Room, ScopeInference, SharedScope)
 from packs.memory.core import pack
-from packs.memory.recall import check_query
+from packs.memory.ranking import explain_boosts
+from packs.memory.recall import answer
 from packs.memory.settings import MemorySettings
+from packs.memory.stages import check_query
 from runtime import Act, Context
 
 _WORD = re.compile(r"\w+")
@@ -227,18 +229,21 @@ def _source_memories(ctx: Context, facts: list[ExplainFact], degraded: list[Degr
 
 # -- search -------------------------------------------------------------------------------------------------
 def _recall(ctx: Context, params: ExplainParams, limit: int, scope: Optional[str]) -> RecallResult:
+    """memory.recall's answer, ranked in this call (``recall.answer``): explain's inner recalls are not served
+    to anyone, so they publish no ``recall_served`` (the brain records only what a caller was given)."""
     args: dict[str, Any] = {"query": params.query, "limit": min(limit, RECALL_MAX_LIMIT), "include_breakdown": True}
     if scope is not None:
         args["scope"] = scope
     if params.kind is not None:
         args["kind"] = params.kind
-    return ctx.call("memory.recall", args)
+    return answer(RecallParams.model_validate(args), ctx)[0]
 
 
-def _hit(h: Any, origin: str, decision: float = 0.0, fact: float = 0.0, grounds: Optional[list[int]] = None
-         ) -> ExplainHit:
-    return ExplainHit(note=h.note, score=h.score + decision + fact, recall_score=h.score, decision_boost=decision,
-                      fact_boost=fact, grounds=grounds or [], breakdown=h.breakdown, origin=origin)
+def _hit(h: Any, origin: str, decision: float = 0.0, fact: float = 0.0, grounds: Optional[list[int]] = None,
+         score: Optional[float] = None) -> ExplainHit:
+    return ExplainHit(note=h.note, score=h.score if score is None else score, recall_score=h.score,
+                      decision_boost=decision, fact_boost=fact, grounds=grounds or [], breakdown=h.breakdown,
+                      origin=origin)
 
 
 def _search(ctx: Context, params: ExplainParams, inference: ScopeInference, boost: float,
@@ -247,9 +252,11 @@ def _search(ctx: Context, params: ExplainParams, inference: ScopeInference, boos
     """(memories, the baseline memory.recall on the caller's params, the scope the memories are restricted to).
 
     The memories are the search's top ``limit × pool_factor`` (when a boost can apply) re-ranked by
-    ``recall_score + decision_boost + fact_boost``, cut to ``limit``."""
+    ``ranking.explain_boosts`` (``recall_score + decision_boost + fact_boost``), cut to ``limit``; each boost
+    in force is recorded in the hits' breakdown ``context`` too."""
     baseline = _recall(ctx, params, params.limit, params.scope)
-    reranks = bool(boost) or bool(grounding and x.fact_source_boost)
+    fact_boost = x.fact_source_boost if grounding else 0.0
+    reranks = bool(boost) or bool(fact_boost)
     pool_limit = params.limit * x.pool_factor if reranks else params.limit
     scope = inference.requested
 
@@ -266,11 +273,19 @@ def _search(ctx: Context, params: ExplainParams, inference: ScopeInference, boos
         scope = None
         pool = _recall(ctx, params, pool_limit, None)
     origin = "scoped" if scope is not None else "unscoped"
-    hits = [_hit(h, origin, boost if h.note.kind == "decision" else 0.0,
-                 x.fact_source_boost if h.note.id in grounding else 0.0, grounding.get(h.note.id))
-            for h in pool.results]
-    ranked = sorted(enumerate(hits), key=lambda p: (-p[1].score, p[0]))
-    return [h for _, h in ranked[: params.limit]], baseline, scope
+    decision = [boost if h.note.kind == "decision" else 0.0 for h in pool.results]
+    fact = [fact_boost if h.note.id in grounding else 0.0 for h in pool.results]
+    scores, order = explain_boosts([h.score for h in pool.results], decision, fact)
+    hits = []
+    for j in order[: params.limit]:
+        h = pool.results[j]
+        if reranks and h.breakdown is not None:
+            extra = {"decision_boost": decision[j]} if boost else {}
+            extra.update({"fact_boost": fact[j]} if fact_boost else {})
+            h = h.model_copy(update={"breakdown": h.breakdown.model_copy(
+                update={"context": {**h.breakdown.context, **extra}})})
+        hits.append(_hit(h, origin, decision[j], fact[j], grounding.get(h.note.id), scores[j]))
+    return hits, baseline, scope
 
 
 # -- tunnels ------------------------------------------------------------------------------------------------

@@ -133,17 +133,21 @@ class RecallParams(RecallFilters, NamespacedParams):
 
 
 class Breakdown(BaseModel):
-    """Exactly the numbers the ranking used: ``score`` is the value results are sorted by."""
+    """Exactly the numbers the ranking used (ADR 0008; the adjusters are in ``ranking.py``): ``score`` is the
+    value results are sorted by."""
 
-    formula: Literal["score", "rerank"]
+    formula: Literal["score", "rerank"] = Field(description="score: the ADR 0008 formula; rerank: the rerank stage")
     relevance: float
     effective_salience: float
     recency: float
-    weights: dict[str, float]
+    weights: dict[str, float] = Field(description="The weights of `formula` (score: 3, rerank: 5)")
     score: float
     text_match: float
     vector_match: float
-    context: dict[str, float] = Field(default_factory=dict)
+    context: dict[str, float] = Field(
+        default_factory=dict, description="One value per adjuster that acts per note: neighbour, thread, date, "
+                                          "speaker, graph (expand_graph), near_duplicate (the share of score lost), "
+                                          "and in memory.explain decision_boost, fact_boost")
     age_days: float
 
 

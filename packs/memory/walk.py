@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from packs.memory import ranking
 from packs.memory.changes import CentralitySet, record
 from packs.memory.core import pack
 from packs.memory.graph import CENTRALITY_SCOPE
@@ -13,9 +14,9 @@ from packs.memory.graph_mirror import MemoryGraph
 from packs.memory.models import Candidates, EmbedParams, RecallFilters
 from packs.memory.models_graph import (CentralityParams, CentralityResult, ExpandParams, ExpandResult,
                                        NoteCentrality, WalkHit, WalkHop, WalkParams, WalkResult)
-from packs.memory.recall import check_query
 from packs.memory.remember import note_from_index
 from packs.memory.settings import MemorySettings
+from packs.memory.stages import check_query
 from runtime import Act, Context, Visibility, errors
 
 
@@ -110,6 +111,21 @@ def walk(params: WalkParams, ctx: Context) -> WalkResult:
     return WalkResult(query=params.query, embedder=emb.model, seeds=list(seeds), results=results, visited=len(best))
 
 
+def expand(ctx: Context, c: Candidates, vector: list[float], model: str, filters: RecallFilters
+           ) -> tuple[Candidates, list[int]]:
+    """Recall's expand_graph step (``ranking.graph_expansion``): walk from the best fused candidates and add
+    the notes reached. ``memory.recall`` calls this directly; ``memory.recall_expand`` wraps it."""
+    g = ctx.settings.graph
+    seed_relevance = ranking.expansion_seeds(c, g.expand_seeds)
+    if not seed_relevance or not vector:
+        return c, []
+    q = np.asarray(vector, dtype=np.float32)
+    mask = _walk_mask(ctx, False, filters)
+    best, _ = run_walk(ctx, q, model, dict.fromkeys(seed_relevance, 1.0), mask, max_depth=g.expand_max_depth,
+                       cut=g.walk_min_similarity, relations=None)
+    return ranking.graph_expansion(c, seed_relevance, {n: (f, seed) for n, (f, _, seed, _) in best.items()})
+
+
 @pack.verb("recall_expand", act=Act.ASSERTIVE, visibility=Visibility.SUBHANDLER)
 def recall_expand(params: ExpandParams, ctx: Context) -> ExpandResult:
     """Recall's expand_graph step: walk from the best fused candidates and add the notes reached.
@@ -118,26 +134,7 @@ def recall_expand(params: ExpandParams, ctx: Context) -> ExpandResult:
     joins with ``relevance = relevance(seed) × edge_factor`` (recorded as ``context["graph"]``), after passing
     the recall's filters and the walk's cosine cut.
     """
-    g = ctx.settings.graph
-    c = params.candidates
-    order = sorted(range(len(c.ids)), key=lambda j: (-c.relevance[j], c.ids[j]))[: g.expand_seeds]
-    seeds = {c.ids[j]: 1.0 for j in order}
-    rel_of = {c.ids[j]: c.relevance[j] for j in order}
-    if not seeds or not params.vector:
-        return ExpandResult(candidates=c, added=[])
-    q = np.asarray(params.vector, dtype=np.float32)
-    mask = _walk_mask(ctx, False, params.filters)
-    best, _ = run_walk(ctx, q, params.model, seeds, mask, max_depth=g.expand_max_depth,
-                       cut=g.walk_min_similarity, relations=None)
-    have = set(c.ids)
-    added = sorted(n for n in best if n not in have)
-    ctx_cols = {k: list(v) + [0.0] * len(added) for k, v in c.context.items()}
-    ctx_cols["graph"] = [0.0] * len(c.ids) + [best[n][0] for n in added]
-    out = Candidates.model_construct(
-        ids=list(c.ids) + added,
-        relevance=list(c.relevance) + [rel_of[best[n][2]] * best[n][0] for n in added],
-        text_match=list(c.text_match) + [0.0] * len(added),
-        vector_match=list(c.vector_match) + [0.0] * len(added), context=ctx_cols)
+    out, added = expand(ctx, params.candidates, params.vector, params.model, params.filters)
     return ExpandResult.model_construct(candidates=out, added=added)
 
 

@@ -106,9 +106,9 @@ def test_serves_are_recorded_for_the_actor_and_its_profile_and_feedback_credits_
     rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     relevant, fresh = pair(rt)
     rt.call("brain.profile", {"name": "recent", "actor": "alice"})
-    for_alice = recall(rt, actor="alice").recall_id  # the deferred record_serve runs for alice too
+    for_alice = recall(rt, actor="alice").recall_id  # the recall_served subscriber runs for alice too
     for_nobody = recall(rt).recall_id
-    kept = rt._state["brain"].pending_serves
+    kept = rt._state["brain"].serves.pending
     assert (kept[for_alice].actor, kept[for_alice].profile) == ("alice", "recent")
     assert (kept[for_nobody].actor, kept[for_nobody].profile) == (None, "default")
     assert rt.call("brain.flush_serves", {}, internal=True).flushed == 2

@@ -114,15 +114,19 @@ def relay_pack() -> Pack:
     return p
 
 
-def test_only_top_level_recalls_are_recorded(make_pal_runtime):
+def test_a_recall_made_by_another_pack_is_recorded_and_explains_inner_recalls_are_not(make_pal_runtime):
+    """Every memory.recall publishes recall_served (ADR 0008): a pack that recalls for its caller hands the
+    recall id on, so feedback on it must work. memory.explain ranks without calling memory.recall: its inner
+    recalls are never given to anyone and leave no serve."""
     rt = make_pal_runtime(relay_pack(), discover=True, config=HASHING, clock=Clock(NOW))
     relevant, _ = pair(rt)
     nested = rt.call("relay.ask", {"query": QUERY}).recall_id
-    with pytest.raises(errors.NotFound):
-        rt.call("brain.feedback", {"recall_id": nested, "note_id": relevant, "signal": "useful"})
-    assert flush(rt) == 0 and stored(rt) == []
+    assert rt.call("brain.feedback", {"recall_id": nested, "note_id": relevant, "signal": "useful"}).credit
+    assert flush(rt) == 1 and stored(rt) == [nested]
+    rt.call("memory.explain", {"query": QUERY})
+    assert flush(rt) == 0 and stored(rt) == [nested]
     top = recall(rt).recall_id
-    assert flush(rt) == 1 and stored(rt) == [top]
+    assert flush(rt) == 1 and sorted(stored(rt)) == sorted([nested, top])
 
 
 @pytest.mark.parametrize("written", [False, True])

@@ -4,9 +4,8 @@ import pytest
 
 from packs.memory.bm25 import BM25Index
 from packs.memory.context import (
-    ContextConfig, ThreadExpander, ThreadLinks, apply_context, date_window_boost, expand_bag,
-    has_time_expression, neighbour_smoothing, query_date_windows, render_dated, speaker_boost,
-    temporal_intent, thread_propagation,
+    ThreadExpander, ThreadLinks, date_window_boost, expand_bag, has_time_expression, query_date_windows,
+    render_dated, speaker_boost, temporal_intent,
 )
 from packs.memory.text import tokenize
 
@@ -61,24 +60,6 @@ def test_expansion_makes_answer_turn_findable():
     assert expanded.search("marathon", 5)[0][0] == 1  # own words still beat borrowed ones
 
 
-def test_neighbour_smoothing():
-    ln = links_for({1: "a", 2: "a", 3: "a", 10: "b"})
-    out = neighbour_smoothing({1: 1.0, 10: 0.4}, ln.neighbours, alpha=0.5)
-    assert out[1] == 1.0  # neighbour 2 has no score
-    assert out[2] == pytest.approx(0.5)  # pulled in through its neighbour 1
-    assert 3 not in out  # not adjacent to a candidate
-    assert out[10] == pytest.approx(0.4)
-
-
-def test_thread_propagation():
-    thread = {1: "a", 2: "a", 3: "b", 4: None}.get
-    out, feat = thread_propagation({1: 1.0, 2: 0.8, 3: 0.9, 4: 0.95}, thread, beta=0.5, top=3)
-    assert feat[1] == 1.0 and feat[3] == pytest.approx(0.9 / 0.9)  # a: mean(1,.8)=.9, b: .9 -> both max
-    out, feat = thread_propagation({1: 1.0, 2: 1.0, 3: 0.5}, thread, beta=0.5)
-    assert feat[3] == pytest.approx(0.5) and out[3] == pytest.approx(0.75)
-    assert feat[1] == 1.0 and out[1] == pytest.approx(1.5)
-
-
 def test_query_date_windows():
     w = query_date_windows("What did Melanie paint on October 13, 2023?")
     assert len(w) == 1 and w[0][0] <= dt.datetime(2023, 10, 13) < w[0][1]
@@ -107,16 +88,3 @@ def test_temporal_helpers_and_render():
     assert has_time_expression("I went there yesterday") and not has_time_expression("I like cats")
     assert render_dated("A: hi", dt.datetime(2023, 5, 8, 13, 56)) == "8 May 2023: A: hi"
     assert render_dated("A: hi", None) == "A: hi"
-
-
-def test_apply_context_score_is_sum_of_features():
-    ln = links_for({1: "a", 2: "a", 3: "b"})
-    cfg = ContextConfig(neighbour_alpha=0.5, thread_beta=0.5)
-    res = apply_context({1: 1.0, 3: 0.4}, "anything", links=ln, config=cfg)
-    for i, s in res.scores.items():
-        f = res.features(i)
-        assert s == pytest.approx(f["base"] + 0.5 * f["neighbour"] + 0.5 * f["thread"])
-    assert set(res.scores) == {1, 2, 3}
-    assert res.scores[2] > res.scores[3]  # neighbour of the best hit, in the best thread
-    off = apply_context({1: 1.0, 3: 0.4}, "anything", links=ln, config=ContextConfig(0, 0))
-    assert off.scores == {1: 1.0, 3: 0.4}

@@ -253,8 +253,8 @@ def test_recall_is_assertive_and_writes_nothing(rt):
     rt.call("kg.upsert_entity", {"name": "Orion", "kind": "project"})
     for text in ["Orion harbour plans", "Orion ferry", "cat on the sofa"]:
         remember(rt, text)
-    # The brain pack, when installed, records each serve in its own schema after the recall (a deferred call
-    # in a transaction of its own, by design); everything else must be untouched.
+    # The brain pack, when installed, records each serve in its own schema after the recall (its recall_served
+    # subscriber runs in a transaction of its own, by design); everything else must be untouched.
     mine = lambda: {k: v for k, v in snapshot(rt).items() if not str(k).startswith("brain")}  # noqa: E731
     before, index_size = mine(), len(rt._state["memory"].index)
     for fusion in FUSIONS:

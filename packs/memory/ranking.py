@@ -1,0 +1,186 @@
+"""Every number that orders memory's answers, in one room: the named ranking adjusters (ADR 0008, ADR 0011).
+
+A recall runs them in this order, each over columns (one list or array per feature, aligned by position):
+
+1. ``fuse_legs`` — the BM25 and vector legs fused (rrf | weighted | union | vector_only | keyword_only);
+2. ``context`` — neighbour smoothing and thread propagation (``context_arrays.context_scores``), then
+   ``relevance = fused / max(fused)``;
+3. ``graph_expansion`` (``expand_graph`` only) — notes walked to from the best candidates join them;
+4. ``score`` — the ADR 0008 formula (``tests/packs/memory/test_scoring.py`` executes the ADR's text against it);
+5. ``rerank`` — when any rerank weight is non-zero, ``Σ w·feature / Σ w`` replaces the score;
+6. ``demote_near_duplicates`` — a note whose first characters equal a better-ranked note's loses a share;
+7. ``explain_boosts`` — ``memory.explain`` only: decision and fact-source boosts added to the recall score.
+
+Each one leaves its trace in the breakdown: the formula's inputs and weights, ``formula`` ("score" or
+"rerank"), and per-note values under ``context`` (``neighbour``, ``thread``, ``graph``, ``near_duplicate``,
+and in explain's hits ``decision_boost`` and ``fact_boost``). These functions are pure: the stages
+(``stages.py``) read the index, settings and tunables and hand them the numbers.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from packs.memory import fusion as fusion_fns
+from packs.memory.context_arrays import PoolScores, context_scores
+from packs.memory.models import Candidates, Scored
+
+RERANK_FEATURES = {"relevance": "relevance", "salience": "effective_salience", "temporal": "recency",
+                   "text_match": "text_match", "vector_match": "vector_match"}  # rerank weight → Scored column
+SECONDS_PER_DAY = 86400.0
+
+
+# -- 1. fusion --------------------------------------------------------------------------------------------------
+def fuse_legs(text: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]], fusion: str, *,
+              rrf_k: float, weights: Mapping[str, float]) -> tuple[fusion_fns.Fused, dict[str, dict[int, float]]]:
+    """The fused score of every candidate, and each leg's min-max score (``text_match`` / ``vector_match``)."""
+    legs = {"text": list(text), "vector": list(vector)}
+    if fusion == "rrf":
+        fused = fusion_fns.rrf(legs, k=rrf_k)
+    elif fusion == "weighted":
+        fused = fusion_fns.weighted(legs, weights)
+    elif fusion == "union":
+        fused = fusion_fns.union(legs)
+    else:
+        only = "vector" if fusion == "vector_only" else "text"
+        fused = fusion_fns.weighted({only: legs[only]}, {only: 1.0})
+    return fused, {name: fusion_fns.minmax(leg) for name, leg in legs.items()}
+
+
+# -- 2. context ---------------------------------------------------------------------------------------------------
+def context(fused: Mapping[int, float], *, prev: np.ndarray, nxt: np.ndarray, thread: np.ndarray, alpha: float,
+            beta: float, top: int) -> PoolScores:
+    """Neighbour smoothing ``s'_i = s_i + α·max(s_prev, s_next)`` (thread neighbours join the pool), then thread
+    propagation ``+ β·T(thread)/max T`` with ``T`` the mean of the thread's top-``top`` scores."""
+    ids = np.fromiter(fused, dtype=np.int64, count=len(fused))
+    scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+    return context_scores(ids, scores, prev=prev, nxt=nxt, thread=thread, alpha=alpha, beta=beta, top=top)
+
+
+def candidates(pool: PoolScores, keep: np.ndarray, per_leg: Mapping[str, Mapping[int, float]]) -> Candidates:
+    """The pooled notes that pass ``keep``, with ``relevance = score / max(score)`` ∈ [0, 1]."""
+    ids = pool.ids[keep].tolist()
+    raw = pool.scores[keep]
+    top = float(raw.max()) if raw.size else 0.0
+    zeros = [0.0] * len(ids)
+    return Candidates.model_construct(
+        ids=ids, relevance=(raw / top if top > 0 else raw * 0).tolist(),
+        text_match=[per_leg["text"].get(i, 0.0) for i in ids],
+        vector_match=[per_leg["vector"].get(i, 0.0) for i in ids],
+        context={"neighbour": pool.neighbour[keep].tolist(), "thread": pool.thread[keep].tolist(),
+                 "date": zeros, "speaker": list(zeros)})
+
+
+# -- 3. graph expansion -------------------------------------------------------------------------------------------
+def expansion_seeds(c: Candidates, n: int) -> dict[int, float]:
+    """The ``n`` best candidates by relevance (ties by id): the walk starts there, each with factor 1."""
+    order = sorted(range(len(c.ids)), key=lambda j: (-c.relevance[j], c.ids[j]))[:n]
+    return {c.ids[j]: c.relevance[j] for j in order}
+
+
+def graph_expansion(c: Candidates, seed_relevance: Mapping[int, float],
+                    reached: Mapping[int, tuple[float, int]]) -> tuple[Candidates, list[int]]:
+    """A reached note (``{note: (edge factor, seed)}``) that is not a candidate joins with
+    ``relevance = relevance(seed) × edge_factor``; ``context["graph"]`` records the factor (0 for the others)."""
+    have = set(c.ids)
+    added = sorted(n for n in reached if n not in have)
+    cols = {k: list(v) + [0.0] * len(added) for k, v in c.context.items()}
+    cols["graph"] = [0.0] * len(c.ids) + [reached[n][0] for n in added]
+    return Candidates.model_construct(
+        ids=list(c.ids) + added,
+        relevance=list(c.relevance) + [seed_relevance[reached[n][1]] * reached[n][0] for n in added],
+        text_match=list(c.text_match) + [0.0] * len(added),
+        vector_match=list(c.vector_match) + [0.0] * len(added), context=cols), added
+
+
+# -- 4. the score -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NoteFeatures:
+    """What the formula reads from each candidate note, aligned with the candidates."""
+
+    salience: np.ndarray
+    decay: np.ndarray
+    occurred: np.ndarray  # seconds since the epoch
+
+
+def sort_columns(cols: dict, order: np.ndarray) -> dict:
+    """Every list/array column (and each ``context`` column) reordered by ``order``; scalars kept."""
+    return {k: (np.asarray(v)[order].tolist() if isinstance(v, (list, np.ndarray)) else
+                {kk: np.asarray(vv)[order].tolist() for kk, vv in v.items()} if k == "context" else v)
+            for k, v in cols.items()}
+
+
+def score(c: Candidates, feats: NoteFeatures, now_seconds: float, weights: Mapping[str, float],
+          half_life_days: float) -> Scored:
+    """``(w_rel·relevance + w_sal·salience·e^(−decay·age) + w_temp·2^(−age/half_life)) / Σw``, sorted best
+    first (ties by note id); ages in days, never negative."""
+    total = sum(weights.values()) or 1.0
+    age = np.maximum(0.0, (now_seconds - feats.occurred) / SECONDS_PER_DAY)
+    with np.errstate(over="ignore"):  # a huge decay × age is -inf, and exp(-inf) = 0 is the right salience
+        effective_salience = feats.salience * np.exp(-feats.decay * age)
+    recency = 2.0 ** (-age / half_life_days)
+    relevance = np.asarray(c.relevance, dtype=np.float64)
+    s = (weights["relevance"] * relevance + weights["salience"] * effective_salience
+         + weights["temporal"] * recency) / total
+    ids = np.asarray(c.ids, dtype=np.int64)
+    order = np.lexsort((ids, -s))
+    return Scored.model_construct(**sort_columns(
+        {"formula": "score", "weights": dict(weights), "ids": ids, "score": s, "relevance": relevance,
+         "effective_salience": effective_salience, "recency": recency, "text_match": c.text_match,
+         "vector_match": c.vector_match, "age_days": age, "context": c.context}, order))
+
+
+# -- 5. rerank ----------------------------------------------------------------------------------------------------
+def rerank_enabled(weights: Mapping[str, float]) -> bool:
+    return sum(weights.values()) > 0
+
+
+def rerank(r: Scored, weights: Mapping[str, float]) -> Scored:
+    """Replace each score by ``Σ w·feature / Σ w`` over relevance, salience (effective), temporal (recency),
+    text_match and vector_match; unchanged when every weight is 0."""
+    total = sum(weights.values())
+    if total <= 0:
+        return r
+    s = sum(weights[k] * np.asarray(getattr(r, col), dtype=np.float64) for k, col in RERANK_FEATURES.items()) / total
+    ids = np.asarray(r.ids, dtype=np.int64)
+    order = np.lexsort((ids, -s))
+    cols = {name: getattr(r, name) for name in Scored.model_fields}
+    cols.update(formula="rerank", weights=dict(weights), score=s, ids=ids)
+    return Scored.model_construct(**sort_columns(cols, order))
+
+
+# -- 6. near duplicates -------------------------------------------------------------------------------------------
+def demote_near_duplicates(scored: Scored, prefixes: np.ndarray, penalty: float) -> Scored:
+    """A note whose prefix (``prefixes``, aligned with ``scored.ids``) equals a better-ranked note's loses
+    ``penalty`` of its score (``context["near_duplicate"]``, 0 for the best of each prefix); re-sorted, so the
+    breakdown's ``score`` stays the number the results are ordered by."""
+    if not penalty or not scored.ids:
+        return scored
+    _, first = np.unique(prefixes, return_index=True)  # the best-ranked note of each prefix
+    share = np.full(len(scored.ids), penalty)
+    share[first] = 0.0
+    if not share.any():
+        return scored
+    s = np.asarray(scored.score) * (1.0 - share)
+    ids = np.asarray(scored.ids, dtype=np.int64)
+    order = np.lexsort((ids, -s))
+    cols = {name: getattr(scored, name) for name in Scored.model_fields}
+    cols.update(score=s, context=dict(scored.context, near_duplicate=share))
+    return Scored.model_construct(**sort_columns(cols, order))
+
+
+# -- 7. explain's boosts ------------------------------------------------------------------------------------------
+def explain_boosts(recall_scores: Sequence[float], decision: Sequence[float], fact: Sequence[float]
+                   ) -> tuple[list[float], list[int]]:
+    """``score = recall_score + decision_boost + fact_boost`` per hit, and the hits' positions best first (ties
+    keep recall's order)."""
+    boosted = [r + d + f for r, d, f in zip(recall_scores, decision, fact)]
+    return boosted, sorted(range(len(boosted)), key=lambda j: (-boosted[j], j))
+
+
+# -- what the brain learns from -----------------------------------------------------------------------------------
+def components(scored: Scored, j: int) -> tuple[float, float, float]:
+    """``(relevance, effective_salience, recency)`` of the ``j``-th scored note: the formula's three inputs."""
+    return scored.relevance[j], scored.effective_salience[j], scored.recency[j]
