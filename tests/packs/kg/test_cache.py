@@ -1,5 +1,6 @@
-"""The in-process fact cache (packs/kg/cache.py) always agrees with the store: after writes, after a rolled-back
-call, inside a transaction that wrote, after reopen, and per namespace (adr/0014-kg-scale.md)."""
+"""The kg mirrors (the fact cache, packs/kg/cache.py, and the entity detectors, packs/kg/detect.py) always agree
+with the store: after writes, after a rolled-back call, inside a transaction that wrote, after reopen, and per
+namespace (adr/0014-kg-scale.md)."""
 from __future__ import annotations
 
 import gc
@@ -12,7 +13,9 @@ from runtime import Act, Context, Pack, errors
 from runtime.testing import open_test_runtime
 
 from packs.kg import pack as kg_pack
+from packs.kg.cache import FactCache
 from packs.kg.cache_columns import LOAD_COLUMNS
+from packs.kg.detect import EntityDetectors
 
 from .conftest import Clock, counts
 
@@ -60,11 +63,25 @@ def _state(rt):
     return rt._state["kg"]
 
 
-def assert_cache_matches_store(rt, ns: str = "default") -> None:
-    """Every cached row, key, name and cardinality equals what SQL holds now (nothing pending)."""
+def _cache(rt, ns: str = "default"):
+    return _state(rt).facts.namespaces[ns]
+
+
+def assert_mirrors_equal_a_fresh_load(rt) -> None:
+    """The mirrors kept up to date by apply hold what a fresh load of the same namespaces holds (digests)."""
     st = _state(rt)
-    assert ns not in st.kg_pending
-    c = st.kg_cache[ns]
+    fresh_facts = FactCache(hold=[ns for ns, c in st.facts.namespaces.items() if c is not None])
+    fresh_detectors = EntityDetectors(hold=st.detectors.keys)
+    for mirror in (fresh_facts, fresh_detectors):
+        rt.followers.load("kg", mirror)
+    assert fresh_facts.digest() == st.facts.digest()
+    assert fresh_detectors.digest() == st.detectors.digest()
+
+
+def assert_cache_matches_store(rt, ns: str = "default") -> None:
+    """Every cached row, key, name and cardinality equals what SQL holds now; every mirror equals a fresh load."""
+    assert_mirrors_equal_a_fresh_load(rt)
+    c = _cache(rt, ns)
     cached = sorted(((sid, *r) for sid, rows in c.subjects.items() for r in rows), key=lambda r: (r[0], r[2]))
     stored = sorted(rt._con.execute(f"SELECT {LOAD_COLUMNS} FROM kg.facts WHERE namespace = ? AND retracted_at IS "
                                     "NULL", [ns]).fetchall(), key=lambda r: (r[0], r[2]))
@@ -176,7 +193,7 @@ def test_a_failed_kg_write_whose_caller_commits_is_reloaded_from_the_store(rt, c
     # the half-done upsert_entity committed "Newcomer" without running its commit hook: the next use reloads
     assert rt.call("kg.facts", {"subject": "Newcomer"}).facts == []
     assert_cache_matches_store(rt)
-    assert "newcomer" in _state(rt).kg_cache["default"].keys
+    assert "newcomer" in _cache(rt).keys
     rt.call("kg.assert_fact", {"subject": "Newcomer", "predicate": "works_at", "object": "IBM"})
     assert_cache_matches_store(rt)
     assert_reads_match_sql(rt, clock, ["Alice", "Newcomer"])
@@ -195,7 +212,7 @@ def test_the_cache_is_rebuilt_from_the_store_after_reopen(tmp_path):
     rt.close()
     rt = open_test_runtime(kg_pack, path=path, clock=clock)
     try:
-        assert getattr(_state(rt), "kg_cache", None) is None  # nothing survives the process but the file
+        assert _state(rt).facts.namespaces == {}  # nothing survives the process but the file
         assert rt.call("kg.facts", {"subject": "Alice", "include_superseded": True}).facts == before
         clock.tick()
         rt.call("kg.assert_fact", {"subject": "Alice", "predicate": "works_at", "object": "Startup",
@@ -220,7 +237,7 @@ def test_namespaces_have_separate_caches(rt, clock):
     assert rt.call("kg.facts", {"subject": "Alice"}, namespace="c").facts == []
     for ns in ("a", "b", "c"):
         assert_cache_matches_store(rt, ns)
-    assert _state(rt).kg_cache["c"].subjects == {}
+    assert _cache(rt, "c").subjects == {}
     assert_reads_match_sql(rt, clock, ["Alice"], ns="a")
 
 
@@ -240,7 +257,7 @@ def test_a_cache_built_from_a_stored_namespace_follows_later_writes(tmp_path):
     rt = open_test_runtime(kg_pack, probe, path=path, clock=clock)
     try:
         assert rt.call("kg.facts", {"subject": "Nobody"}).facts == []  # the first use builds from the store
-        c = _state(rt).kg_cache["default"]
+        c = _cache(rt)
         assert c.subjects.base is not None and not c.subjects.over  # built as columns; nothing materialised
         assert_cache_matches_store(rt)
         assert_reads_match_sql(rt, clock, subjects)
