@@ -304,3 +304,40 @@ def test_a_batch_gives_the_cycle_collector_back_as_it_found_it(rt):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@probe.verb("alias_then_detect", act=Act.COMMISSIVE)
+def alias_then_detect(params: ProbeParams, ctx: Context) -> ProbeResult:
+    """Add an alias (and a fact whose new object is an entity), detect in the same transaction, maybe fail."""
+    ctx.call("kg.upsert_entity", {"name": params.subject, "kind": "person", "aliases": [params.alias]})
+    if params.facts:
+        ctx.call("kg.assert_facts", {"facts": params.facts})
+    seen = [f"{m.name}/{m.kind}" for m in ctx.call("kg.detect_entities", {"text": f"{params.alias} at Umbrella"}).matches]
+    if params.fail:
+        raise errors.Conflict("the caller changed its mind")
+    return ProbeResult(seen=seen)
+
+
+def _detected(rt, text: str, ns: str = "default") -> list[str]:
+    return [f"{m.name}/{m.kind}" for m in rt.call("kg.detect_entities", {"text": text}, namespace=ns).matches]
+
+
+def test_the_entity_detectors_follow_commits_and_never_keep_a_rolled_back_alias(rt):
+    rt.call("kg.upsert_entity", {"name": "Alice", "kind": "thing"})
+    assert _detected(rt, "Ali and Alice") == ["Alice/thing"]  # builds and keeps the namespace's detector
+    kept = _state(rt).detectors.built["default"]
+    made = {"alias": "Ali", "facts": [{"subject": "Alice", "predicate": "works_at", "object": "Umbrella"}]}
+    # inside the transaction the uncommitted alias, kind and entity are seen (SQL); after the rollback they are not
+    with pytest.raises(errors.Conflict):
+        rt.call("kgprobe.alias_then_detect", {**made, "fail": True})
+    assert _state(rt).detectors.built["default"] is kept
+    assert _detected(rt, "Ali at Umbrella") == []
+    assert_mirrors_equal_a_fresh_load(rt)
+    assert rt.call("kgprobe.alias_then_detect", made).seen == ["Alice/person", "Umbrella/concept"]
+    assert _detected(rt, "Ali at Umbrella") == ["Alice/person", "Umbrella/concept"]  # the commit reached the mirror
+    assert_mirrors_equal_a_fresh_load(rt)
+    assert _detected(rt, "Ali", ns="other") == []  # namespaces apart
+    # a caller that swallows kg's refusal and commits: the runtime reloads the mirrors from the store
+    rt.call("kgprobe.write_then_read", {"steal_alias": "Ali"})
+    assert _detected(rt, "Newcomer met Ali") == ["Newcomer/concept", "Alice/person"]
+    assert_mirrors_equal_a_fresh_load(rt)
