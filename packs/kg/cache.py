@@ -28,7 +28,7 @@ from runtime.mirror import Change, Mirror
 
 from packs.kg.cache_columns import Columns, Subjects
 from packs.kg.models import FactOut
-from packs.kg.rows import FactRow
+from packs.kg.rows import FACT_ID, OBJECT_ID, OBJECT_VALUE, PREDICATE, VALID_FROM, VALID_TO, as_fact_row
 from packs.kg.timeline import Fact
 
 if TYPE_CHECKING:
@@ -45,9 +45,10 @@ class KgChange:
     keys: dict[str, tuple[int, str, str]] = field(default_factory=dict)  # new name key → (entity id, name, kind)
     kinds: dict[int, str] = field(default_factory=dict)                  # entity id → its new kind
     cards: dict[str, str] = field(default_factory=dict)                  # predicate → declared cardinality
-    # (subject id, predicate) → every current version once the call's SQL is written (rows, not Fact copies: a
-    # batch's copies then die when the call returns instead of living, walked by the cycle collector, until commit)
-    timelines: dict[tuple[int, str], tuple[FactRow, ...]] = field(default_factory=dict)
+    # (subject id, predicate) → every current version once the call's SQL is written, as stored rows (plain
+    # tuples in FactRow order, packs/kg/rows.py), not Fact copies: a batch's copies then die when the call returns
+    # instead of living, walked by the cycle collector, until commit
+    timelines: dict[tuple[int, str], tuple[tuple, ...]] = field(default_factory=dict)
 
     @property
     def entities_changed(self) -> bool:
@@ -76,20 +77,22 @@ class NsCache:
         """Mutable copies of the current versions of each (subject id, predicate)."""
         keys = list(keys)
         self.subjects.load((sid for sid, _ in keys), self.interned)
-        return {(sid, pred): [r.fact() for r in self.subjects.get(sid, ()) if r.predicate == pred]
+        stored = self.subjects.stored
+        return {(sid, pred): [as_fact_row(t).fact(t) for t in stored(sid) if t[PREDICATE] == pred]
                 for sid, pred in keys}
 
     def current_facts(self, sid: int, predicate: str | None, obj: tuple[str, int | None] | None,
                       when: datetime | None, limit: int) -> list[FactOut]:
         """kg.facts for one subject, with the SQL path's filters and order (see queries.facts)."""
-        rows = [r for r in self.subjects.get(sid, ())
-                if (predicate is None or r.predicate == predicate)
-                and (obj is None or r.object_value == obj[0] or (obj[1] is not None and r.object_id == obj[1]))
-                and (when is None or ((r.valid_from is None or r.valid_from <= when)
-                                      and (r.valid_to is None or r.valid_to > when)))]
-        rows.sort(key=lambda r: (r.valid_from is not None, r.valid_from or datetime.min, r.fact_id))
+        # filtered as held (stored tuples, by field index), so only the hits become FactRows (lookup latency)
+        rows = [r for r in self.subjects.stored(sid)
+                if (predicate is None or r[PREDICATE] == predicate)
+                and (obj is None or r[OBJECT_VALUE] == obj[0] or (obj[1] is not None and r[OBJECT_ID] == obj[1]))
+                and (when is None or ((r[VALID_FROM] is None or r[VALID_FROM] <= when)
+                                      and (r[VALID_TO] is None or r[VALID_TO] > when)))]
+        rows.sort(key=lambda r: (r[VALID_FROM] is not None, r[VALID_FROM] or datetime.min, r[FACT_ID]))
         name = self.names[sid]
-        return [r.out(sid, name) for r in rows[:limit]]
+        return [as_fact_row(r).out(sid, name) for r in rows[:limit]]
 
     def take(self, change: KgChange) -> None:
         """Apply one committed change."""
@@ -97,11 +100,11 @@ class NsCache:
             self.keys[key] = eid
             self.names[eid] = name
         self.cards.update(change.cards)
-        by_subject: dict[int, dict[str, tuple[FactRow, ...]]] = defaultdict(dict)
+        by_subject: dict[int, dict[str, tuple[tuple, ...]]] = defaultdict(dict)
         for (sid, pred), rows in change.timelines.items():
             by_subject[sid][pred] = rows
-        for sid, preds in by_subject.items():
-            kept = [r for r in self.subjects.get(sid, ()) if r.predicate not in preds]
+        for sid, preds in by_subject.items():  # stored rows throughout: nothing is converted
+            kept = [r for r in self.subjects.stored(sid) if r[PREDICATE] not in preds]
             kept += [r for rows in preds.values() for r in rows]
             if kept:
                 self.subjects[sid] = tuple(kept)

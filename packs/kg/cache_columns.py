@@ -15,7 +15,7 @@ import numpy as np
 if TYPE_CHECKING:
     from runtime.storage import Database
 
-from packs.kg.rows import ROW_COLUMNS, FactRow
+from packs.kg.rows import ROW_COLUMNS, FactRow, as_fact_row, intern_times
 
 LOAD_COLUMNS = "subject_id, " + ROW_COLUMNS
 
@@ -81,8 +81,8 @@ class Columns:
         hit = self.sids[pos] == sids if len(self.sids) else np.zeros(len(sids), bool)
         return pos, hit
 
-    def rows(self, idx: np.ndarray) -> list[FactRow]:
-        """The rows at the given positions (Python objects equal to what SQL returns)."""
+    def rows(self, idx: np.ndarray) -> list[tuple]:
+        """The rows at the given positions, stored form (plain tuples of Python objects equal to what SQL returns)."""
         out = []
         for kind, a, extra in self.data:
             if kind == "s":
@@ -91,15 +91,15 @@ class Columns:
                 out.append([None if m else v for v, m in zip(a[idx].tolist(), extra[idx].tolist())])
             else:
                 out.append(a[idx].tolist())
-        return list(map(FactRow._make, zip(*out)))
+        return list(zip(*out))
 
-    def subject(self, sid: int) -> tuple[FactRow, ...] | None:
+    def subject(self, sid: int) -> tuple[tuple, ...] | None:
         i = int(np.searchsorted(self.sids, sid))
         if i == len(self.sids) or self.sids[i] != sid:
             return None
         return tuple(self.rows(np.arange(self.starts[i], self.starts[i + 1])))
 
-    def subjects(self, sids: list[int]) -> dict[int, tuple[FactRow, ...]]:
+    def subjects(self, sids: list[int]) -> dict[int, tuple[tuple, ...]]:
         """Rows of many subjects at once (one vectorised pass): {sid: rows} for those that have rows."""
         want = np.asarray(sids, dtype=np.int64)
         pos, hit = self.find(want)
@@ -131,8 +131,7 @@ class Subjects(MutableMapping):
         rows = self.over.get(sid)
         if rows is None:
             rows = self.base.subject(sid) if self.base is not None else None
-            return default if rows is None else rows
-        return default if rows is _GONE else tuple(map(FactRow._make, rows))
+        return default if rows is None or rows is _GONE else tuple(map(as_fact_row, rows))
 
     def __getitem__(self, sid: int) -> tuple[FactRow, ...]:
         rows = self.get(sid)
@@ -140,8 +139,16 @@ class Subjects(MutableMapping):
             raise KeyError(sid)
         return rows
 
-    def __setitem__(self, sid: int, rows: tuple[FactRow, ...]) -> None:
-        self.over[sid] = tuple(map(tuple, rows))
+    def stored(self, sid: int) -> tuple[tuple, ...]:
+        """The subject's rows in their stored form (plain tuples, see :mod:`packs.kg.rows`); () if none."""
+        rows = self.over.get(sid)
+        if rows is None:
+            rows = self.base.subject(sid) if self.base is not None else None
+        return () if rows is None or rows is _GONE else rows
+
+    def __setitem__(self, sid: int, rows: tuple[tuple, ...]) -> None:
+        """Set the subject's rows, given in their stored form (plain tuples)."""
+        self.over[sid] = rows
 
     def __delitem__(self, sid: int) -> None:
         if self.get(sid) is None:
@@ -167,4 +174,4 @@ class Subjects(MutableMapping):
         if not todo:
             return
         for sid, rows in self.base.subjects(todo).items():
-            self.over[sid] = tuple(r.stored(interned) for r in rows)
+            self.over[sid] = tuple(intern_times(r, interned) for r in rows)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+from operator import attrgetter
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Iterator
@@ -68,7 +69,8 @@ def insert_versions(ctx: Context, versioned: Changed, now: datetime) -> None:
     vids = [r[0] for r in ctx.db.query("SELECT nextval('kg.version_seq') FROM range(?)", [len(versioned)])]
     cols = [vids, [sid for (sid, _, _), _ in versioned], [pred for (_, _, pred), _ in versioned],
             [sname for (_, sname, _), _ in versioned]]
-    cols += [[getattr(f, name) for _, f in versioned] for name, _ in VERSION_FIELDS]
+    fields = attrgetter(*(name for name, _ in VERSION_FIELDS))
+    cols += map(list, zip(*(fields(f) for _, f in versioned)))
     types = ("BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *(t for _, t in VERSION_FIELDS))
     names = ", ".join(["version_id", "subject_id", "predicate", "subject_name", *(n for n, _ in VERSION_FIELDS)])
     sel = ", ".join(f"unnest(?::{t}[])" for t in types)

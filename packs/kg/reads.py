@@ -11,7 +11,7 @@ from typing import Any, Iterable
 from runtime import Context, errors
 
 from packs.kg.models import EntityOut, FactOut, name_key
-from packs.kg.rows import ROW_COLUMNS, FactRow
+from packs.kg.rows import ROW_COLUMNS, as_fact_row
 
 # subject, the retraction time of a retracted version, then the FactRow columns
 FACT_SELECT = (
@@ -39,8 +39,7 @@ def read_facts(ctx: Context, where: str, params: list[Any], order: str = "f.vali
     sql = f"{FACT_SELECT} WHERE f.namespace = ? AND {where} ORDER BY {order}"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    make = FactRow._make
-    return [make(r[3:]).out(r[0], r[1], r[2]) for r in ctx.db.query(sql, [ctx.namespace, *params])]
+    return [as_fact_row(r[3:]).out(r[0], r[1], r[2]) for r in ctx.db.query(sql, [ctx.namespace, *params])]
 
 
 def facts_by_id(ctx: Context, fact_ids: Iterable[int]) -> list[FactOut]:

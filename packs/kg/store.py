@@ -18,7 +18,7 @@ from packs.kg.cache_columns import LOAD_COLUMNS
 from packs.kg.detect import Detector
 from packs.kg.models import FactOut, name_key
 from packs.kg.reads import lookup_keys, read_facts, tx_filter, valid_filter
-from packs.kg.rows import FactRow, subject_rows
+from packs.kg.rows import stored_row, subject_rows
 from packs.kg.timeline import Fact
 
 EntityIds = dict[str, tuple[int, str]]  # name key → (entity id, canonical name)
@@ -158,5 +158,4 @@ class KgStore:
         """The complete current versions of (subject, predicate) once this call's SQL is written."""
         held = self._mirror.held(self.ctx.namespace)
         interned = held.interned if held is not None else {}
-        self.change.timelines[(subject_id, predicate)] = tuple(FactRow.of_fact(predicate, f, interned)
-                                                               for f in facts)
+        self.change.timelines[(subject_id, predicate)] = tuple(stored_row(predicate, f, interned) for f in facts)

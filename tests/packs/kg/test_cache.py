@@ -312,7 +312,8 @@ def alias_then_detect(params: ProbeParams, ctx: Context) -> ProbeResult:
     ctx.call("kg.upsert_entity", {"name": params.subject, "kind": "person", "aliases": [params.alias]})
     if params.facts:
         ctx.call("kg.assert_facts", {"facts": params.facts})
-    seen = [f"{m.name}/{m.kind}" for m in ctx.call("kg.detect_entities", {"text": f"{params.alias} at Umbrella"}).matches]
+    found = ctx.call("kg.detect_entities", {"text": f"{params.alias} at Umbrella"}).matches
+    seen = [f"{m.name}/{m.kind}" for m in found]
     if params.fail:
         raise errors.Conflict("the caller changed its mind")
     return ProbeResult(seen=seen)
