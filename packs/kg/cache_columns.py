@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
+from packs.kg.rows import ROW_COLUMNS, FactRow, as_fact_row, intern_times
+
 if TYPE_CHECKING:
     from runtime.storage import Database
-
-from packs.kg.rows import ROW_COLUMNS, FactRow, as_fact_row, intern_times
 
 LOAD_COLUMNS = "subject_id, " + ROW_COLUMNS
 
