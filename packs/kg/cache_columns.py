@@ -8,26 +8,25 @@ built, trusted and changed.
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
-from runtime import Context
+from packs.kg.rows import ROW_COLUMNS, FactRow, as_fact_row, intern_times
 
-# A cached row: one transaction-current version (positions 1.. match Fact's fields, recorded_at last).
-Row = tuple
-LOAD_COLUMNS = ("subject_id, predicate, fact_id, version_id, object_id, object_value, object_text, valid_from, "
-                "valid_to, valid_to_source, superseded_by, coexisting, confidence, combined_confidence, "
-                "evidence_count, source_id, first_recorded_at, recorded_at")
+if TYPE_CHECKING:
+    from runtime.storage import Database
+
+LOAD_COLUMNS = "subject_id, " + ROW_COLUMNS
 
 
-# The row fields after subject_id, in Row order, and how each is held in :class:`Columns`:
+# The row fields after subject_id, in FactRow order, and how each is held in :class:`Columns`:
 # s = string (dictionary code), i = integer, n = nullable integer, t = timestamp (NaT = NULL), b = bool, f = float.
 FIELDS = (("predicate", "s"), ("fact_id", "i"), ("version_id", "i"), ("object_id", "n"), ("object_value", "s"),
           ("object_text", "s"), ("valid_from", "t"), ("valid_to", "t"), ("valid_to_source", "s"),
           ("superseded_by", "n"), ("coexisting", "b"), ("confidence", "f"), ("combined_confidence", "f"),
           ("evidence_count", "i"), ("source_id", "s"), ("first_recorded_at", "t"), ("recorded_at", "t"))
-assert LOAD_COLUMNS == ", ".join(["subject_id", *(n for n, _ in FIELDS)])
+assert tuple(n for n, _ in FIELDS) == FactRow._fields
 _STRINGS = [n for n, k in FIELDS if k == "s"]
 _CURRENT = "FROM kg.facts WHERE namespace = $ns AND retracted_at IS NULL"
 
@@ -40,16 +39,16 @@ class Columns:
     to :class:`Subjects`' override dict.
     """
 
-    def __init__(self, ctx: Context) -> None:
-        ns = {"ns": ctx.namespace}
+    def __init__(self, db: "Database", namespace: str) -> None:
+        ns = {"ns": namespace}
         dicts = ", ".join(f"d_{c} AS (SELECT v, CAST(row_number() OVER (ORDER BY v) - 1 AS INTEGER) AS code FROM "
                           f"(SELECT DISTINCT {c} AS v {_CURRENT} AND {c} IS NOT NULL))" for c in _STRINGS)
         cols = ", ".join(f"coalesce(d_{n}.code, -1) AS {n}" if k == "s" else f"cur.{n}" for n, k in FIELDS)
         joins = " ".join(f"LEFT JOIN d_{c} ON d_{c}.v = cur.{c}" for c in _STRINGS)
         # one snapshot: the build runs inside the call's transaction, so both statements see the same rows
-        got = ctx.db.execute(f"WITH cur AS (SELECT {LOAD_COLUMNS} {_CURRENT}), {dicts} "
+        got = db.execute(f"WITH cur AS (SELECT {LOAD_COLUMNS} {_CURRENT}), {dicts} "
                              f"SELECT cur.subject_id, {cols} FROM cur {joins}", ns).fetchnumpy()
-        values = ctx.db.query("SELECT " + ", ".join(f"(SELECT list(v ORDER BY v) FROM (SELECT DISTINCT {c} AS v "
+        values = db.query("SELECT " + ", ".join(f"(SELECT list(v ORDER BY v) FROM (SELECT DISTINCT {c} AS v "
                                                     f"{_CURRENT} AND {c} IS NOT NULL))" for c in _STRINGS), ns)[0]
         order = np.lexsort((np.ma.getdata(got["version_id"]), np.ma.getdata(got["subject_id"])))
         sids = np.ma.getdata(got["subject_id"])[order]
@@ -82,8 +81,8 @@ class Columns:
         hit = self.sids[pos] == sids if len(self.sids) else np.zeros(len(sids), bool)
         return pos, hit
 
-    def rows(self, idx: np.ndarray) -> list[Row]:
-        """The rows at the given positions, as tuples (Python objects equal to what SQL returns)."""
+    def rows(self, idx: np.ndarray) -> list[tuple]:
+        """The rows at the given positions, stored form (plain tuples of Python objects equal to what SQL returns)."""
         out = []
         for kind, a, extra in self.data:
             if kind == "s":
@@ -94,13 +93,13 @@ class Columns:
                 out.append(a[idx].tolist())
         return list(zip(*out))
 
-    def subject(self, sid: int) -> tuple[Row, ...] | None:
+    def subject(self, sid: int) -> tuple[tuple, ...] | None:
         i = int(np.searchsorted(self.sids, sid))
         if i == len(self.sids) or self.sids[i] != sid:
             return None
         return tuple(self.rows(np.arange(self.starts[i], self.starts[i + 1])))
 
-    def subjects(self, sids: list[int]) -> dict[int, tuple[Row, ...]]:
+    def subjects(self, sids: list[int]) -> dict[int, tuple[tuple, ...]]:
         """Rows of many subjects at once (one vectorised pass): {sid: rows} for those that have rows."""
         want = np.asarray(sids, dtype=np.int64)
         pos, hit = self.find(want)
@@ -119,26 +118,36 @@ _GONE = object()
 
 
 class Subjects(MutableMapping):
-    """subject id → its current versions: the override dict (rows written since the build) over the columns."""
+    """subject id → its current versions: the override dict (rows written since the build) over the columns.
+
+    The override dict keeps plain tuples, which the cycle collector stops tracking (:mod:`packs.kg.rows`); they
+    are handed out as :class:`FactRow`."""
 
     def __init__(self, base: Columns | None = None) -> None:
         self.base = base if base is not None and len(base) else None
-        self.over: dict[int, Any] = {}  # sid → rows, or _GONE (the columns' rows no longer hold)
+        self.over: dict[int, Any] = {}  # sid → plain-tuple rows, or _GONE (the columns' rows no longer hold)
 
     def get(self, sid: int, default: Any = None) -> Any:  # type: ignore[override]
         rows = self.over.get(sid)
         if rows is None:
             rows = self.base.subject(sid) if self.base is not None else None
-            return default if rows is None else rows
-        return default if rows is _GONE else rows
+        return default if rows is None or rows is _GONE else tuple(map(as_fact_row, rows))
 
-    def __getitem__(self, sid: int) -> tuple[Row, ...]:
+    def __getitem__(self, sid: int) -> tuple[FactRow, ...]:
         rows = self.get(sid)
         if rows is None:
             raise KeyError(sid)
         return rows
 
-    def __setitem__(self, sid: int, rows: tuple[Row, ...]) -> None:
+    def stored(self, sid: int) -> tuple[tuple, ...]:
+        """The subject's rows in their stored form (plain tuples, see :mod:`packs.kg.rows`); () if none."""
+        rows = self.over.get(sid)
+        if rows is None:
+            rows = self.base.subject(sid) if self.base is not None else None
+        return () if rows is None or rows is _GONE else rows
+
+    def __setitem__(self, sid: int, rows: tuple[tuple, ...]) -> None:
+        """Set the subject's rows, given in their stored form (plain tuples)."""
         self.over[sid] = rows
 
     def __delitem__(self, sid: int) -> None:
@@ -164,8 +173,5 @@ class Subjects(MutableMapping):
         todo = [s for s in set(sids) if s not in self.over]
         if not todo:
             return
-        t = interned.setdefault
         for sid, rows in self.base.subjects(todo).items():
-            self.over[sid] = tuple((r[0], r[1], r[2], r[3], r[4], r[5], r[6] if r[6] is None else t(r[6], r[6]),
-                                    r[7] if r[7] is None else t(r[7], r[7]), r[8], r[9], r[10], r[11], r[12],
-                                    r[13], r[14], t(r[15], r[15]), t(r[16], r[16])) for r in rows)
+            self.over[sid] = tuple(intern_times(r, interned) for r in rows)

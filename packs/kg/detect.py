@@ -1,16 +1,24 @@
 """Entity detection in text: known names and aliases at word boundaries (CJK names by substring).
 
-A :class:`Detector` is built from every name/alias key of a namespace and cached in the pack state under the
-namespace's revision token (``kg.entity_revisions``), which every entity/alias write rewrites with a random
-value inside its own transaction: a cached detector is reused only while the token it was built from is the
-one this transaction sees, so rolled-back or concurrent changes can never leave a stale detector in use.
+A :class:`Detector` is built from every name/alias key of a namespace. :class:`EntityDetectors` is the mirror
+that holds them (adr/0014-kg-scale.md): per namespace used, the committed keys, updated by the committed
+:class:`~packs.kg.cache.KgChange` of every kg write, and the detector built from them when next needed. A
+transaction whose own uncommitted kg writes changed entities or aliases detects with a detector built from SQL
+for that call only, so a rolled-back change never reaches a kept detector.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
 
+from runtime import Context
+from runtime.mirror import Change, Mirror
+
+from packs.kg.cache import WRITE, KgChange
 from packs.kg.models import name_key
+
+EntityKeys = dict[str, tuple[int, str, str]]  # name key → (entity id, canonical name, kind)
 
 _WORD = re.compile(r"\w+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]")
@@ -24,8 +32,9 @@ class Hit:
 
 
 class Detector:
-    def __init__(self, keys: dict[str, tuple[int, str, str]], max_words: int) -> None:
+    def __init__(self, keys: EntityKeys, max_words: int) -> None:
         self.keys = keys  # key → (entity id, canonical name, kind)
+        self.max_name_words = max_words
         self.first: set[str] = set()
         self.max_words = 1
         special: list[str] = []
@@ -80,3 +89,54 @@ def _special_regex(keys: list[str]) -> re.Pattern[str]:
             tail = r"(?!\w)" if re.search(r"\w$", key) else ""
             parts.append(lead + body + tail)
     return re.compile("|".join(parts))
+
+
+def load_entity_keys(ctx: Context, namespace: str) -> EntityKeys:
+    return {k: (i, n, kd) for k, i, n, kd in ctx.db.query(
+        "SELECT k.key, e.id, e.name, e.kind FROM kg.entity_keys k JOIN kg.entities e ON e.id = k.entity_id "
+        "WHERE k.namespace = ?", [namespace])}
+
+
+class EntityDetectors(Mirror):
+    """The entity keys of every namespace detected in since the runtime opened, and their detectors."""
+
+    def __init__(self, hold: Iterable[str] = ()) -> None:
+        self.keys: dict[str, EntityKeys] = {ns: {} for ns in hold}  # hold: built by the next load (see FactCache)
+        self.built: dict[str, Detector] = {}  # namespace → detector of its current keys (dropped when they change)
+
+    def detector(self, ctx: Context) -> Detector:
+        """The namespace's detector: the kept one, or one built from SQL when this transaction changed entities."""
+        max_words = ctx.settings.detect_max_name_words
+        if any(ch.entities_changed for ch in ctx.uncommitted(WRITE)):
+            return Detector(load_entity_keys(ctx, ctx.namespace), max_words)
+        ns = ctx.namespace
+        det = self.built.get(ns)
+        if det is None or det.max_name_words != max_words:
+            if ns not in self.keys:
+                self.keys[ns] = load_entity_keys(ctx, ns)
+            det = self.built[ns] = Detector(self.keys[ns], max_words)
+        return det
+
+    def load(self, ctx: Context) -> None:
+        """Reload the keys of the namespaces held (none at open: each is loaded when first used)."""
+        self.built.clear()
+        for ns in self.keys:
+            self.keys[ns] = load_entity_keys(ctx, ns)
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        for ch in changes:
+            keys = self.keys.get(ch.namespace) if ch.kind == WRITE else None
+            change: KgChange = ch.data
+            if keys is None or not change.entities_changed:
+                continue
+            # copy before changing: a detector handed out earlier keeps the dict it was built from
+            keys = self.keys[ch.namespace] = dict(keys)
+            keys.update(change.keys)
+            if change.kinds:
+                for key, (eid, name, kind) in keys.items():
+                    if eid in change.kinds:
+                        keys[key] = (eid, name, change.kinds[eid])
+            self.built.pop(ch.namespace, None)
+
+    def digest(self) -> Any:
+        return {ns: sorted(keys.items()) for ns, keys in sorted(self.keys.items())}

@@ -8,14 +8,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from runtime import Act, Context, errors
-from runtime.events import EdgeLinked, EdgesChanged
+from runtime.events import EdgeLinked, EdgesChanged, Relation
+from runtime.params import NamespacedParams, Params
 
 from packs.kg.core import pack
-from packs.kg.models import KgParams, NodeId, Relation, When, valid_to_after_start
+from packs.kg.models import NodeId, When, valid_to_after_start
 
 
-class LinkInput(BaseModel):
-    model_config = {"extra": "forbid"}
+class LinkInput(Params):
     src: NodeId = Field(description="Source node id: 'e:<entity id>', 'm:<memory note id>' or 'f:<fact id>'.")
     dst: NodeId = Field(description="Destination node id (not the source: no self-loops).")
     relation: Relation = Field(description="supports | contradicts | supersedes | triggered_by | related_to | mentions")
@@ -34,11 +34,11 @@ class LinkInput(BaseModel):
     _after_start = field_validator("valid_to")(valid_to_after_start)
 
 
-class LinkParams(LinkInput, KgParams):
+class LinkParams(LinkInput, NamespacedParams):
     pass
 
 
-class LinkManyParams(KgParams):
+class LinkManyParams(NamespacedParams):
     links: list[LinkInput] = Field(min_length=1, description="Edges to create (or update), in one transaction.")
 
 
@@ -66,7 +66,7 @@ class LinkManyResult(BaseModel):
     updated: int
 
 
-class UnlinkParams(KgParams):
+class UnlinkParams(NamespacedParams):
     edge_id: int | None = Field(None, description="The edge to remove.")
     src: NodeId | None = Field(None, description="Or: source node id (with dst and relation).")
     dst: NodeId | None = Field(None, description="Destination node id.")
@@ -77,7 +77,7 @@ class UnlinkResult(BaseModel):
     removed: list[int]
 
 
-class EdgesParams(KgParams):
+class EdgesParams(NamespacedParams):
     node_id: NodeId = Field(description="The node whose edges to list.")
     direction: Literal["out", "in", "both"] = Field("both", description="out: node is src; in: node is dst.")
     relations: list[Relation] | None = Field(None, description="Only these relations.")
@@ -208,7 +208,7 @@ def publish_linked(ctx: Context, links: list[LinkInput], ids: list[int]) -> None
         EdgeLinked(eid, ln.src, ln.dst, ln.relation, ln.weight) for eid, ln in zip(ids, links))))
 
 
-class ListEdgesParams(KgParams):
+class ListEdgesParams(NamespacedParams):
     node_prefix: Literal["e:", "m:", "f:"] | None = Field(
         None, description="Only edges whose source and destination are both nodes of this kind (m: notes).")
     relations: list[Relation] | None = Field(None, description="Only these relations.")

@@ -1,21 +1,19 @@
 """Entity verbs: kg.upsert_entity, kg.entity, kg.entities, kg.detect_entities."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from pydantic import BaseModel, Field
 
 from runtime import Act, Context, errors
+from runtime.params import NamespacedParams
 
-from packs.kg.cache import Writer
 from packs.kg.core import pack
 from packs.kg.detect import Detector
-from packs.kg.models import EntityOut, FactOut, KgParams, Kind, Name, name_key
-from packs.kg.store import bump_revision, check_length, create_entities, entity_by_ref, lookup_keys, read_facts
-from packs.kg.store import tx_filter, valid_filter
+from packs.kg.models import EntityOut, FactOut, Kind, Name, name_key
+from packs.kg.reads import check_length, entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
+from packs.kg.store import KgStore
 
 
-class UpsertEntityParams(KgParams):
+class UpsertEntityParams(NamespacedParams):
     name: Name = Field(description="Canonical name, or a known alias of the entity to update.")
     kind: Kind | None = Field(None, description="Kind (person, org, project, place, concept, …); lower snake_case.")
     aliases: list[Name] = Field(default_factory=list, description="Other names to resolve to this entity.")
@@ -26,7 +24,7 @@ class UpsertEntityResult(BaseModel):
     created: bool
 
 
-class EntityParams(KgParams):
+class EntityParams(NamespacedParams):
     name: Name | None = Field(None, description="Name or alias (case-insensitive).")
     id: int | None = Field(None, description="Entity id (instead of a name).")
     limit: int = Field(100, ge=1, description="Most facts listed each way.")
@@ -38,7 +36,7 @@ class EntityResult(BaseModel):
     incoming: list[FactOut] = Field(description="Current facts with the entity as object")
 
 
-class EntitiesParams(KgParams):
+class EntitiesParams(NamespacedParams):
     kind: Kind | None = Field(None, description="Only entities of this kind.")
     limit: int = Field(100, ge=1, description="Most entities returned.")
 
@@ -47,7 +45,7 @@ class EntitiesResult(BaseModel):
     entities: list[EntityOut]
 
 
-class DetectParams(KgParams):
+class DetectParams(NamespacedParams):
     text: str = Field(description="Text to scan for known entity names and aliases.")
 
 
@@ -73,16 +71,19 @@ def upsert_entity(params: UpsertEntityParams, ctx: Context) -> UpsertEntityResul
     check_length(params.name, s.max_name_length, ["name"])
     for i, a in enumerate(params.aliases):
         check_length(a, s.max_name_length, ["aliases", i])
-    w = Writer(ctx, need_cache=False)
+    store = KgStore(ctx)
+    store.begin_write(need_cache=False)
     known = lookup_keys(ctx, [name_key(params.name)])
     created = not known
     if created:
-        eid = create_entities(ctx, [(params.name, params.kind or s.default_entity_kind)], w)[0]
+        kind = params.kind or s.default_entity_kind
+        eid = store.create_entities([(params.name, kind)])[0]
+        name = params.name
     else:
-        eid, _, kind = known[name_key(params.name)]
+        eid, name, kind = known[name_key(params.name)]
         if params.kind is not None and params.kind != kind:
-            ctx.db.execute("UPDATE kg.entities SET kind = ?, updated_at = ? WHERE id = ?",
-                           [params.kind, ctx.now(), eid])
+            kind = params.kind
+            store.set_kind(eid, kind)
     taken = lookup_keys(ctx, [name_key(a) for a in params.aliases])
     fresh: dict[str, str] = {}
     for i, alias in enumerate(params.aliases):
@@ -93,12 +94,7 @@ def upsert_entity(params: UpsertEntityParams, ctx: Context) -> UpsertEntityResul
         if key not in taken:
             fresh.setdefault(key, alias)
     if fresh:
-        w.touch_keys()
-        ctx.db.execute("INSERT INTO kg.entity_keys SELECT ?, unnest(?::VARCHAR[]), ?, unnest(?::VARCHAR[]), false, ?",
-                       [ctx.namespace, list(fresh), eid, list(fresh.values()), ctx.now()])
-        bump_revision(ctx)
-        w.add_keys(dict.fromkeys(fresh, eid), {})
-    w.commit()
+        store.add_aliases((eid, name, kind), fresh)
     return UpsertEntityResult(entity=entity_by_ref(ctx, entity_id=eid), created=created)
 
 
@@ -138,24 +134,6 @@ def entities(params: EntitiesParams, ctx: Context) -> EntitiesResult:
                                     for i, n, k in rows])
 
 
-def detector(ctx: Context) -> Detector:
-    """The namespace's detector, rebuilt only when the namespace's entity revision token changed."""
-    rows = ctx.db.query("SELECT token FROM kg.entity_revisions WHERE namespace = ?", [ctx.namespace])
-    token = rows[0][0] if rows else None
-    cache = getattr(ctx.state, "detectors", None)
-    if cache is None:
-        cache = ctx.state.detectors = {}
-    hit = cache.get(ctx.namespace)
-    if hit is not None and hit.token == token:
-        return hit.detector
-    keys = {k: (i, n, kd) for k, i, n, kd in ctx.db.query(
-        "SELECT k.key, e.id, e.name, e.kind FROM kg.entity_keys k JOIN kg.entities e ON e.id = k.entity_id "
-        "WHERE k.namespace = ?", [ctx.namespace])}
-    det = Detector(keys, ctx.settings.detect_max_name_words)
-    cache[ctx.namespace] = SimpleNamespace(token=token, detector=det)
-    return det
-
-
 def _detect(det: Detector, text: str) -> DetectResult:
     matches, seen = [], []
     for h in det.find(text):
@@ -178,10 +156,10 @@ def _check_length(ctx: Context, text: str, loc: list) -> None:
 def detect_entities(params: DetectParams, ctx: Context) -> DetectResult:
     """Find known entity names and aliases in a text (word boundaries, case-insensitive; CJK by substring)."""
     _check_length(ctx, params.text, ["text"])
-    return _detect(detector(ctx), params.text)
+    return _detect(KgStore(ctx).detector(), params.text)
 
 
-class DetectManyParams(KgParams):
+class DetectManyParams(NamespacedParams):
     texts: list[str] = Field(min_length=1, description="Texts to scan, e.g. a batch of notes being stored.")
 
 
@@ -197,5 +175,5 @@ def detect_entities_many(params: DetectManyParams, ctx: Context) -> DetectManyRe
                                    details={"errors": [{"loc": ["texts"], "msg": "batch too large"}]})
     for i, text in enumerate(params.texts):
         _check_length(ctx, text, ["texts", str(i)])
-    det = detector(ctx)
+    det = KgStore(ctx).detector()
     return DetectManyResult(results=[_detect(det, t) for t in params.texts])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+from operator import attrgetter
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Iterator
@@ -13,81 +14,82 @@ from packs.kg.models import (
     AssertFactParams, AssertFactResult, AssertFactsParams, AssertFactsResult, AssertOutcome, DefinePredicateParams,
     FactInput, PredicateOut, PredicatesParams, PredicatesResult, RetractFactParams, RetractFactResult, name_key,
 )
-from packs.kg.cache import Writer, fact_from_row, load_rows, timelines_of
-from packs.kg.store import check_length, ensure_entities, facts_by_id
+from packs.kg.reads import check_length, facts_by_id
+from packs.kg.store import KgStore
 from packs.kg.timeline import Assertion, Fact, Outcome, apply, heal_after_retraction
 
+Changed = list[tuple[tuple[int, str, str], Fact]]  # ((subject id, subject name, predicate), changed fact)
 
-def cardinalities(ctx: Context, predicates: set[str], w: Writer) -> dict[str, str]:
-    if w.cache is not None:
-        known = w.cache.cards
-    else:
-        known = dict(ctx.db.query("SELECT name, cardinality FROM kg.predicates WHERE namespace = ? AND name IN "
-                                  "(SELECT unnest(?::VARCHAR[]))", [ctx.namespace, sorted(predicates)]))
-    return {p: known.get(p, ctx.settings.default_cardinality) for p in predicates}
-
-
-def load_timelines(ctx: Context, keys: set[tuple[int, str]], w: Writer) -> dict[tuple[int, str], list[Fact]]:
-    """Copies of the transaction-current versions of every (subject_id, predicate) in ``keys``."""
-    if w.cache is not None:
-        return timelines_of(w.cache, keys)
-    out: dict[tuple[int, str], list[Fact]] = {k: [] for k in keys}
-    for r in load_rows(ctx, {sid for sid, _ in keys}):
-        if (r[0], r[1]) in out:
-            out[(r[0], r[1])].append(fact_from_row(r[1:]))
-    return out
+# The columns of a new version taken from its Fact, in insert order (subject, namespace and time come apart).
+VERSION_FIELDS = (("fact_id", "BIGINT"), ("object_id", "BIGINT"), ("object_value", "VARCHAR"),
+                  ("valid_from", "TIMESTAMP"), ("valid_to", "TIMESTAMP"), ("valid_to_source", "VARCHAR"),
+                  ("superseded_by", "BIGINT"), ("coexisting", "BOOLEAN"), ("confidence", "DOUBLE"),
+                  ("combined_confidence", "DOUBLE"), ("evidence_count", "INTEGER"), ("source_id", "VARCHAR"),
+                  ("first_recorded_at", "TIMESTAMP"), ("object_text", "VARCHAR"))
 
 
-def persist(ctx: Context, changed: list[tuple[tuple[int, str, str], Fact]], now: datetime) -> dict[int, int]:
+def persist(ctx: Context, changed: Changed, now: datetime) -> dict[int, int]:
     """Write changed facts: new versions for new facts / changed intervals, in-place evidence updates.
 
     Returns the mapping of provisional (negative) fact ids to real ones.
     """
-    new_facts = [f for _, f in changed if f.new]
-    real: dict[int, int] = {}
-    if new_facts:
-        ids = [r[0] for r in ctx.db.query("SELECT nextval('kg.fact_seq') FROM range(?)", [len(new_facts)])]
-        real = {f.fact_id: i for f, i in zip(new_facts, ids)}
-    for _, f in changed:
+    real = assign_fact_ids(ctx, [f for _, f in changed])
+    versioned = [(k, f) for k, f in changed if f.new or f.interval_changed]
+    close_versions(ctx, [f.version_id for _, f in versioned if not f.new], now)
+    insert_versions(ctx, versioned, now)
+    update_evidence(ctx, [f for _, f in changed if not f.new and not f.interval_changed and f.evidence_changed])
+    return real
+
+
+def assign_fact_ids(ctx: Context, facts: list[Fact]) -> dict[int, int]:
+    """Real ids for the facts created in this call (provisional negative ids), in the facts and their links."""
+    new = [f for f in facts if f.new]
+    if not new:
+        return {}
+    ids = [r[0] for r in ctx.db.query("SELECT nextval('kg.fact_seq') FROM range(?)", [len(new)])]
+    real = {f.fact_id: i for f, i in zip(new, ids)}
+    for f in facts:
         f.fact_id = real.get(f.fact_id, f.fact_id)
         if f.superseded_by is not None:
             f.superseded_by = real.get(f.superseded_by, f.superseded_by)
-    versioned = [(k, f) for k, f in changed if f.new or f.interval_changed]
-    in_place = [f for _, f in changed if not f.new and not f.interval_changed and f.evidence_changed]
-    closing = [f.version_id for _, f in versioned if not f.new]
-    if closing:
+    return real
+
+
+def close_versions(ctx: Context, version_ids: list[int], now: datetime) -> None:
+    """End the transaction time of versions a new version replaces (ADR 0006: corrected, never rewritten)."""
+    if version_ids:
         ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'corrected' WHERE version_id IN "
-                       "(SELECT unnest(?::BIGINT[]))", [now, closing])
-    if versioned:
-        vids = [r[0] for r in ctx.db.query("SELECT nextval('kg.version_seq') FROM range(?)", [len(versioned)])]
-        cols: list[list[Any]] = [[] for _ in range(18)]
-        for vid, ((sid, sname, pred), f) in zip(vids, versioned):
-            for i, v in enumerate((vid, f.fact_id, sid, pred, f.object_id, f.object_value, f.valid_from,
-                                   f.valid_to, f.valid_to_source, f.superseded_by, f.coexisting, f.confidence,
-                                   f.combined_confidence, f.evidence_count, f.source_id, f.first_recorded_at,
-                                   sname, f.object_text)):
-                cols[i].append(v)
-        types = ("BIGINT", "BIGINT", "BIGINT", "VARCHAR", "BIGINT", "VARCHAR", "TIMESTAMP", "TIMESTAMP", "VARCHAR",
-                 "BIGINT", "BOOLEAN", "DOUBLE", "DOUBLE", "INTEGER", "VARCHAR", "TIMESTAMP", "VARCHAR", "VARCHAR")
-        sel = ", ".join(f"unnest(?::{t}[])" for t in types)
-        ctx.db.execute(
-            "INSERT INTO kg.facts (version_id, fact_id, subject_id, predicate, object_id, object_value, valid_from, "
-            "valid_to, valid_to_source, superseded_by, coexisting, confidence, combined_confidence, evidence_count, "
-            f"source_id, first_recorded_at, subject_name, object_text, namespace, recorded_at) "
-            f"SELECT *, ?, ? FROM (SELECT {sel})",
-            [ctx.namespace, now, *cols])
-        for vid, (_, f) in zip(vids, versioned):
-            f.version_id, f.recorded_at = vid, now
-    if in_place:
+                       "(SELECT unnest(?::BIGINT[]))", [now, version_ids])
+
+
+def insert_versions(ctx: Context, versioned: Changed, now: datetime) -> None:
+    """One INSERT of a new version per fact (set-wise: one list per column); the facts learn their version."""
+    if not versioned:
+        return
+    vids = [r[0] for r in ctx.db.query("SELECT nextval('kg.version_seq') FROM range(?)", [len(versioned)])]
+    cols = [vids, [sid for (sid, _, _), _ in versioned], [pred for (_, _, pred), _ in versioned],
+            [sname for (_, sname, _), _ in versioned]]
+    fields = attrgetter(*(name for name, _ in VERSION_FIELDS))
+    cols += map(list, zip(*(fields(f) for _, f in versioned)))
+    types = ("BIGINT", "BIGINT", "VARCHAR", "VARCHAR", *(t for _, t in VERSION_FIELDS))
+    names = ", ".join(["version_id", "subject_id", "predicate", "subject_name", *(n for n, _ in VERSION_FIELDS)])
+    sel = ", ".join(f"unnest(?::{t}[])" for t in types)
+    ctx.db.execute(f"INSERT INTO kg.facts ({names}, namespace, recorded_at) SELECT *, ?, ? FROM (SELECT {sel})",
+                   [ctx.namespace, now, *cols])
+    for vid, (_, f) in zip(vids, versioned):
+        f.version_id, f.recorded_at = vid, now
+
+
+def update_evidence(ctx: Context, facts: list[Fact]) -> None:
+    """Evidence counters change in place (ADR 0006: confidence is not versioned)."""
+    if facts:
         ctx.db.execute(
             "UPDATE kg.facts f SET confidence = u.c, combined_confidence = u.cc, evidence_count = u.n, "
             "source_id = u.src FROM (SELECT unnest(?::BIGINT[]) AS vid, unnest(?::DOUBLE[]) AS c, "
             "unnest(?::DOUBLE[]) AS cc, unnest(?::INTEGER[]) AS n, unnest(?::VARCHAR[]) AS src) u "
             "WHERE f.version_id = u.vid",
-            [[f.version_id for f in in_place], [f.confidence for f in in_place],
-             [f.combined_confidence for f in in_place], [f.evidence_count for f in in_place],
-             [f.source_id for f in in_place]])
-    return real
+            [[f.version_id for f in facts], [f.confidence for f in facts], [f.combined_confidence for f in facts],
+             [f.evidence_count for f in facts], [f.source_id for f in facts]])
 
 
 @contextmanager
@@ -121,28 +123,21 @@ def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Ou
 def _assert_many(ctx: Context, items: list[FactInput]) -> list[Outcome]:
     s = ctx.settings
     now = ctx.now()
-    w = Writer(ctx)
+    store = KgStore(ctx)
+    store.begin_write()
     wanted = [(it.subject, it.subject_kind or s.default_entity_kind) for it in items]
     wanted += [(it.object, it.object_kind or s.default_entity_kind) for it in items if not it.literal]
-    ids = ensure_entities(ctx, wanted, w)
-    card = cardinalities(ctx, {it.predicate for it in items}, w)
+    ids = store.entity_ids(wanted)
+    card = store.cardinalities({it.predicate for it in items})
     keyed = [(ids[name_key(it.subject)], it) for it in items]
-    timelines = load_timelines(ctx, {(sid, it.predicate) for (sid, _), it in keyed}, w)
+    timelines = store.timelines({(sid, it.predicate) for (sid, _), it in keyed})
     outcomes: list[Outcome] = []
     touched: dict[int, tuple[tuple[int, str, str], Fact]] = {}
     for n, ((sid, sname), it) in enumerate(keyed):
-        obj_id, obj_text = (None, it.object) if it.literal else ids[name_key(it.object)]
-        a = Assertion(object_key=f"v:{it.object}" if it.literal else f"e:{obj_id}", object_id=obj_id,
-                      object_value=it.object if it.literal else None, object_text=obj_text,
-                      valid_from=it.valid_from,
-                      valid_to=it.valid_to,
-                      confidence=s.default_confidence if it.confidence is None else it.confidence,
-                      source_id=it.source_id, coexisting=it.allow_coexisting or card[it.predicate] == "many")
-        out = apply(timelines[(sid, it.predicate)], a, now, new_id=-(n + 1))
+        out = apply(timelines[(sid, it.predicate)], assertion_of(it, ids, card, s), now, new_id=-(n + 1))
         outcomes.append(out)
         for f in (out.fact, *out.superseded):
             touched[id(f)] = ((sid, sname, it.predicate), f)
-    w.touch_subjects(sid for sid, _ in timelines)
     persist(ctx, list(touched.values()), now)
     sources = [(o.fact.fact_id, it.source_id, it.confidence if it.confidence is not None else s.default_confidence)
                for o, it in zip(outcomes, items) if it.source_id is not None]
@@ -151,9 +146,17 @@ def _assert_many(ctx: Context, items: list[FactInput]) -> list[Outcome]:
         ctx.db.execute("INSERT INTO kg.fact_sources SELECT ?, unnest(?::BIGINT[]), unnest(?::VARCHAR[]), "
                        "unnest(?::DOUBLE[]), ?", [ctx.namespace, list(fids), list(srcs), list(confs), now])
     for (sid, pred), facts in timelines.items():
-        w.set_timeline(sid, pred, facts)
-    w.commit()
+        store.set_timeline(sid, pred, facts)
     return outcomes
+
+
+def assertion_of(it: FactInput, ids: dict[str, tuple[int, str]], card: dict[str, str], s: Any) -> Assertion:
+    obj_id, obj_text = (None, it.object) if it.literal else ids[name_key(it.object)]
+    return Assertion(object_key=f"v:{it.object}" if it.literal else f"e:{obj_id}", object_id=obj_id,
+                     object_value=it.object if it.literal else None, object_text=obj_text,
+                     valid_from=it.valid_from, valid_to=it.valid_to,
+                     confidence=s.default_confidence if it.confidence is None else it.confidence,
+                     source_id=it.source_id, coexisting=it.allow_coexisting or card[it.predicate] == "many")
 
 
 @pack.verb("assert_fact", act=Act.COMMISSIVE)
@@ -203,16 +206,15 @@ def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
     if retracted is not None:
         raise errors.Conflict(f"fact {params.fact_id} is already retracted")
     now = ctx.now()
-    w = Writer(ctx, need_cache=False)
-    timeline = load_timelines(ctx, {(subject_id, predicate)}, w)[(subject_id, predicate)]
+    store = KgStore(ctx)
+    store.begin_write(need_cache=False)
+    timeline = store.timelines({(subject_id, predicate)})[(subject_id, predicate)]
     target = next(f for f in timeline if f.fact_id == params.fact_id)
     healed = heal_after_retraction(timeline, target)
-    w.touch_subjects([subject_id])
     ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'retracted' WHERE version_id = ?",
                    [now, target.version_id])
     persist(ctx, [((subject_id, subject_name, predicate), f) for f in healed], now)
-    w.set_timeline(subject_id, predicate, [f for f in timeline if f is not target])
-    w.commit()
+    store.set_timeline(subject_id, predicate, [f for f in timeline if f is not target])
     if params.reason:
         ctx.log.info("retracted fact %s in %s: %s", params.fact_id, ctx.namespace, params.reason)
     return RetractFactResult(fact=facts_by_id(ctx, [params.fact_id])[0], healed=[f.fact_id for f in healed])
@@ -224,16 +226,15 @@ def define_predicate(params: DefinePredicateParams, ctx: Context) -> PredicateOu
 
     Applies to facts asserted from now on; stored facts keep the shape they were given.
     """
-    w = Writer(ctx, need_cache=False)
-    w.touch_cards()
+    store = KgStore(ctx)
+    store.begin_write(need_cache=False)
     ctx.db.execute(
         "INSERT INTO kg.predicates VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, name) DO UPDATE SET "
         "cardinality = excluded.cardinality, description = coalesce(excluded.description, kg.predicates.description)",
         [ctx.namespace, params.name, params.cardinality, params.description, ctx.now()])
     row = ctx.db.query("SELECT name, cardinality, description FROM kg.predicates WHERE namespace = ? AND name = ?",
                        [ctx.namespace, params.name])[0]
-    w.set_card(row[0], row[1])
-    w.commit()
+    store.set_cardinality(row[0], row[1])
     return PredicateOut(name=row[0], cardinality=row[1], description=row[2])
 
 

@@ -8,16 +8,18 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from runtime import Act, Context, errors
+from runtime.events import Relation
+from runtime.params import NamespacedParams
 
 from packs.kg.core import pack
 from packs.kg.edges import EDGE_COLUMNS, EdgeOut, edge_out
-from packs.kg.entities import detector
-from packs.kg.models import EntityOut, FactOut, KgParams, NodeId, Relation, When, name_key
+from packs.kg.models import EntityOut, FactOut, NodeId, When, name_key
 from packs.kg.pagerank import pagerank_scores
-from packs.kg.store import entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
+from packs.kg.reads import entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
+from packs.kg.store import KgStore
 
 
-class GraphRecallParams(KgParams):
+class GraphRecallParams(NamespacedParams):
     entities: list[str] = Field(default_factory=list, description="Start entities: names, aliases or 'e:<id>'.")
     text: str | None = Field(None, description="Or a text: start from the entities detected in it.")
     max_depth: int = Field(2, ge=0, description="Hops from the start entities.")
@@ -74,7 +76,7 @@ def _start_nodes(ctx: Context, params: GraphRecallParams) -> list[str]:
         if len(params.text) > limit:
             raise errors.LimitExceeded(f"text is longer than {limit} characters",
                                        details={"errors": [{"loc": ["text"], "msg": f"at most {limit} characters"}]})
-        det = detector(ctx)
+        det = KgStore(ctx).detector()
         nodes += [f"e:{det.keys[h.key][0]}" for h in det.find(params.text)]
     return list(dict.fromkeys(nodes))
 
@@ -173,7 +175,7 @@ def _result(ctx: Context, start: list[str], depth: dict[str, int], parent: dict[
         edges=sorted(edges.values(), key=lambda e: e.id), paths=paths, grounding=grounding, truncated=truncated)
 
 
-class CentralityParams(KgParams):
+class CentralityParams(NamespacedParams):
     relations: list[Relation] | None = Field(None, description="Edge relations to use (contradicts never counts).")
     node_types: list[Literal["e", "m", "f"]] | None = Field(None, description="Only edges between these node types.")
     include_facts: bool = Field(True, description="Count current entity→entity facts as edges (weight=confidence).")
@@ -197,7 +199,7 @@ class CentralityResult(BaseModel):
     computed_at: datetime
 
 
-class ScoresParams(KgParams):
+class ScoresParams(NamespacedParams):
     node_ids: list[NodeId] = Field(min_length=1, description="Nodes whose stored PageRank to read.")
     scope: str = Field("default", description="The scope kg.centrality stored them under.")
 

@@ -6,8 +6,10 @@ import unicodedata
 from datetime import date, datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationInfo, WithJsonSchema
 from pydantic import field_validator
+
+from runtime.params import NamespacedParams, Params
 
 KIND_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 PREDICATE_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -15,9 +17,6 @@ NODE_RE = re.compile(r"^(e|f):[0-9]{1,18}$|^m:[A-Za-z0-9_.:\-]{1,128}$")
 _DATE_RE = re.compile(r"^(-?\d{1,4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?$")
 _WS = re.compile(r"\s+")
 
-RELATIONS = ("supports", "contradicts", "supersedes", "triggered_by", "related_to", "mentions")
-Relation = Literal["supports", "contradicts", "supersedes", "triggered_by", "related_to", "mentions"]
-NAMESPACE_DOC = "Namespace to act in; defaults to the call's namespace."
 
 
 def parse_when(value: Any) -> Any:
@@ -96,11 +95,6 @@ SourceId = Annotated[str, BeforeValidator(_scalar_to_str), AfterValidator(clean_
 ObjectText = Annotated[str, BeforeValidator(_scalar_to_str), AfterValidator(clean_text)]
 
 
-class KgParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    namespace: str | None = Field(None, description=NAMESPACE_DOC)
-
-
 # -- entities --------------------------------------------------------------------------------------------------
 class EntityOut(BaseModel):
     id: int
@@ -124,10 +118,9 @@ def valid_to_after_start(cls: Any, value: datetime | None, info: ValidationInfo)
     return value
 
 
-class FactInput(BaseModel):
+class FactInput(Params):
     """One fact to assert."""
 
-    model_config = ConfigDict(extra="forbid")
     subject: Name = Field(description="Subject entity name or alias (created if unknown).")
     predicate: Predicate = Field(description="Predicate, lower snake_case (works_at).")
     object: ObjectText = Field(description="Object: an entity name or alias (created if unknown), or a literal "
@@ -147,11 +140,11 @@ class FactInput(BaseModel):
     _after_start = field_validator("valid_to")(valid_to_after_start)
 
 
-class AssertFactParams(FactInput, KgParams):
+class AssertFactParams(FactInput, NamespacedParams):
     pass
 
 
-class AssertFactsParams(KgParams):
+class AssertFactsParams(NamespacedParams):
     facts: list[FactInput] = Field(min_length=1, description="The facts, applied in order in one transaction.")
 
 
@@ -196,7 +189,7 @@ class AssertFactsResult(BaseModel):
     superseded: int
 
 
-class RetractFactParams(KgParams):
+class RetractFactParams(NamespacedParams):
     fact_id: int = Field(description="The fact to retract.")
     reason: str | None = Field(None, max_length=1000, description="Why (kept in the log only).")
 
@@ -206,7 +199,7 @@ class RetractFactResult(BaseModel):
     healed: list[int] = Field(description="facts whose end, inferred from the retracted fact, was recomputed")
 
 
-class DefinePredicateParams(KgParams):
+class DefinePredicateParams(NamespacedParams):
     name: Predicate = Field(description="Predicate, lower snake_case.")
     cardinality: Literal["one", "many"] = Field(description="'one': a new object supersedes; 'many': values coexist.")
     description: str | None = Field(None, max_length=1000, description="What the predicate means.")
@@ -218,7 +211,7 @@ class PredicateOut(BaseModel):
     description: str | None
 
 
-class PredicatesParams(KgParams):
+class PredicatesParams(NamespacedParams):
     pass
 
 

@@ -2,6 +2,6 @@
 from __future__ import annotations
 
 from packs.kg import edges, entities, facts, graph, queries  # noqa: F401  (verb registration)
-from packs.kg.core import KgSettings, pack
+from packs.kg.core import pack
 
-__all__ = ["KgSettings", "pack"]
+__all__ = ["pack"]

@@ -7,17 +7,18 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from runtime import Act, Context
+from runtime.params import NamespacedParams
 
-from packs.kg import cache
 from packs.kg.core import pack
-from packs.kg.models import FactOut, KgParams, Name, Predicate, When, name_key
-from packs.kg.store import entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
+from packs.kg.models import FactOut, Name, Predicate, When
+from packs.kg.reads import entity_by_ref, read_facts, tx_filter, valid_filter
+from packs.kg.store import KgStore
 
 AS_OF_DOC = "Valid time: facts true in the world at this time. Default: known_at if given, else now."
 KNOWN_AT_DOC = "Transaction time: answer with what was recorded (and not yet retracted) at this time. Default: now."
 
 
-class FactsParams(KgParams):
+class FactsParams(NamespacedParams):
     subject: Name | None = Field(None, description="Subject name or alias.")
     predicate: Predicate | None = Field(None, description="Predicate.")
     object: Name | None = Field(None, description="Object entity name/alias or literal value.")
@@ -32,7 +33,7 @@ class FactsResult(BaseModel):
     facts: list[FactOut]
 
 
-class HistoryParams(KgParams):
+class HistoryParams(NamespacedParams):
     subject: Name = Field(description="Subject name or alias.")
     predicate: Predicate = Field(description="Predicate.")
     known_at: When | None = Field(None, description=KNOWN_AT_DOC)
@@ -45,7 +46,7 @@ class HistoryResult(BaseModel):
     versions: list[FactOut] = Field(description="Every version, in the order recorded (include_versions)")
 
 
-class ResolveParams(KgParams):
+class ResolveParams(NamespacedParams):
     subject: Name = Field(description="Subject name or alias.")
     predicate: Predicate = Field(description="Predicate.")
     as_of: When | None = Field(None, description=AS_OF_DOC)
@@ -71,32 +72,8 @@ def _times(ctx: Context, as_of: datetime | None, known_at: datetime | None) -> d
 def facts(params: FactsParams, ctx: Context) -> FactsResult:
     """Query facts by subject/predicate/object at a valid time (as_of) as believed at a transaction time (known_at)."""
     limit = min(params.limit, ctx.settings.max_query_limit)
-    c = cache.readable(ctx) if params.subject is not None and params.known_at is None else None
-    if c is not None:  # the current versions of one subject are in memory: answer without SQL
-        sid = c.keys.get(name_key(params.subject))
-        if sid is None:
-            return FactsResult(facts=[])
-        obj = None if params.object is None else (params.object, c.keys.get(name_key(params.object)))
-        when = None if params.as_of is None and params.include_superseded else _times(ctx, params.as_of, None)
-        return FactsResult(facts=cache.current_facts(c, sid, params.predicate, obj, when, limit))
-    args: list[Any] = []
-    where = [tx_filter(params.known_at, args)]
-    if params.subject is not None:
-        hit = lookup_keys(ctx, [name_key(params.subject)]).get(name_key(params.subject))
-        if hit is None:
-            return FactsResult(facts=[])
-        where.append("f.subject_id = ?")
-        args.append(hit[0])
-    if params.predicate is not None:
-        where.append("f.predicate = ?")
-        args.append(params.predicate)
-    if params.object is not None:
-        hit = lookup_keys(ctx, [name_key(params.object)]).get(name_key(params.object))
-        where.append("(f.object_value = ? OR f.object_id = ?)")
-        args.extend([params.object, hit[0] if hit else None])
-    if params.as_of is not None or not params.include_superseded:
-        where.append(valid_filter(_times(ctx, params.as_of, params.known_at), args))
-    return FactsResult(facts=read_facts(ctx, " AND ".join(where), args, limit=limit))
+    return FactsResult(facts=KgStore(ctx).facts(params.subject, params.predicate, params.object, params.as_of,
+                                                params.known_at, params.include_superseded, limit))
 
 
 @pack.verb("fact_history", act=Act.ASSERTIVE)

@@ -1,157 +1,161 @@
-"""Storage helpers shared by the kg verbs: entity resolution/creation in bulk, fact row reading, filters."""
+"""One call's access to kg's stored state: :class:`KgStore` owns the choice between the fact cache and SQL, and
+the call's pending change (adr/0014-kg-scale.md).
+
+The cache (:mod:`packs.kg.cache`) shows committed data only. So a read uses it unless this transaction has
+uncommitted kg writes in the namespace (``ctx.uncommitted``), and a write first takes what it needs from it (or
+from SQL, by the same rule) and then records its :class:`KgChange`, which it fills as it writes and the runtime
+hands to the mirrors after commit. Verbs call the store's methods and never make that choice themselves.
+"""
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any, Iterable
 
-from runtime import Context, errors
+from runtime import Context
 
-from packs.kg.cache import Writer
-from packs.kg.models import EntityOut, FactOut, name_key
+from packs.kg.cache import WRITE, KgChange, NsCache
+from packs.kg.cache_columns import LOAD_COLUMNS
+from packs.kg.detect import Detector
+from packs.kg.models import FactOut, name_key
+from packs.kg.reads import lookup_keys, read_facts, tx_filter, valid_filter
+from packs.kg.rows import stored_row, subject_rows
+from packs.kg.timeline import Fact
 
-FACT_SELECT = """
-SELECT f.fact_id, f.version_id, f.subject_id, f.subject_name, f.predicate, f.object_id,
-       f.object_text AS object, f.object_value IS NOT NULL AS literal, f.valid_from, f.valid_to,
-       f.first_recorded_at, f.recorded_at, f.retracted_at, f.end_reason, f.confidence, f.combined_confidence,
-       f.evidence_count, f.source_id, f.superseded_by, f.coexisting
-FROM kg.facts f
-"""
-
-
-def tx_filter(known_at: datetime | None, params: list[Any], alias: str = "f") -> str:
-    """Transaction-time filter: current versions, or the versions believed at ``known_at``."""
-    if known_at is None:
-        return f"{alias}.retracted_at IS NULL"
-    params.extend([known_at, known_at])
-    return f"{alias}.recorded_at <= ? AND ({alias}.retracted_at IS NULL OR {alias}.retracted_at > ?)"
+EntityIds = dict[str, tuple[int, str]]  # name key → (entity id, canonical name)
 
 
-def valid_filter(as_of: datetime, params: list[Any], alias: str = "f") -> str:
-    """Valid-time filter: facts true at ``as_of`` (half-open [valid_from, valid_to), NULL start = -inf)."""
-    params.extend([as_of, as_of])
-    return (f"({alias}.valid_from IS NULL OR {alias}.valid_from <= ?) "
-            f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > ?)")
+class KgStore:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._mirror = ctx.state.facts
+        self.change: KgChange | None = None  # set by begin_write
+        self._cache: NsCache | None = None    # what this write may use (None: SQL)
 
+    # -- reads ---------------------------------------------------------------------------------------------------
+    def readable(self) -> NsCache | None:
+        """The namespace's cache for a read, or None while this transaction has uncommitted kg writes (use SQL)."""
+        if self.ctx.uncommitted(WRITE):
+            return None
+        return self._mirror.get(self.ctx)
 
-def fact_out(row: dict[str, Any]) -> FactOut:
-    return FactOut(
-        fact_id=row["fact_id"], version_id=row["version_id"],
-        subject={"id": row["subject_id"], "name": row["subject_name"]}, predicate=row["predicate"],
-        object=row["object"], object_id=row["object_id"], literal=row["literal"], valid_from=row["valid_from"],
-        valid_to=row["valid_to"], recorded_at=row["first_recorded_at"], version_recorded_at=row["recorded_at"],
-        retracted_at=row["retracted_at"] if row["end_reason"] == "retracted" else None,
-        confidence=row["confidence"], combined_confidence=row["combined_confidence"],
-        evidence_count=row["evidence_count"], source_id=row["source_id"], superseded_by=row["superseded_by"],
-        coexisting=row["coexisting"],
-    )
+    def facts(self, subject: str | None, predicate: str | None, obj: str | None, as_of: datetime | None,
+              known_at: datetime | None, include_superseded: bool, limit: int) -> list[FactOut]:
+        """kg.facts: from the cache for a current-belief query about one subject, else from SQL."""
+        ctx = self.ctx
+        c = self.readable() if subject is not None and known_at is None else None
+        if c is not None:  # the current versions of one subject are in memory: answer without SQL
+            sid = c.keys.get(name_key(subject))
+            if sid is None:
+                return []
+            hit = None if obj is None else (obj, c.keys.get(name_key(obj)))
+            when = None if as_of is None and include_superseded else (as_of or ctx.now())
+            return c.current_facts(sid, predicate, hit, when, limit)
+        args: list[Any] = []
+        where = [tx_filter(known_at, args)]
+        if subject is not None:
+            found = lookup_keys(ctx, [name_key(subject)]).get(name_key(subject))
+            if found is None:
+                return []
+            where.append("f.subject_id = ?")
+            args.append(found[0])
+        if predicate is not None:
+            where.append("f.predicate = ?")
+            args.append(predicate)
+        if obj is not None:
+            found = lookup_keys(ctx, [name_key(obj)]).get(name_key(obj))
+            where.append("(f.object_value = ? OR f.object_id = ?)")
+            args.extend([obj, found[0] if found else None])
+        if as_of is not None or not include_superseded:
+            where.append(valid_filter(as_of or known_at or ctx.now(), args))
+        return read_facts(ctx, " AND ".join(where), args, limit=limit)
 
+    def detector(self) -> Detector:
+        return self.ctx.state.detectors.detector(self.ctx)
 
-def read_facts(ctx: Context, where: str, params: list[Any], order: str = "f.valid_from NULLS FIRST, f.fact_id",
-               limit: int | None = None) -> list[FactOut]:
-    sql = f"{FACT_SELECT} WHERE f.namespace = ? AND {where} ORDER BY {order}"
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    return [fact_out(r) for r in ctx.db.query_dicts(sql, [ctx.namespace, *params])]
+    # -- writes --------------------------------------------------------------------------------------------------
+    def begin_write(self, need_cache: bool = True) -> KgChange:
+        """Start this call's change (before its first SQL write). ``need_cache``: build the namespace's cache if
+        it is not held yet (bulk assertions want it; single writes use it only when it is already there)."""
+        ctx = self.ctx
+        if ctx.uncommitted(WRITE):  # an earlier write of this transaction: the cache does not show it
+            self._cache = None
+        else:
+            self._cache = self._mirror.get(ctx) if need_cache else self._mirror.held(ctx.namespace)
+        self.change = KgChange()
+        ctx.record_change(WRITE, self.change)
+        return self.change
 
+    def entity_ids(self, wanted: list[tuple[str, str]]) -> EntityIds:
+        """key → (entity id, canonical name) for each ``(name, kind)``, creating unknown ones (first kind wins)."""
+        by_key: dict[str, tuple[str, str]] = {}
+        for name, kind in wanted:
+            by_key.setdefault(name_key(name), (name, kind))
+        c = self._cache
+        if c is not None:
+            out = {k: (c.keys[k], c.names[c.keys[k]]) for k in by_key if k in c.keys}
+        else:
+            out = {k: (v[0], v[1]) for k, v in lookup_keys(self.ctx, by_key).items()}
+        missing = [k for k in by_key if k not in out]
+        for key, eid in zip(missing, self.create_entities([by_key[k] for k in missing])):
+            out[key] = (eid, by_key[key][0])
+        return out
 
-def facts_by_id(ctx: Context, fact_ids: Iterable[int]) -> list[FactOut]:
-    """The latest version of each fact (retracted or not)."""
-    ids = sorted(set(fact_ids))
-    if not ids:
-        return []
-    return read_facts(ctx, "f.version_id IN (SELECT max(version_id) FROM kg.facts WHERE namespace = ? "
-                           "AND fact_id IN (SELECT unnest(?::BIGINT[])) GROUP BY fact_id)",
-                      [ctx.namespace, ids], order="f.fact_id")
+    def create_entities(self, items: list[tuple[str, str]]) -> list[int]:
+        """Insert new entities ``(name, kind)`` (names not known yet, distinct keys) and their name keys."""
+        if not items:
+            return []
+        ctx, now = self.ctx, self.ctx.now()
+        ids = [r[0] for r in ctx.db.query("SELECT nextval('kg.entity_seq') FROM range(?)", [len(items)])]
+        names = [n for n, _ in items]
+        keys = [name_key(n) for n in names]
+        ctx.db.execute(
+            "INSERT INTO kg.entities SELECT unnest(?::BIGINT[]), ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), ?, ?",
+            [ids, ctx.namespace, names, [k for _, k in items], now, now])
+        ctx.db.execute(
+            "INSERT INTO kg.entity_keys SELECT ?, unnest(?::VARCHAR[]), unnest(?::BIGINT[]), unnest(?::VARCHAR[]), "
+            "true, ?", [ctx.namespace, keys, ids, names, now])
+        self.change.keys.update({k: (i, n, kind) for k, i, (n, kind) in zip(keys, ids, items)})
+        return ids
 
+    def add_aliases(self, entity: tuple[int, str, str], aliases: dict[str, str]) -> None:
+        """New keys ``{key: alias text}`` for ``entity`` = (id, canonical name, kind)."""
+        ctx = self.ctx
+        ctx.db.execute("INSERT INTO kg.entity_keys SELECT ?, unnest(?::VARCHAR[]), ?, unnest(?::VARCHAR[]), false, ?",
+                       [ctx.namespace, list(aliases), entity[0], list(aliases.values()), ctx.now()])
+        self.change.keys.update(dict.fromkeys(aliases, entity))
 
-# -- entities ----------------------------------------------------------------------------------------------------
-def lookup_keys(ctx: Context, keys: Iterable[str]) -> dict[str, tuple[int, str, str]]:
-    """key → (entity id, canonical name, kind) for the known names/aliases among ``keys``."""
-    keys = sorted(set(keys))
-    if not keys:
-        return {}
-    if len(keys) == 1:  # the common single lookup: an index point query
-        rows = ctx.db.query("SELECT k.key, e.id, e.name, e.kind FROM kg.entity_keys k, kg.entities e WHERE "
-                            "k.namespace = ? AND k.key = ? AND e.id = k.entity_id", [ctx.namespace, keys[0]])
-        return {k: (i, n, kd) for k, i, n, kd in rows}
-    rows = ctx.db.query(
-        "SELECT k.key, e.id, e.name, e.kind FROM kg.entity_keys k JOIN kg.entities e ON e.id = k.entity_id "
-        "WHERE k.namespace = ? AND k.key IN (SELECT unnest(?::VARCHAR[]))", [ctx.namespace, keys])
-    return {k: (i, n, kd) for k, i, n, kd in rows}
+    def set_kind(self, entity_id: int, kind: str) -> None:
+        self.ctx.db.execute("UPDATE kg.entities SET kind = ?, updated_at = ? WHERE id = ?",
+                            [kind, self.ctx.now(), entity_id])
+        self.change.kinds[entity_id] = kind
 
+    def cardinalities(self, predicates: set[str]) -> dict[str, str]:
+        if self._cache is not None:
+            known = self._cache.cards
+        else:
+            known = dict(self.ctx.db.query(
+                "SELECT name, cardinality FROM kg.predicates WHERE namespace = ? AND name IN "
+                "(SELECT unnest(?::VARCHAR[]))", [self.ctx.namespace, sorted(predicates)]))
+        return {p: known.get(p, self.ctx.settings.default_cardinality) for p in predicates}
 
-def bump_revision(ctx: Context) -> None:
-    """Entities or aliases of this namespace changed: new detector cache token, drop the cached detector."""
-    ctx.db.execute("INSERT INTO kg.entity_revisions VALUES (?, ?) ON CONFLICT (namespace) DO UPDATE "
-                   "SET token = excluded.token", [ctx.namespace, uuid.uuid4().hex])
-    cache = getattr(ctx.state, "detectors", None)
-    if cache is not None:
-        cache.pop(ctx.namespace, None)
-    ns = ctx.namespace
-    ctx.on_commit(lambda: getattr(ctx.state, "detectors", {}).pop(ns, None))
+    def set_cardinality(self, predicate: str, cardinality: str) -> None:
+        self.change.cards[predicate] = cardinality
 
+    def timelines(self, keys: set[tuple[int, str]]) -> dict[tuple[int, str], list[Fact]]:
+        """Copies of the transaction-current versions of every (subject_id, predicate) in ``keys``."""
+        if self._cache is not None:
+            return self._cache.timelines(keys)
+        out: dict[tuple[int, str], list[Fact]] = {k: [] for k in keys}
+        rows = self.ctx.db.query(f"SELECT {LOAD_COLUMNS} FROM kg.facts WHERE namespace = ? AND retracted_at IS NULL "
+                                 "AND subject_id IN (SELECT unnest(?::BIGINT[]))",
+                                 [self.ctx.namespace, sorted({sid for sid, _ in keys})])
+        for sid, row in subject_rows(rows):
+            if (sid, row.predicate) in out:
+                out[(sid, row.predicate)].append(row.fact())
+        return out
 
-def create_entities(ctx: Context, items: list[tuple[str, str]], w: Writer) -> list[int]:
-    """Insert new entities ``(name, kind)`` (names not known yet, distinct keys) and their name keys."""
-    if not items:
-        return []
-    w.touch_keys()
-    now = ctx.now()
-    ids = [r[0] for r in ctx.db.query("SELECT nextval('kg.entity_seq') FROM range(?)", [len(items)])]
-    names = [n for n, _ in items]
-    ctx.db.execute(
-        "INSERT INTO kg.entities SELECT unnest(?::BIGINT[]), ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), ?, ?",
-        [ids, ctx.namespace, names, [k for _, k in items], now, now])
-    ctx.db.execute(
-        "INSERT INTO kg.entity_keys SELECT ?, unnest(?::VARCHAR[]), unnest(?::BIGINT[]), unnest(?::VARCHAR[]), "
-        "true, ?", [ctx.namespace, [name_key(n) for n in names], ids, names, now])
-    bump_revision(ctx)
-    w.add_keys({name_key(n): i for n, i in zip(names, ids)}, dict(zip(ids, names)))
-    return ids
-
-
-def ensure_entities(ctx: Context, wanted: list[tuple[str, str]], w: Writer) -> dict[str, tuple[int, str]]:
-    """key → (entity id, canonical name) for each ``(name, kind)``, creating unknown ones (first kind wins)."""
-    by_key: dict[str, tuple[str, str]] = {}
-    for name, kind in wanted:
-        by_key.setdefault(name_key(name), (name, kind))
-    c = w.cache
-    if c is not None:
-        out = {k: (c.keys[k], c.names[c.keys[k]]) for k in by_key if k in c.keys}
-    else:
-        out = {k: (v[0], v[1]) for k, v in lookup_keys(ctx, by_key).items()}
-    missing = [k for k in by_key if k not in out]
-    for key, eid in zip(missing, create_entities(ctx, [by_key[k] for k in missing], w)):
-        out[key] = (eid, by_key[key][0])
-    return out
-
-
-def entity_by_ref(ctx: Context, name: str | None = None, entity_id: int | None = None,
-                  loc: str = "name") -> EntityOut:
-    """An entity by id or by name/alias in this namespace, or NotFound."""
-    if entity_id is not None:
-        rows = ctx.db.query("SELECT id, name, kind FROM kg.entities WHERE namespace = ? AND id = ?",
-                            [ctx.namespace, entity_id])
-        what = f"entity {entity_id}"
-    else:
-        if name is None:
-            raise errors.InvalidParams("give a name or an id", details={"errors": [{"loc": [loc], "msg": "missing"}]})
-        rows = ctx.db.query("SELECT e.id, e.name, e.kind FROM kg.entity_keys k JOIN kg.entities e "
-                            "ON e.id = k.entity_id WHERE k.namespace = ? AND k.key = ?",
-                            [ctx.namespace, name_key(name)])
-        what = f"entity {name!r}"
-    if not rows:
-        raise errors.NotFound(f"{what} does not exist in namespace {ctx.namespace!r}",
-                              details={"namespace": ctx.namespace})
-    eid, ename, kind = rows[0]
-    aliases = [r[0] for r in ctx.db.query(
-        "SELECT text FROM kg.entity_keys WHERE namespace = ? AND entity_id = ? AND NOT is_name ORDER BY created_at, "
-        "text", [ctx.namespace, eid])]
-    return EntityOut(id=eid, node_id=f"e:{eid}", name=ename, kind=kind, aliases=aliases)
-
-
-def check_length(value: str, limit: int, loc: list[Any]) -> None:
-    if len(value) > limit:
-        raise errors.LimitExceeded(f"{'.'.join(map(str, loc))} is longer than {limit} characters",
-                                   details={"errors": [{"loc": loc, "msg": f"at most {limit} characters"}]})
+    def set_timeline(self, subject_id: int, predicate: str, facts: Iterable[Fact]) -> None:
+        """The complete current versions of (subject, predicate) once this call's SQL is written."""
+        held = self._mirror.held(self.ctx.namespace)
+        interned = held.interned if held is not None else {}
+        self.change.timelines[(subject_id, predicate)] = tuple(stored_row(predicate, f, interned) for f in facts)

@@ -105,58 +105,94 @@ def _new(a: Assertion, fact_id: int, now: datetime, valid_from: datetime | None,
 
 
 def apply(facts: list[Fact], a: Assertion, now: datetime, new_id: int) -> Outcome:
-    """Insert assertion ``a`` into the timeline ``facts`` (mutated; a created fact is appended)."""
+    """Insert assertion ``a`` into the timeline ``facts`` (mutated; a created fact is appended).
+
+    The steps are those of ADR 0006 ("Supersession algorithm"), one function each."""
     if a.coexisting:
         return _apply_coexisting(facts, a, now, new_id)
     line = sorted((f for f in facts if not f.coexisting and f.alive), key=lambda f: (f.start, f.fact_id))
     start = a.valid_from
     if start is None:
-        current = [f for f in facts if f.alive and f.covers(now) and f.object_key == a.object_key]
-        if current:
-            _evidence(current[0], a)
-            return Outcome(current[0], "evidence")
-        if not line:  # a first fact of unknown start
-            fact = _new(a, new_id, now, None, a.valid_to, "explicit" if a.valid_to else None, None)
-            facts.append(fact)
-            return Outcome(fact, "created")
-        if a.valid_to is not None and a.valid_to <= now:  # a past fact of unknown start: put it first
-            first = line[0]
-            clamp = first.valid_from is not None and first.start < a.valid_to
-            fact = _new(a, new_id, now, None, first.start if clamp else a.valid_to,
-                        "successor" if clamp else "explicit", first.fact_id if clamp else None)
-            facts.append(fact)
-            return Outcome(fact, "created")
+        settled = no_start_given(facts, line, a, now, new_id)  # 1
+        if settled is not None:
+            return settled
         start = now  # it changes what we knew: the change is news now
-    same = [f for f in facts if f.alive and f.object_key == a.object_key and start is not None and f.covers(start)]
-    if same:
-        later = [g for g in line if g.start > same[0].start]
-        _evidence(same[0], a, later[0] if later and not same[0].coexisting else None)
-        return Outcome(same[0], "evidence")
-    key = start or MIN
-    before = [f for f in line if f.start <= key]
-    after = [f for f in line if f.start > key]
-    pred = before[-1] if before else None
+    out = evidence_at_start(facts, line, a, start)  # 2
+    if out is not None:
+        return out
+    pred, after = neighbours(line, start)  # 3
     succ = after[0] if after else None
     if succ is not None and succ.object_key == a.object_key and (a.valid_to is None or a.valid_to >= succ.start):
-        succ.valid_from, succ.interval_changed = start, True  # the same value, known to start earlier
-        _evidence(succ, a, after[1] if len(after) > 1 else None)
-        target, action = succ, "extended"
+        out = extend_successor(succ, after, a, start)  # 4
     else:
-        if a.valid_to is not None and (succ is None or a.valid_to <= succ.start):
-            end, source, link = a.valid_to, "explicit", None
-        elif succ is not None:
-            end, source, link = succ.start, "successor", succ.fact_id
-        else:
-            end, source, link = None, None, None
-        target = _new(a, new_id, now, start, end, source, link)
-        facts.append(target)
-        action = "created"
-    out = Outcome(target, action)
-    if pred is not None and pred is not target and (pred.valid_to is None or pred.valid_to > key):
-        pred.valid_to, pred.valid_to_source, pred.superseded_by = key, "successor", target.fact_id
+        out = insert_new(facts, succ, a, now, new_id, start)  # 5
+    close_predecessor(pred, out, start)  # 6
+    return out
+
+
+def _created(facts: list[Fact], fact: Fact) -> Outcome:
+    facts.append(fact)
+    return Outcome(fact, "created")
+
+
+def no_start_given(facts: list[Fact], line: list[Fact], a: Assertion, now: datetime, new_id: int) -> Outcome | None:
+    """Step 1: evidence for the value valid now; a first fact of unknown start; a past fact of unknown start put
+    before the line. None: none of these, the assertion starts now."""
+    current = [f for f in facts if f.alive and f.covers(now) and f.object_key == a.object_key]
+    if current:
+        _evidence(current[0], a)
+        return Outcome(current[0], "evidence")
+    if not line:
+        return _created(facts, _new(a, new_id, now, None, a.valid_to, "explicit" if a.valid_to else None, None))
+    if a.valid_to is not None and a.valid_to <= now:
+        first = line[0]
+        clamp = first.valid_from is not None and first.start < a.valid_to
+        return _created(facts, _new(a, new_id, now, None, first.start if clamp else a.valid_to,
+                                    "successor" if clamp else "explicit", first.fact_id if clamp else None))
+    return None
+
+
+def evidence_at_start(facts: list[Fact], line: list[Fact], a: Assertion, start: datetime) -> Outcome | None:
+    """Step 2: a live fact with the same object covering the start receives evidence; no new version."""
+    same = [f for f in facts if f.alive and f.object_key == a.object_key and f.covers(start)]
+    if not same:
+        return None
+    later = [g for g in line if g.start > same[0].start]
+    _evidence(same[0], a, later[0] if later and not same[0].coexisting else None)
+    return Outcome(same[0], "evidence")
+
+
+def neighbours(line: list[Fact], start: datetime) -> tuple[Fact | None, list[Fact]]:
+    """Step 3: P, the last line fact starting at or before the start, and the line facts after it (S first)."""
+    before = [f for f in line if f.start <= start]
+    return (before[-1] if before else None), [f for f in line if f.start > start]
+
+
+def extend_successor(succ: Fact, after: list[Fact], a: Assertion, start: datetime) -> Outcome:
+    """Step 4: S holds the asserted value, known now to start earlier: it starts at the start."""
+    succ.valid_from, succ.interval_changed = start, True
+    _evidence(succ, a, after[1] if len(after) > 1 else None)
+    return Outcome(succ, "extended")
+
+
+def insert_new(facts: list[Fact], succ: Fact | None, a: Assertion, now: datetime, new_id: int,
+               start: datetime) -> Outcome:
+    """Step 5: a new fact ending at its explicit end if that comes before S, else where S starts, else open."""
+    if a.valid_to is not None and (succ is None or a.valid_to <= succ.start):
+        end, source, link = a.valid_to, "explicit", None
+    elif succ is not None:
+        end, source, link = succ.start, "successor", succ.fact_id
+    else:
+        end, source, link = None, None, None
+    return _created(facts, _new(a, new_id, now, start, end, source, link))
+
+
+def close_predecessor(pred: Fact | None, out: Outcome, start: datetime) -> None:
+    """Step 6: P, if it still holds at the start, ends there, superseded by the fact now holding."""
+    if pred is not None and pred is not out.fact and (pred.valid_to is None or pred.valid_to > start):
+        pred.valid_to, pred.valid_to_source, pred.superseded_by = start, "successor", out.fact.fact_id
         pred.interval_changed = True
         out.superseded.append(pred)
-    return out
 
 
 def _apply_coexisting(facts: list[Fact], a: Assertion, now: datetime, new_id: int) -> Outcome:

@@ -1,5 +1,6 @@
-"""The in-process fact cache (packs/kg/cache.py) always agrees with the store: after writes, after a rolled-back
-call, inside a transaction that wrote, after reopen, and per namespace (adr/0014-kg-scale.md)."""
+"""The kg mirrors (the fact cache, packs/kg/cache.py, and the entity detectors, packs/kg/detect.py) always agree
+with the store: after writes, after a rolled-back call, inside a transaction that wrote, after reopen, and per
+namespace (adr/0014-kg-scale.md)."""
 from __future__ import annotations
 
 import gc
@@ -12,7 +13,9 @@ from runtime import Act, Context, Pack, errors
 from runtime.testing import open_test_runtime
 
 from packs.kg import pack as kg_pack
+from packs.kg.cache import FactCache
 from packs.kg.cache_columns import LOAD_COLUMNS
+from packs.kg.detect import EntityDetectors
 
 from .conftest import Clock, counts
 
@@ -60,11 +63,25 @@ def _state(rt):
     return rt._state["kg"]
 
 
-def assert_cache_matches_store(rt, ns: str = "default") -> None:
-    """Every cached row, key, name and cardinality equals what SQL holds now (nothing pending)."""
+def _cache(rt, ns: str = "default"):
+    return _state(rt).facts.namespaces[ns]
+
+
+def assert_mirrors_equal_a_fresh_load(rt) -> None:
+    """The mirrors kept up to date by apply hold what a fresh load of the same namespaces holds (digests)."""
     st = _state(rt)
-    assert ns not in st.kg_pending
-    c = st.kg_cache[ns]
+    fresh_facts = FactCache(hold=[ns for ns, c in st.facts.namespaces.items() if c is not None])
+    fresh_detectors = EntityDetectors(hold=st.detectors.keys)
+    for mirror in (fresh_facts, fresh_detectors):
+        rt.followers.load("kg", mirror)
+    assert fresh_facts.digest() == st.facts.digest()
+    assert fresh_detectors.digest() == st.detectors.digest()
+
+
+def assert_cache_matches_store(rt, ns: str = "default") -> None:
+    """Every cached row, key, name and cardinality equals what SQL holds now; every mirror equals a fresh load."""
+    assert_mirrors_equal_a_fresh_load(rt)
+    c = _cache(rt, ns)
     cached = sorted(((sid, *r) for sid, rows in c.subjects.items() for r in rows), key=lambda r: (r[0], r[2]))
     stored = sorted(rt._con.execute(f"SELECT {LOAD_COLUMNS} FROM kg.facts WHERE namespace = ? AND retracted_at IS "
                                     "NULL", [ns]).fetchall(), key=lambda r: (r[0], r[2]))
@@ -176,7 +193,7 @@ def test_a_failed_kg_write_whose_caller_commits_is_reloaded_from_the_store(rt, c
     # the half-done upsert_entity committed "Newcomer" without running its commit hook: the next use reloads
     assert rt.call("kg.facts", {"subject": "Newcomer"}).facts == []
     assert_cache_matches_store(rt)
-    assert "newcomer" in _state(rt).kg_cache["default"].keys
+    assert "newcomer" in _cache(rt).keys
     rt.call("kg.assert_fact", {"subject": "Newcomer", "predicate": "works_at", "object": "IBM"})
     assert_cache_matches_store(rt)
     assert_reads_match_sql(rt, clock, ["Alice", "Newcomer"])
@@ -195,7 +212,7 @@ def test_the_cache_is_rebuilt_from_the_store_after_reopen(tmp_path):
     rt.close()
     rt = open_test_runtime(kg_pack, path=path, clock=clock)
     try:
-        assert getattr(_state(rt), "kg_cache", None) is None  # nothing survives the process but the file
+        assert _state(rt).facts.namespaces == {}  # nothing survives the process but the file
         assert rt.call("kg.facts", {"subject": "Alice", "include_superseded": True}).facts == before
         clock.tick()
         rt.call("kg.assert_fact", {"subject": "Alice", "predicate": "works_at", "object": "Startup",
@@ -220,7 +237,7 @@ def test_namespaces_have_separate_caches(rt, clock):
     assert rt.call("kg.facts", {"subject": "Alice"}, namespace="c").facts == []
     for ns in ("a", "b", "c"):
         assert_cache_matches_store(rt, ns)
-    assert _state(rt).kg_cache["c"].subjects == {}
+    assert _cache(rt, "c").subjects == {}
     assert_reads_match_sql(rt, clock, ["Alice"], ns="a")
 
 
@@ -240,7 +257,7 @@ def test_a_cache_built_from_a_stored_namespace_follows_later_writes(tmp_path):
     rt = open_test_runtime(kg_pack, probe, path=path, clock=clock)
     try:
         assert rt.call("kg.facts", {"subject": "Nobody"}).facts == []  # the first use builds from the store
-        c = _state(rt).kg_cache["default"]
+        c = _cache(rt)
         assert c.subjects.base is not None and not c.subjects.over  # built as columns; nothing materialised
         assert_cache_matches_store(rt)
         assert_reads_match_sql(rt, clock, subjects)
@@ -287,3 +304,41 @@ def test_a_batch_gives_the_cycle_collector_back_as_it_found_it(rt):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@probe.verb("alias_then_detect", act=Act.COMMISSIVE)
+def alias_then_detect(params: ProbeParams, ctx: Context) -> ProbeResult:
+    """Add an alias (and a fact whose new object is an entity), detect in the same transaction, maybe fail."""
+    ctx.call("kg.upsert_entity", {"name": params.subject, "kind": "person", "aliases": [params.alias]})
+    if params.facts:
+        ctx.call("kg.assert_facts", {"facts": params.facts})
+    found = ctx.call("kg.detect_entities", {"text": f"{params.alias} at Umbrella"}).matches
+    seen = [f"{m.name}/{m.kind}" for m in found]
+    if params.fail:
+        raise errors.Conflict("the caller changed its mind")
+    return ProbeResult(seen=seen)
+
+
+def _detected(rt, text: str, ns: str = "default") -> list[str]:
+    return [f"{m.name}/{m.kind}" for m in rt.call("kg.detect_entities", {"text": text}, namespace=ns).matches]
+
+
+def test_the_entity_detectors_follow_commits_and_never_keep_a_rolled_back_alias(rt):
+    rt.call("kg.upsert_entity", {"name": "Alice", "kind": "thing"})
+    assert _detected(rt, "Ali and Alice") == ["Alice/thing"]  # builds and keeps the namespace's detector
+    kept = _state(rt).detectors.built["default"]
+    made = {"alias": "Ali", "facts": [{"subject": "Alice", "predicate": "works_at", "object": "Umbrella"}]}
+    # inside the transaction the uncommitted alias, kind and entity are seen (SQL); after the rollback they are not
+    with pytest.raises(errors.Conflict):
+        rt.call("kgprobe.alias_then_detect", {**made, "fail": True})
+    assert _state(rt).detectors.built["default"] is kept
+    assert _detected(rt, "Ali at Umbrella") == []
+    assert_mirrors_equal_a_fresh_load(rt)
+    assert rt.call("kgprobe.alias_then_detect", made).seen == ["Alice/person", "Umbrella/concept"]
+    assert _detected(rt, "Ali at Umbrella") == ["Alice/person", "Umbrella/concept"]  # the commit reached the mirror
+    assert_mirrors_equal_a_fresh_load(rt)
+    assert _detected(rt, "Ali", ns="other") == []  # namespaces apart
+    # a caller that swallows kg's refusal and commits: the runtime reloads the mirrors from the store
+    rt.call("kgprobe.write_then_read", {"steal_alias": "Ali"})
+    assert _detected(rt, "Newcomer met Ali") == ["Newcomer/concept", "Alice/person"]
+    assert_mirrors_equal_a_fresh_load(rt)

@@ -7,7 +7,7 @@ from pathlib import Path
 from runtime import Act
 from runtime.config import default_config_path
 
-from packs.kg.core import KgSettings
+from packs.kg.settings import KgSettings
 from packs.kg.pack import pack
 
 
