@@ -94,6 +94,11 @@ class Context:
         return [d for p, ns, k, d in self._frame.changes
                 if p == self.pack and ns == self.namespace and (kind is None or k == kind)]
 
+    def mirrors_stale(self) -> bool:
+        """True when a writing call of this pack failed in this transaction and its caller went on: its recorded
+        changes were dropped and the mirrors reload after commit, so until then only the SQL is right."""
+        return self.pack in self._frame.reload
+
     def publish(self, event: str, payload: Any) -> None:
         """Publish one of this pack's declared events; subscribers get it once this call has ended well."""
         declared = self._runtime.catalog.packs[self.pack].events.get(event)

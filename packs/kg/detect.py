@@ -107,7 +107,7 @@ class EntityDetectors(Mirror):
     def detector(self, ctx: Context) -> Detector:
         """The namespace's detector: the kept one, or one built from SQL when this transaction changed entities."""
         max_words = ctx.settings.detect_max_name_words
-        if any(ch.entities_changed for ch in ctx.uncommitted(WRITE)):
+        if ctx.mirrors_stale() or any(ch.entities_changed for ch in ctx.uncommitted(WRITE)):
             return Detector(load_entity_keys(ctx, ctx.namespace), max_words)
         ns = ctx.namespace
         det = self.built.get(ns)

@@ -34,7 +34,7 @@ class KgStore:
     # -- reads ---------------------------------------------------------------------------------------------------
     def readable(self) -> NsCache | None:
         """The namespace's cache for a read, or None while this transaction has uncommitted kg writes (use SQL)."""
-        if self.ctx.uncommitted(WRITE):
+        if self.ctx.uncommitted(WRITE) or self.ctx.mirrors_stale():
             return None
         return self._mirror.get(self.ctx)
 
@@ -77,7 +77,7 @@ class KgStore:
         """Start this call's change (before its first SQL write). ``need_cache``: build the namespace's cache if
         it is not held yet (bulk assertions want it; single writes use it only when it is already there)."""
         ctx = self.ctx
-        if ctx.uncommitted(WRITE):  # an earlier write of this transaction: the cache does not show it
+        if ctx.uncommitted(WRITE) or ctx.mirrors_stale():  # an earlier write of this transaction: not in the cache
             self._cache = None
         else:
             self._cache = self._mirror.get(ctx) if need_cache else self._mirror.held(ctx.namespace)

@@ -59,6 +59,18 @@ def write_then_read(params: ProbeParams, ctx: Context) -> ProbeResult:
     return ProbeResult(seen=seen)
 
 
+@probe.verb("swallow_then_write", act=Act.COMMISSIVE)
+def swallow_then_write(params: ProbeParams, ctx: Context) -> ProbeResult:
+    """kg half-writes and refuses (the caller goes on), then the same transaction writes and reads kg again."""
+    try:
+        ctx.call("kg.upsert_entity", {"name": "Latecomer", "aliases": [params.steal_alias]})
+    except errors.Conflict:
+        pass
+    # Latecomer exists in SQL only: later kg calls of this transaction must not trust the cache
+    ctx.call("kg.assert_fact", {"subject": "Latecomer", "predicate": "works_at", "object": "Umbrella"})
+    return ProbeResult(seen=[f.object for f in ctx.call("kg.facts", {"subject": "Latecomer"}).facts])
+
+
 def _state(rt):
     return rt._state["kg"]
 
@@ -341,4 +353,8 @@ def test_the_entity_detectors_follow_commits_and_never_keep_a_rolled_back_alias(
     # a caller that swallows kg's refusal and commits: the runtime reloads the mirrors from the store
     rt.call("kgprobe.write_then_read", {"steal_alias": "Ali"})
     assert _detected(rt, "Newcomer met Ali") == ["Newcomer/concept", "Alice/person"]
+    assert_mirrors_equal_a_fresh_load(rt)
+    # ... and before that commit, the rest of its transaction reads and writes kg through SQL
+    assert rt.call("kgprobe.swallow_then_write", {"steal_alias": "Ali"}).seen == ["Umbrella"]
+    assert [f.object for f in rt.call("kg.facts", {"subject": "Latecomer"}).facts] == ["Umbrella"]
     assert_mirrors_equal_a_fresh_load(rt)
