@@ -5,7 +5,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,8 +31,6 @@ class Frame:
     changes: list[tuple[str, str, str, Any]] = field(default_factory=list)  # (pack, namespace, kind, data)
     events: list[tuple[str, str, "str | None", Any]] = field(default_factory=list)  # (event, namespace, actor, payload)
     reload: set[str] = field(default_factory=set)  # packs whose mirrors must reload after commit (see engine)
-    on_commit: list[Callable[[], None]] = field(default_factory=list)
-    deferred: list[tuple[str, dict[str, Any], str, "str | None"]] = field(default_factory=list)
 
 
 @dataclass
@@ -51,10 +49,6 @@ class CallInfo:
     @property
     def verb(self) -> str:
         return self.spec.full_name
-
-    def defer(self, verb: str, params: dict[str, Any], namespace: str | None = None) -> None:
-        """Run ``verb`` after the outermost call commits, in a write transaction of its own (same actor)."""
-        self._frame.deferred.append((verb, params, namespace or self.namespace, self.actor))
 
 
 class Context:
@@ -109,12 +103,6 @@ class Context:
             raise InternalError(f"event {self.pack}.{event} carries a {declared.__name__}, got "
                                 f"{type(payload).__name__}", verb=self.verb)
         self._frame.events.append((f"{self.pack}.{event}", self.namespace, self.actor, payload))
-
-    def on_commit(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` once the outermost transaction has committed (e.g. to update an in-memory index)."""
-        if self.read_only:
-            raise ReadOnlyViolation("a read-only call has nothing to commit", verb=self.verb)
-        self._frame.on_commit.append(fn)
 
     def now(self) -> datetime:
         """The runtime's clock (UTC, naive); tests inject their own."""

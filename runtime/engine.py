@@ -105,7 +105,6 @@ class Runtime:
         try:
             for pack in rt.catalog.packs.values():
                 storage.migrate(rt._con, pack.name, pack.migrations)
-            rt._run_open_handlers()
             rt.followers.load_all()
             # with no tracing wrapper installed, a call goes straight to the handler: pluggy's hook machinery
             # costs more than a nested sub-handler's own work (a recall makes several)
@@ -115,27 +114,11 @@ class Runtime:
             raise
         return rt
 
-    def _run_open_handlers(self) -> None:
-        for pack in self.catalog.packs.values():
-            for fn in pack.open_handlers:
-                frame = Frame(read_only=True, began=True)
-                self._con.execute("BEGIN TRANSACTION")
-                try:
-                    fn(Context(self, pack.name, f"{pack.name}.<open>", self.default_namespace, frame, 0,
-                               read_only=True))
-                finally:
-                    self._con.execute("ROLLBACK")
-
     def close(self) -> None:
         if self._con is not None:
-            self.followers.close_all()  # mirrors write what they keep only in memory while the store is open
-            # packs write what they keep in memory (the brain's pending serves) while the store is open; each
-            # implementation runs on its own, because a pluggy hook call stops at the first exception
-            for impl in self._pm.hook.palimpsest_close.get_hookimpls():
-                try:
-                    impl.function(runtime=self)
-                except Exception:  # noqa: BLE001 - a pack that cannot flush must not keep the database open
-                    log.exception("the palimpsest_close hook of %s failed", impl.plugin_name)
+            # mirrors write what they keep only in memory (the brain's pending serves) while the store is open;
+            # each runs on its own, so one that cannot flush neither keeps the database open nor stops the others
+            self.followers.close_all()
             self._con.close()
             self._con = None
 
@@ -188,13 +171,6 @@ class Runtime:
                     raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
                 raise
             self.followers.committed(frame)
-            for fn in frame.on_commit:
-                fn()
-            for d_verb, d_params, d_ns, d_actor in frame.deferred:
-                try:
-                    self.call(d_verb, d_params, namespace=d_ns, actor=d_actor, internal=True)
-                except PalimpsestError as exc:  # an observer's failure must not fail the call it observed
-                    log.warning("deferred call %s after %s failed: %s", d_verb, verb, exc)
             return result
 
     @staticmethod

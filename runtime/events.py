@@ -53,7 +53,8 @@ class ServedNote:
 
 @dataclass(frozen=True, slots=True)
 class RecallServed:
-    """A top-level ``memory.recall`` answered: its id, query, weights and the notes served, in rank order."""
+    """A ``memory.recall`` call answered (nested calls too, since their caller may hand the recall id on for
+    feedback): its id, query, the weights it ranked with and the notes served, in rank order."""
 
     recall_id: str
     query: str

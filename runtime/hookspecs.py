@@ -21,21 +21,11 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def palimpsest_dispatch(call: "CallInfo") -> Any:
     """Run one verb call and return its validated result model.
 
-    The runtime's own implementation executes the handler inside the call's transaction. Packs observe calls
-    by wrapping this hook (``@hookimpl(wrapper=True)``): code before ``yield`` sees ``call.verb``,
-    ``call.params``, ``call.namespace`` and ``call.actor``; ``yield`` returns the result (or raises the call's error).
-    A wrapper that wants to record something uses ``call.defer(verb, params)``: the deferred call runs after
-    the outermost call has committed, in a write transaction of its own, so read-only verbs stay read-only.
-    """
-
-
-@hookspec
-def palimpsest_close(runtime: Any) -> None:
-    """Called by ``Runtime.close`` while the database is still open, once per runtime.
-
-    A pack that keeps writes in memory (the brain's pending serve ledger) writes them here, through a verb
-    (``runtime.call(verb, params, internal=True)``). An exception is logged and stops neither the close nor the
-    other packs' close hooks (the runtime calls each implementation on its own).
+    The runtime's own implementation executes the handler inside the call's transaction. A tracer may wrap this
+    hook (``@hookimpl(wrapper=True)``): code before ``yield`` sees ``call.verb``, ``call.params``,
+    ``call.namespace`` and ``call.actor``; ``yield`` returns the result (or raises the call's error). It is for
+    tracing only: a wrapper must not change params or results. Packs that react to what another pack did
+    subscribe to its declared events (ADR 0015). With no wrapper installed the runtime skips pluggy entirely.
     """
 
 

@@ -105,7 +105,6 @@ class Pack:
             _check_name("event", event)
         self.subscriptions: list[Subscription] = []
         self.verbs: dict[str, VerbSpec] = {}
-        self.open_handlers: list[Callable[..., None]] = []
         self.hook_objects: list[Any] = []
 
     def add_hooks(self, obj: Any) -> Any:
@@ -156,11 +155,6 @@ class Pack:
             return handler
 
         return register
-
-    def on_open(self, fn: Callable[..., None]) -> Callable[..., None]:
-        """Run ``fn(ctx)`` when a runtime opens a database, after migrations (to build in-memory indexes)."""
-        self.open_handlers.append(fn)
-        return fn
 
 
 def _models_of(handler: Callable[..., Any], full: str) -> tuple[type[BaseModel], type[BaseModel]]:

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import typer
 
-from runtime import PalimpsestError, Runtime, VerbSpec, errors, load_catalog
+from runtime import PalimpsestError, Runtime, errors, load_catalog
 from runtime.adapters.params import make_command
 from runtime.adapters.render import print_error, print_json, print_result, print_table
 from runtime.adapters.serving import explain_locked
