@@ -123,11 +123,15 @@ def test_cap_is_enforced_with_a_clear_error_and_writes_nothing(make_pal_runtime,
 def test_caps_at_exactly_the_limit_are_accepted(make_pal_runtime):
     rt = make_pal_runtime(config=config({"max_content_chars": 50, "max_label_chars": 10, "max_tags": 2,
                                          "max_batch": 3, "max_query_chars": 20}, kg={"max_name_length": 10}))
-    rt.call("memory.remember_many", {"notes": [
-        {"content": "x" * 50, "scope": "s" * 10, "thread": "t" * 10, "source_id": "u" * 10, "tags": ["g" * 10, "h"]},
-        {"content": "Postgres"}, {"content": "Orion"}]})
-    rt.call("memory.recall", {"query": "Postgres" + " " * 4 + "x" * 8})
+    full = {"content": "x" * 50, "scope": "s" * 10, "thread": "t" * 10, "source_id": "u" * 10, "tags": ["g" * 10, "h"]}
+    ids = rt.call("memory.remember_many", {"notes": [full, {"content": "Postgres"}, {"content": "Orion"}]}).ids
+    assert len(ids) == 3
+    (stored,) = rt.call("memory.get", {"ids": [ids[0]]}).notes
+    assert {k: getattr(stored, k) for k in full} == full  # stored whole, not cut to the cap
+    hits = rt.call("memory.recall", {"query": "Postgres" + " " * 4 + "x" * 8}).results  # exactly 20 characters
+    assert ids[1] in [h.note.id for h in hits]
     rt.call("kg.assert_fact", {"subject": "S" * 10, "predicate": "likes", "object": "Orion"})
+    assert [f.subject.name for f in rt.call("kg.facts", {"subject": "S" * 10}).facts] == ["S" * 10]
 
 
 def test_every_documented_memory_and_kg_cap_is_in_default_config():
