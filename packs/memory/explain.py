@@ -13,13 +13,13 @@ import unicodedata
 from datetime import datetime
 from typing import Any, Optional
 
+from packs.memory.core import pack
 from packs.memory.models import Note, RecallParams, RecallResult
 from packs.memory.models_explain import (Degraded, DetectedEntity, ExplainFact, ExplainHit, ExplainParams,
-                                         ExplainResult, ExplainSettings, Room, ScopeInference, SharedScope)
-from packs.memory.core import pack
+                                         ExplainResult, Room, ScopeInference, SharedScope)
 from packs.memory.ranking import explain_boosts
 from packs.memory.recall import answer
-from packs.memory.settings import MemorySettings
+from packs.memory.settings import ExplainSettings, MemorySettings
 from packs.memory.stages import check_query
 from runtime import Act, Context
 

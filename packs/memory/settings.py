@@ -5,7 +5,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from packs.memory.models_explain import ExplainSettings
+
+class ExplainSettings(BaseModel):
+    """``[packs.memory.explain]``: what explain infers scopes from and how it prefers decisions."""
+
+    model_config = ConfigDict(extra="forbid")
+    scope_owner_kinds: list[str] = Field(min_length=1)  # entity kinds that may own a scope (project, person)
+    scope_predicates: list[str]      # (entity, predicate, <scope>) facts that make the entity own the scope
+    why_words: list[str]             # a query containing one of these words is a "why" question
+    decision_boost: float = Field(ge=0, le=1)  # added to the score of decision notes on a "why" question
+    fact_source_boost: float = Field(ge=0, le=1)  # added to a note grounding a fact between two named entities
+    pool_factor: int = Field(ge=1)   # the decision preference re-ranks the top limit × pool_factor
+    baseline_extra: int = Field(ge=0)  # memory.recall's top-n always reach the answer (see baseline_extra)
+    max_facts_per_entity: int = Field(ge=1)
+    max_rooms: int = Field(ge=1)
 
 
 class TypeDefaults(BaseModel):
