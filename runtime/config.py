@@ -104,7 +104,8 @@ def load_config(overrides: Mapping[str, Any] | None = None, env: Mapping[str, st
 
 # The sections the runtime reads itself, and the type each of their keys must have (packs validate their own).
 RUNTIME_KEYS: dict[str, type | tuple[type, ...]] = {"database": str, "default_namespace": str, "packs": list,
-                                                    "disabled": list, "checkpoint_threshold": str}
+                                                    "disabled": list, "checkpoint_threshold": str,
+                                                    "idempotency_hours": (int, float)}
 
 
 def check_shape(cfg: Mapping[str, Any]) -> None:
@@ -123,7 +124,7 @@ def check_shape(cfg: Mapping[str, Any]) -> None:
         if value is None:
             continue
         if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
-            want = "a list of pack names" if kind is list else f"a {kind.__name__}"
+            want = "a list of pack names" if kind is list else "a number" if isinstance(kind, tuple) else f"a {kind.__name__}"
             raise ConfigError(f"config: runtime.{key} must be {want}, got {value!r}",
                               details={"key": f"runtime.{key}"})
 

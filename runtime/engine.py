@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import duckdb
 from pydantic import BaseModel
 
-from runtime import storage
+from runtime import idempotency, storage
 from runtime.aftercommit import Followers
 from runtime.config import load_config, pack_settings
 from runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
@@ -103,6 +103,8 @@ class Runtime:
         rt.path = str(path if path is not None else rt_cfg.get("database", ":memory:"))
         rt._con = storage.connect(rt.path, checkpoint_threshold=rt_cfg.get("checkpoint_threshold"))
         try:
+            idempotency.ensure_table(rt._con)
+            idempotency.prune(rt._con, rt.clock(), float(rt_cfg["idempotency_hours"]))
             for pack in rt.catalog.packs.values():
                 storage.migrate(rt._con, pack.name, pack.migrations)
             rt.followers.load_all()
@@ -137,13 +139,15 @@ class Runtime:
 
     # -- calling -------------------------------------------------------------------------------------------
     def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *,
-             namespace: str | None = None, actor: str | None = None, internal: bool = False) -> BaseModel:
+             namespace: str | None = None, actor: str | None = None, internal: bool = False,
+             idempotency_key: str | None = None) -> BaseModel:
         """Run one verb in one transaction and return its validated result model.
 
         Assertive verbs run read-only and are always rolled back; any error rolls the whole call back.
         ``actor`` names who the call is made for (``ctx.actor``; tunables set for that actor win over the
         namespace's); the calls it makes and defers are made for the same actor.
-        ``internal=True`` lets a debugging caller reach a sub-handler.
+        ``internal=True`` lets a debugging caller reach a sub-handler. ``idempotency_key`` makes a writing call
+        safe to retry: a key already used for the same call returns that call's result without running it again.
         """
         spec = self.catalog.resolve(verb, caller_pack=None, internal=internal)
         who = check_actor(actor, verb)
@@ -155,11 +159,22 @@ class Runtime:
                                 "name it once", verb=verb, details={"errors": [{"loc": ["namespace"],
                                                                              "msg": "conflicting namespaces"}]})
         ns = check_namespace(named or namespace or self.default_namespace, verb)
+        key = idempotency.check_key(idempotency_key, verb) if spec.writes else None
         with self._lock:
             con = self._require_open()
+            digest = idempotency.call_hash(verb, ns, who, model) if key else ""
+            if key:
+                stored = idempotency.replay(con, key, verb, digest)
+                if stored is not None:
+                    return spec.result_model.model_validate_json(stored)
             frame = Frame(read_only=not spec.writes)  # its transaction begins at the first statement
             try:
                 result = self._dispatch(CallInfo(spec, model, ns, None, 0, frame, self, who))
+                if key:  # with the call's own writes, so the key commits exactly when they do
+                    if not frame.began:
+                        con.execute("BEGIN TRANSACTION")
+                        frame.began = True
+                    idempotency.remember(con, key, verb, digest, result, self.clock())
                 if frame.began and frame.read_only:
                     con.execute("ROLLBACK")  # belt and braces: nothing an assertive verb did may persist
                 elif frame.began:

@@ -24,8 +24,9 @@ class Session:
     """What the root options set up, shared with every command; the runtime opens on first use."""
 
     def __init__(self, db: str | None, namespace: str | None, as_json: bool, server: str | None = None,
-                 actor: str | None = None) -> None:
+                 actor: str | None = None, idempotency_key: str | None = None) -> None:
         self.db, self.namespace, self.as_json, self.server, self.actor = db, namespace, as_json, server, actor
+        self.idempotency_key = idempotency_key
         self._rt: Runtime | None = None
 
     def runtime(self) -> Runtime:
@@ -40,10 +41,14 @@ class Session:
         if self.server:  # a server holds the database: send the call there (stdlib client, no extra needed)
             from runtime.adapters.remote import RemoteClient
 
+            if self.db:  # the server holds its own database: say so rather than ignore --db
+                print(f"palimpsest: --db {self.db} is not used: the call goes to the server at {self.server}, which "
+                      "holds its own database", file=sys.stderr)
             data = RemoteClient(self.server).call(verb, params, namespace=self.namespace, actor=self.actor,
-                                                  internal=internal)
+                                                  internal=internal, idempotency_key=self.idempotency_key)
         else:
-            result = self.runtime().call(verb, params, namespace=self.namespace, actor=self.actor, internal=internal)
+            result = self.runtime().call(verb, params, namespace=self.namespace, actor=self.actor, internal=internal,
+                                         idempotency_key=self.idempotency_key)
             data = result.model_dump(mode="json")
         print_json(data) if self.as_json else print_result(data)
 
@@ -63,8 +68,11 @@ def root(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     server: Optional[str] = typer.Option(None, "--server", envvar="PALIMPSEST_SERVER",
                                          help="Send verb calls to a running `pal serve` at this URL."),
+    idempotency_key: Optional[str] = typer.Option(
+        None, "--idempotency-key", help="Run a write at most once per key: a retry with the same key returns the "
+                                        "first answer (calls through --server get a fresh key unless given)."),
 ) -> None:
-    session = Session(db, namespace, as_json, server, actor)
+    session = Session(db, namespace, as_json, server, actor, idempotency_key)
     _current.append(session)
     ctx.call_on_close(session.close)
 

@@ -33,7 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
 from runtime.adapters.serving import (
-    ACTOR_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, run_uvicorn,
+    ACTOR_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, run_uvicorn,
     stop_on_signals, success, tool_name, url_of,
 )
 
@@ -152,7 +152,8 @@ def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], bod
         actor = values.get("palimpsest_actor")
         try:
             result = await run_in_threadpool(runtime.call, spec.full_name, params, namespace=namespace,
-                                             actor=default_actor if actor is None else actor)
+                                             actor=default_actor if actor is None else actor,
+                                             idempotency_key=request.headers.get(IDEMPOTENCY_HEADER))
         except PalimpsestError as exc:
             return error_response(exc)
         except Exception as exc:  # a bug: answer in the one shape, keep the traceback in the log

@@ -6,13 +6,15 @@ exception class, found by its ``code``, so the CLI prints and exits exactly as i
 from __future__ import annotations
 
 import json
+import socket
 import urllib.error
+import uuid
 import urllib.parse
 import urllib.request
 from typing import Any
 
 from runtime import PalimpsestError, errors
-from runtime.adapters.serving import ACTOR_HEADER, TOKEN_ENV, client_settings
+from runtime.adapters.serving import ACTOR_HEADER, IDEMPOTENCY_HEADER, TOKEN_ENV, client_settings
 
 # later classes win, so "internal" maps to InternalError rather than the base class
 _BY_CODE: dict[str, type[PalimpsestError]] = {cls.code: cls for cls in errors.ALL_ERRORS}
@@ -56,13 +58,18 @@ class RemoteClient:
         self.token, self.timeout = token or None, timeout
 
     def call(self, verb: str, params: dict[str, Any] | None = None, *, namespace: str | None = None,
-             actor: str | None = None, internal: bool = False) -> Any:
-        """POST /v1/verbs/{verb}; returns the result JSON or raises the server's error."""
+             actor: str | None = None, internal: bool = False, idempotency_key: str | None = None) -> Any:
+        """POST /v1/verbs/{verb}; returns the result JSON or raises the server's error.
+
+        Every call carries an idempotency key (a new one unless given): when the answer is lost (a timeout), the
+        outcome is unknown, and sending the same call again with the same key is safe — the server runs a write
+        at most once per key."""
         if internal:
             raise errors.Forbidden(f"{verb}: sub-handlers cannot be called through a server; call it locally "
                                    "with --internal when no server holds the database", verb=verb)
         query = "?" + urllib.parse.urlencode({"namespace": namespace}) if namespace else ""
         headers = {ACTOR_HEADER: actor} if actor else {}
+        headers[IDEMPOTENCY_HEADER] = idempotency_key or uuid.uuid4().hex
         payload = self._request("POST", f"/v1/verbs/{urllib.parse.quote(verb)}{query}", params or {}, verb, headers)
         return payload.get("result")
 
@@ -90,6 +97,13 @@ class RemoteClient:
             raise error_from_dict(payload, status=exc.code, verb=verb) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
+            key = (headers or {}).get(IDEMPOTENCY_HEADER)
+            if isinstance(reason, (TimeoutError, socket.timeout)) and key:
+                raise errors.StorageError(
+                    f"unknown outcome: the server at {self.url} did not answer within {self.timeout:g} s, and may "
+                    f"still have run the call. Retrying it with --idempotency-key {key} is safe: the server runs "
+                    "a write at most once per key.", verb=verb,
+                    details={"reason": "unknown_outcome", "url": self.url, "idempotency_key": key}) from None
             hint = f" (is `pal serve` running there? check {TOKEN_ENV} if it needs a token)"
             raise errors.StorageError(f"cannot reach the palimpsest server at {self.url}: {reason}{hint}", verb=verb,
                                       details={"reason": "server_unreachable", "url": self.url}) from None

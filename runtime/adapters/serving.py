@@ -28,6 +28,7 @@ from runtime import PalimpsestError, errors, load_catalog
 INFO_SUFFIX = ".server.json"
 TOKEN_ENV = "PALIMPSEST_TOKEN"
 ACTOR_HEADER = "X-Palimpsest-Actor"  # HTTP: who a request's call is made for (Runtime.call(actor=))
+IDEMPOTENCY_HEADER = "Idempotency-Key"  # HTTP: a retry of a write with the same key runs it once
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
 

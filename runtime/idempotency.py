@@ -1,0 +1,67 @@
+"""Idempotency keys for any writing call: a retry of a call whose answer was lost runs it once (issue 16.3).
+
+A caller (the ``--server`` client does it for every call) passes ``idempotency_key``. For a writing verb the runtime
+looks the key up before running it: a key already used for the same verb, namespace, actor and params returns the
+stored result without running anything; a key used for another call is a ``Conflict``. Otherwise the call runs
+and the key and its result are written in the call's own transaction, so they commit (or roll back) with it: there
+is no moment where the write is committed and the key is not. Keys are kept ``runtime.idempotency_hours``
+(pruned when a store opens). Read-only calls ignore keys: running them twice changes nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+from pydantic import BaseModel
+
+from runtime.errors import Conflict, InvalidParams
+
+TABLE = "_palimpsest.idempotency"
+KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+    key VARCHAR PRIMARY KEY, verb VARCHAR NOT NULL, call_hash VARCHAR NOT NULL, result VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL)"""
+
+
+def check_key(key: str | None, verb: str) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not KEY_RE.match(key):
+        raise InvalidParams(f"idempotency key {key!r} must be 1-128 characters of letters, digits and _ . : -, "
+                            "starting with a letter or digit", verb=verb,
+                            details={"errors": [{"loc": ["idempotency_key"], "msg": "invalid key"}]})
+    return key
+
+
+def call_hash(verb: str, namespace: str, actor: str | None, params: BaseModel) -> str:
+    body = json.dumps([verb, namespace, actor, params.model_dump(mode="json")], sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def ensure_table(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(DDL)
+
+
+def prune(con: duckdb.DuckDBPyConnection, now: datetime, hours: float) -> None:
+    con.execute(f"DELETE FROM {TABLE} WHERE created_at < ?", [now - timedelta(hours=hours)])
+
+
+def replay(con: duckdb.DuckDBPyConnection, key: str, verb: str, digest: str) -> str | None:
+    """The stored result JSON of this key's earlier run of the same call, or None when the key is new."""
+    row = con.execute(f"SELECT verb, call_hash, result FROM {TABLE} WHERE key = ?", [key]).fetchone()
+    if row is None:
+        return None
+    if row[0] != verb or row[1] != digest:
+        raise Conflict(f"idempotency key {key!r} was already used for another call ({row[0]}); use a new key",
+                       verb=verb, details={"idempotency_key": key, "used_by": row[0]})
+    return str(row[2])
+
+
+def remember(con: duckdb.DuckDBPyConnection, key: str, verb: str, digest: str, result: Any, now: datetime) -> None:
+    """Store the key with the call's result, in the call's transaction (the caller has begun it)."""
+    con.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
+                [key, verb, digest, result.model_dump_json(), now])
