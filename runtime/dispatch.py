@@ -175,7 +175,8 @@ INT64 = (-(2**63), 2**63 - 1)
 
 def _hostile(value: Any, loc: list[str], depth: int) -> tuple[list[str], str] | None:
     """Input no verb can store, found before any pack sees it: JSON nested deeper than 64 levels, strings with
-    lone UTF-16 surrogates (not encodable as UTF-8, so not storable), integers beyond 64 bits."""
+    lone UTF-16 surrogates (not encodable as UTF-8, so not storable), integers beyond 64 bits, NaN and infinite
+    numbers (which JSON cannot carry: a JSON property would come back as null)."""
     if depth > MAX_PARAMS_DEPTH:
         return loc, f"nested more than {MAX_PARAMS_DEPTH} levels deep"
     if isinstance(value, str):
@@ -188,6 +189,9 @@ def _hostile(value: Any, loc: list[str], depth: int) -> tuple[list[str], str] | 
     elif isinstance(value, int):
         if not INT64[0] <= value <= INT64[1]:
             return loc, "integer out of the 64-bit range"
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return loc, "number is NaN or infinite (JSON has neither; it would be stored as null)"
     elif isinstance(value, dict):
         for k, v in value.items():
             found = _hostile(k, loc + [str(k)], depth + 1) or _hostile(v, loc + [str(k)], depth + 1)

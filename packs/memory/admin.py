@@ -13,7 +13,7 @@ from packs.memory.index_mirror import IndexMirror
 from packs.memory.models import GetParams, GetResult, ReembedParams, ReembedResult
 from packs.memory.remember import fetch_notes
 from packs.memory.settings import MemorySettings
-from runtime import Act, Context, Visibility
+from runtime import Act, Context, Visibility, errors
 from runtime.params import Params
 
 
@@ -30,7 +30,11 @@ def reembed(params: ReembedParams, ctx: Context) -> ReembedResult:
     """(Re)compute every note's vector with a model (default: the configured one), e.g. after changing it."""
     model = params.model or ctx.settings.embedder
     embedders = ctx.state.embedders
-    embedders.get(model)  # fail early, with the reason, if the model is unavailable
+    if params.model is not None and model not in embedders.specs:  # the caller named a model nobody registered: their mistake, not config's
+        raise errors.InvalidParams(f"no embedder named {model!r}; registered: {sorted(embedders.specs)}",
+                                   details={"errors": [{"loc": ["model"], "msg": "unknown embedder",
+                                                        "type": "value_error"}], "known": sorted(embedders.specs)})
+    embedders.get(model)  # fail early, with the reason, if the model is unavailable (a missing extra)
     rows = ctx.db.query("SELECT id, content, occurred_at FROM memory.notes ORDER BY id")
     ctx.db.execute("DELETE FROM memory.vectors WHERE model = ?", [model])
     if not rows:

@@ -172,19 +172,38 @@ def _extra(module: str, extra: str) -> Any:
                                  f"missing): pip install {needs}", details={"extra": extra}) from None
 
 
+def _token(token: str | None, token_file: str | None) -> str | None:
+    """The bearer token: from --token-file, else --token / PALIMPSEST_TOKEN (warning when it was typed on the
+    command line, where every local user can read it in the process list)."""
+    if token_file:
+        try:
+            token = open(token_file, encoding="utf-8").read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise errors.ConfigError(f"cannot read --token-file {token_file}: {exc}") from None
+        if not token:
+            raise errors.ConfigError(f"--token-file {token_file} is empty")
+        return token
+    if token and any(a == "--token" or a.startswith("--token=") for a in sys.argv):
+        print("palimpsest: a token given with --token shows in the process list; use PALIMPSEST_TOKEN or "
+              "--token-file", file=sys.stderr)
+    return token
+
+
 @app.command("serve")
 def serve_cmd(
     host: Optional[str] = typer.Option(None, "--host", help="Interface (default [adapters] host, loopback)."),
     port: Optional[int] = typer.Option(None, "--port", help="Port (default [adapters] http_port; 0 = any free)."),
     token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
-                                        help="Require this bearer token (needed for a non-loopback host)."),
+                                        help="Require this bearer token (needed for a non-loopback host). "
+                                             "Visible in the process list: prefer the variable or --token-file."),
+    token_file: Optional[str] = typer.Option(None, "--token-file", help="Read the bearer token from this file."),
 ) -> None:
     """Serve every public verb over HTTP (POST /v1/verbs/{verb}, resource routes, OpenAPI at /docs).
 
     Each request names its actor with the X-Palimpsest-Actor header (the global --actor is the default)."""
     http = _extra("http", "http")
     session = _session()
-    http.serve(session.runtime(), host=host, port=port, token=token, actor=session.actor)
+    http.serve(session.runtime(), host=host, port=port, token=_token(token, token_file), actor=session.actor)
 
 
 @app.command("mcp")
@@ -193,7 +212,9 @@ def mcp_cmd(
     host: Optional[str] = typer.Option(None, "--host", help="Interface for --http (default [adapters] host)."),
     port: Optional[int] = typer.Option(None, "--port", help="Port for --http (default [adapters] mcp_port)."),
     token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
-                                        help="Require this bearer token with --http."),
+                                        help="Require this bearer token with --http (visible in the process "
+                                             "list: prefer the variable or --token-file)."),
+    token_file: Optional[str] = typer.Option(None, "--token-file", help="Read the bearer token from this file."),
     actor: Optional[str] = typer.Option(None, "--actor", help="Who every tool call is made for (one server per "
                                                               "client session; default: the global --actor)."),
 ) -> None:
@@ -203,7 +224,7 @@ def mcp_cmd(
     runtime = session.runtime()
     actor = actor or session.actor
     if over_http:
-        mcp.serve_http(runtime, host=host, port=port, token=token, actor=actor)
+        mcp.serve_http(runtime, host=host, port=port, token=_token(token, token_file), actor=actor)
     else:
         mcp.serve_stdio(runtime, actor=actor)
 

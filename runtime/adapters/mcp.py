@@ -76,7 +76,14 @@ def build_server(runtime: Runtime, *, actor: str | None = None) -> Server:
         spec = public.get(params.name)
         if spec is None:
             return error_result(_refusal(runtime, params.name))
-        call = functools.partial(runtime.call, spec.full_name, dict(params.arguments or {}), actor=actor)
+        arguments = dict(params.arguments or {})
+        named = arguments.get("actor")
+        if actor is not None and named is not None and named != actor:
+            # the server is bound to one actor: a client may not act for another through a verb's own field
+            return error_result(errors.Forbidden(
+                f"this MCP server acts for {actor!r}; the call names actor {named!r}", verb=spec.full_name,
+                details={"errors": [{"loc": ["actor"], "msg": "another actor than the server's"}]}))
+        call = functools.partial(runtime.call, spec.full_name, arguments, actor=actor)
         try:
             result = await anyio.to_thread.run_sync(call)
         except PalimpsestError as exc:

@@ -182,3 +182,25 @@ def test_in_process_server_makes_every_call_for_its_actor(fake_rt):
             assert (await call_ok(client, "zeta_whoami", {}))["actor"] is None
 
     run(scenario)
+
+
+def test_a_server_bound_to_an_actor_refuses_calls_naming_another(tmp_path):
+    """`pal mcp --actor alice`: a client may not act for bob through a verb's own actor field (issue 16.12)."""
+    from runtime import Runtime
+
+    rt = Runtime.open(tmp_path / "a.db", env={"PALIMPSEST_CONFIG_DISABLED": "1"},
+                      config={"packs": {"memory": {"embedder": "hashing"}}})
+
+    async def scenario() -> None:
+        async with Client(build_server(rt, actor="alice")) as client:
+            err = await call_err(client, "brain_state", {"actor": "bob"}, "forbidden")
+            assert "alice" in err["message"] and "bob" in err["message"]
+            await call_err(client, "brain_profile", {"name": "p", "actor": "bob", "bind": True}, "forbidden")
+            assert (await call_ok(client, "brain_state", {"actor": "alice"}))
+            assert (await call_ok(client, "brain_state", {}))
+
+    try:
+        run(scenario)
+        assert rt._con.execute("SELECT count(*) FROM brain.bindings").fetchone() == (0,)  # bob bound nothing
+    finally:
+        rt.close()

@@ -54,7 +54,7 @@ def test_default_then_set_per_namespace_and_persisted(tmp_path) -> None:  # type
 @pytest.mark.parametrize("target,value,match", [
     ("owner::nope", 0.1, "no tunable named"), ("nope::weight", 0.1, "no tunable named"),
     ("owner-weight", 0.1, "no tunable named"), ("owner::weight", 1.5, r"must lie in \[0.0, 1.0\]"),
-    ("owner::weight", float("nan"), "must lie in"),
+    ("owner::weight", float("nan"), "NaN or infinite"),  # refused for every verb before the handler
 ])
 def test_bad_tunables_are_refused_and_nothing_changes(target, value, match) -> None:  # type: ignore[no-untyped-def]
     with Runtime.open(":memory:", packs=list(packs()), env=ENV) as rt:

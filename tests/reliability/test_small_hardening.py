@@ -1,0 +1,47 @@
+"""Smaller faults of the second hardening round (issue 16.12), each through the product's own entry points."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rel_support import HASHING, ISOLATED_ENV
+from runtime import Runtime, errors
+
+
+@pytest.fixture
+def rt(tmp_path):  # type: ignore[no-untyped-def]
+    runtime = Runtime.open(tmp_path / "h.duckdb", config=HASHING, env=ISOLATED_ENV)
+    yield runtime
+    runtime.close()
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_and_infinity_are_refused_anywhere_in_params_not_stored_as_null(rt, bad) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.InvalidParams, match="NaN or infinite"):
+        rt.call("kg.link", {"src": "m:1", "dst": "m:2", "relation": "supports", "properties": {"score": [1.0, bad]}})
+    assert rt.call("kg.list_edges", {}).edges == []
+    with pytest.raises(errors.InvalidParams, match="NaN or infinite"):
+        rt.call("memory.remember", {"content": "zebra crossing", "salience": bad})
+    assert rt.call("memory.recall", {"query": "zebra crossing"}).results == []
+
+
+def test_reembed_with_an_unknown_model_is_the_callers_error_and_changes_nothing(rt) -> None:  # type: ignore[no-untyped-def]
+    rt.call("memory.remember", {"content": "a note"})
+    before = rt._con.execute("SELECT count(*) FROM memory.vectors").fetchone()
+    with pytest.raises(errors.InvalidParams, match="no embedder named 'nope'") as err:
+        rt.call("memory.reembed", {"model": "nope"})
+    assert err.value.exit_code == 2 and "hashing" in err.value.details["known"]
+    assert rt._con.execute("SELECT count(*) FROM memory.vectors").fetchone() == before
+
+
+def test_a_token_file_is_read_and_an_empty_or_missing_one_is_a_config_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from runtime.adapters.cli import _token
+
+    good = tmp_path / "token"
+    good.write_text("s3cret\n")
+    assert _token(None, str(good)) == "s3cret"
+    (tmp_path / "empty").write_text("\n")
+    for path in (tmp_path / "empty", tmp_path / "missing"):
+        with pytest.raises(errors.ConfigError):
+            _token(None, str(path))
