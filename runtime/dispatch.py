@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from runtime.errors import InternalError, InvalidParams, PalimpsestError, ReadOnlyViolation, from_validation_error
+from runtime.errors import DeadlineExceeded, InternalError, InvalidParams, PalimpsestError, ReadOnlyViolation, from_validation_error
 from runtime.hookspecs import hookimpl
 from runtime.pack import VerbSpec
 from runtime.storage import Database
@@ -31,6 +32,7 @@ class Frame:
     changes: list[tuple[str, str, str, Any]] = field(default_factory=list)  # (pack, namespace, kind, data)
     events: list[tuple[str, str, "str | None", Any]] = field(default_factory=list)  # (event, namespace, actor, payload)
     reload: set[str] = field(default_factory=set)  # packs whose mirrors must reload after commit (see engine)
+    deadline: float | None = None  # time.monotonic() past which ctx.check_deadline stops the call
 
 
 @dataclass
@@ -87,6 +89,15 @@ class Context:
         transaction (of one kind, or all): while there are any, the mirrors do not show them, the SQL does."""
         return [d for p, ns, k, d in self._frame.changes
                 if p == self.pack and ns == self.namespace and (kind is None or k == kind)]
+
+    def check_deadline(self, during: str = "") -> None:
+        """Stop the call with :class:`DeadlineExceeded` (nothing it did is kept) once it has run past
+        ``runtime.deadline_seconds``. Verbs whose work grows with the store call this in their loops."""
+        deadline = self._frame.deadline
+        if deadline is not None and time.monotonic() > deadline:
+            limit = self._runtime.deadline_seconds
+            raise DeadlineExceeded(f"{self.verb} ran past its {limit:g} s deadline" + (f" ({during})" if during else ""),
+                                   verb=self.verb, details={"deadline_seconds": limit, "during": during})
 
     def mirrors_stale(self) -> bool:
         """True when a writing call of this pack failed in this transaction and its caller went on: its recorded

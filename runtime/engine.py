@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -61,6 +62,7 @@ class Runtime:
         self._con: duckdb.DuckDBPyConnection | None = None
         self.clock: Callable[[], Any] = utc_now
         self.followers = Followers(self)
+        self.deadline_seconds = 0.0  # runtime.deadline_seconds, read at open
         self._traced = True  # until open has seen which dispatch implementations are installed
 
     # -- opening -------------------------------------------------------------------------------------------
@@ -87,6 +89,7 @@ class Runtime:
         rt.catalog, rt.config = load_catalog(config=config, env=env, packs=packs, discover_packs=discover_packs)
         rt_cfg = rt.config.get("runtime", {})
         rt.default_namespace = check_namespace(str(rt_cfg.get("default_namespace", "default")), "runtime")
+        rt.deadline_seconds = float(rt_cfg["deadline_seconds"])
         rt._pm = rt.catalog.plugin_manager
         rt._core = CoreDispatch(rt)
         rt._pm.register(rt._core, name="runtime-core")
@@ -167,7 +170,8 @@ class Runtime:
                 stored = idempotency.replay(con, key, verb, digest)
                 if stored is not None:
                     return spec.result_model.model_validate_json(stored)
-            frame = Frame(read_only=not spec.writes)  # its transaction begins at the first statement
+            frame = Frame(read_only=not spec.writes,  # its transaction begins at the first statement
+                          deadline=time.monotonic() + self.deadline_seconds if self.deadline_seconds else None)
             try:
                 result = self._dispatch(CallInfo(spec, model, ns, None, 0, frame, self, who))
                 if key:  # with the call's own writes, so the key commits exactly when they do

@@ -102,6 +102,7 @@ def graph_recall(params: GraphRecallParams, ctx: Context) -> GraphRecallResult:
     for level in range(1, params.max_depth + 1):
         if not frontier:
             break
+        ctx.check_deadline(f"graph_recall: depth {level}")
         steps: list[tuple[str, str, Hop]] = []
         ents = [int(n[2:]) for n in frontier if n.startswith("e:")]
         if ents:

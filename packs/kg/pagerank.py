@@ -66,6 +66,8 @@ def pagerank_scores(ctx: Context, relations: list[str] | None, node_types: list[
     inv[~dangling] = 1.0 / out[~dangling]
     pt = (sp.diags(inv) @ adj).T.tocsr()
     r = np.full(n, 1.0 / n)
-    for _ in range(iterations):
+    for i in range(iterations):
+        if i % 10 == 0:
+            ctx.check_deadline("PageRank")
         r = damping * (pt @ r) + (damping * r[dangling].sum() + (1.0 - damping)) / n
     return nodes, len(src), r

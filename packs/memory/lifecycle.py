@@ -142,14 +142,21 @@ def consolidation_candidates(params: CandidatesGroupParams, ctx: Context) -> Can
 
     pairs: list[tuple[int, int, float]] = []
     for start in range(0, len(rows), 1024):  # blocks keep the similarity matrix small
+        ctx.check_deadline("consolidation_candidates: similarities")
         block = m[start:start + 1024] @ m.T
         ii, jj = np.nonzero(block >= cut)
-        for a, b in zip((ii + start).tolist(), jj.tolist()):
-            if a < b:
-                pairs.append((a, b, float(block[a - start, b])))
-                ra, rb = find(a), find(b)
-                if ra != rb:
-                    parent[max(ra, rb)] = min(ra, rb)
+        upper = (ii + start) < jj
+        ii, jj = ii[upper], jj[upper]
+        if len(pairs) + ii.size > g.consolidation_max_pairs:  # a low min_similarity joins everything: refuse
+            raise errors.LimitExceeded(
+                f"min_similarity {cut} joins more than {g.consolidation_max_pairs} pairs of notes; raise it or "
+                "narrow the call (scope, memory_type)", details={"errors": [{
+                    "loc": ["min_similarity"], "msg": f"more than {g.consolidation_max_pairs} pairs"}]})
+        for a, b, sim in zip((ii + start).tolist(), jj.tolist(), block[ii, jj].tolist()):
+            pairs.append((a, b, sim))
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
     comps: dict[int, list[int]] = {}
     for a in range(len(rows)):
         comps.setdefault(find(a), []).append(a)

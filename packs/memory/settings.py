@@ -92,6 +92,7 @@ class GraphSettings(BaseModel):
     expand_max_depth: int = Field(ge=0)
     consolidation_min_similarity: float = Field(ge=-1, le=1)
     consolidation_max_notes: int = Field(ge=2)
+    consolidation_max_pairs: int = Field(ge=1)
     max_ids: int = Field(ge=1)
 
 

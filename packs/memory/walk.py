@@ -37,6 +37,7 @@ def run_walk(ctx: Context, q: np.ndarray, model: str, seeds: dict[int, float], m
     cos: dict[int, float] = {}
     frontier = sorted(seeds)
     for level in range(1, max_depth + 1):
+        ctx.check_deadline(f"walk: depth {level}")
         proposals: dict[int, tuple] = {}
         for u in frontier:
             fu, _, seed, path = best[u]

@@ -45,3 +45,14 @@ def test_a_token_file_is_read_and_an_empty_or_missing_one_is_a_config_error(tmp_
     for path in (tmp_path / "empty", tmp_path / "missing"):
         with pytest.raises(errors.ConfigError):
             _token(None, str(path))
+
+
+def test_consolidation_candidates_refuse_a_similarity_that_joins_everything(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 16.11: min_similarity = -1 joined every pair in a Python loop for a minute; now a typed refusal."""
+    config = {**HASHING, "packs": {"memory": {**HASHING["packs"]["memory"], "graph": {"consolidation_max_pairs": 50}}}}
+    with Runtime.open(tmp_path / "c.duckdb", config=config, env=ISOLATED_ENV) as rt:
+        rt.call("memory.remember_many", {"notes": [{"content": f"note number {i} about apples"} for i in range(20)]})
+        with pytest.raises(errors.LimitExceeded, match="more than 50 pairs"):
+            rt.call("memory.consolidation_candidates", {"min_similarity": -1})
+        found = rt.call("memory.consolidation_candidates", {"min_similarity": 0.99})
+        assert found.considered == 20

@@ -424,7 +424,7 @@ def test_reembed_after_a_model_change(tmp_path, clock):
         assert models == [("hashing", 2), ("wordllama", 2)]
     with open_test_runtime(config=WORDLLAMA, path=db, clock=clock) as rt:
         assert ids(rt, "automobile", fusion="vector_only")[0] == car  # and after a reopen
-        with pytest.raises(errors.ConfigError):
+        with pytest.raises(errors.InvalidParams):  # the caller's mistake, not the configuration's (issue 16.12)
             rt.call("memory.reembed", {"model": "no-such-model"})
 
 
