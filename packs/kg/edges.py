@@ -100,7 +100,8 @@ def edge_out(r: tuple) -> EdgeOut:
 
 
 def check_nodes(ctx: Context, nodes: list[tuple[str, list[Any]]]) -> None:
-    """Entity and fact node ids must exist in this namespace (memory notes belong to another pack)."""
+    """Entity and fact node ids must exist in this namespace; ids of kinds other packs own (memory's ``m:``
+    notes) are asked of them through the ``kg_missing_nodes`` hook."""
     for prefix, table, col in (("e:", "kg.entities", "id"), ("f:", "kg.facts", "fact_id")):
         wanted = {int(n[2:]) for n, _ in nodes if n.startswith(prefix)}
         if not wanted:
@@ -109,6 +110,18 @@ def check_nodes(ctx: Context, nodes: list[tuple[str, list[Any]]]) -> None:
                                             "(SELECT unnest(?::BIGINT[]))", [ctx.namespace, sorted(wanted)])}
         for node, loc in nodes:
             if node.startswith(prefix) and int(node[2:]) not in found:
+                raise errors.NotFound(f"node {node} does not exist in namespace {ctx.namespace!r}",
+                                      details={"errors": [{"loc": loc, "msg": "unknown node"}]})
+    foreign: dict[str, set[str]] = {}
+    for node, _ in nodes:
+        if not node.startswith(("e:", "f:")):
+            foreign.setdefault(node[:2], set()).add(node[2:])
+    for prefix, wanted in foreign.items():
+        answers = [a for a in ctx.hook("kg_missing_nodes", ctx=ctx, prefix=prefix, ids=sorted(wanted))
+                   if a is not None]
+        missing = {i for a in answers for i in a}
+        for node, loc in nodes:
+            if node.startswith(prefix) and node[2:] in missing:
                 raise errors.NotFound(f"node {node} does not exist in namespace {ctx.namespace!r}",
                                       details={"errors": [{"loc": loc, "msg": "unknown node"}]})
 

@@ -4,12 +4,13 @@ Verb modules import :mod:`packs.memory.core`, never this module.
 """
 from __future__ import annotations
 
-from packs.memory import (admin, beliefs, commands, embedding, explain, graph, lifecycle, recall,  # noqa: F401
-                          remember, stages, sync, walk)
+from packs.memory import (admin, beliefs, commands, embedding, explain, graph, lifecycle, nodes,  # noqa: F401
+                          recall, remember, stages, sync, walk)
 from packs.memory.core import pack
 from packs.memory.settings import MemorySettings
 
 pack.add_hooks(embedding)  # the built-in embedders, registered like a third-party pack's
 pack.add_hooks(commands)  # `pal memory ...` CLI commands
+pack.add_hooks(nodes)  # kg asks which m:<note> nodes exist before it links them
 
 __all__ = ["MemorySettings", "pack"]

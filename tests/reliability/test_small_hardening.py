@@ -56,3 +56,20 @@ def test_consolidation_candidates_refuse_a_similarity_that_joins_everything(tmp_
             rt.call("memory.consolidation_candidates", {"min_similarity": -1})
         found = rt.call("memory.consolidation_candidates", {"min_similarity": 0.99})
         assert found.considered == 20
+
+
+def test_kg_links_to_notes_of_another_namespace_or_of_none_are_not_found(rt) -> None:  # type: ignore[no-untyped-def]
+    """Issue 16.9: kg.link accepted any m: id; the memory pack now answers which notes exist."""
+    mine = rt.call("memory.remember", {"content": "a note of mine"}, namespace="a").note.id
+    also = rt.call("memory.remember", {"content": "another note of mine"}, namespace="a").note.id
+    theirs = rt.call("memory.remember", {"content": "a note of theirs"}, namespace="b").note.id
+    for dst in (f"m:{theirs}", "m:987654321", "m:not-a-number"):
+        with pytest.raises(errors.NotFound, match=dst):
+            rt.call("kg.link", {"src": f"m:{mine}", "dst": dst, "relation": "supports"}, namespace="a")
+        with pytest.raises(errors.NotFound) as err:
+            rt.call("kg.link_many", {"links": [{"src": f"m:{mine}", "dst": f"m:{also}", "relation": "supports"},
+                                               {"src": dst, "dst": f"m:{mine}", "relation": "supports"}]},
+                    namespace="a")
+        assert err.value.details["errors"][0]["loc"] == ["links", 1, "src"]
+    assert rt.call("kg.list_edges", {}, namespace="a").edges == []
+    assert rt.call("kg.link", {"src": f"m:{mine}", "dst": f"m:{also}", "relation": "supports"}, namespace="a").created
