@@ -31,7 +31,8 @@ ON_REQUEST = [("kg_scale", ["bench/kg_scale.py", "--facts", "1000000", "--edges"
 # goals.md is written by hand from the reports below (the issues' goals next to what was reached): update it when
 # a figure it quotes moves.
 # house.md compares two trees (`python bench/house_compare.py --base DIR`), so it too is run by hand.
-REPORTS = ["goals.md", "house.md", "locomo.md", "memory_perf.md", "memory_graph.md", "explain.md", "brain.md", "brain_ledger.md", "kg.md",
+REPORTS = ["goals.md", "house.md", "locomo.md", "memory_perf.md", "memory_graph.md", "explain.md", "brain.md",
+           "brain_ledger.md", "kg.md",
            "reliability.md"]
 
 
