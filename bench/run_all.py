@@ -23,6 +23,7 @@ BENCHES = [  # (results file, command)
     ("memory_graph.md", ["bench/memory_graph.py"]),
     ("explain.md", ["bench/explain_locomo.py"]),
     ("brain.md", ["bench/brain_learning.py"]),
+    ("brain_ledger.md", ["bench/brain_ledger.py"]),
     ("kg_yago", ["bench/kg_yago.py", "--questions", "20000"]),
 ]
 # Long runs, only when named (`python bench/run_all.py kg_scale`); their figures are kept in bench/results/kg.md.
@@ -30,7 +31,8 @@ ON_REQUEST = [("kg_scale", ["bench/kg_scale.py", "--facts", "1000000", "--edges"
 # goals.md is written by hand from the reports below (the issues' goals next to what was reached): update it when
 # a figure it quotes moves.
 # house.md compares two trees (`python bench/house_compare.py --base DIR`), so it too is run by hand.
-REPORTS = ["goals.md", "house.md", "locomo.md", "memory_perf.md", "memory_graph.md", "explain.md", "brain.md", "kg.md",
+REPORTS = ["goals.md", "house.md", "locomo.md", "memory_perf.md", "memory_graph.md", "explain.md", "brain.md",
+           "brain_ledger.md", "kg.md",
            "reliability.md"]
 
 

@@ -8,19 +8,22 @@ Writing each serve in its own transaction cost ~3 ms a recall, so serves are kep
 ``PendingServes`` mirror of ``BrainState``) and written ``serve_flush_every`` at a time, in one transaction,
 and when the runtime closes (the mirror's ``close``). Feedback finds a serve in memory or in the table alike;
 a serve not yet written when the process dies is lost, and feedback on it is the typed "unknown recall" error.
+
+The ledger is bounded in age (``serve_retention_days``) and in size (``serve_max_per_namespace``, oldest
+dropped first), both enforced at each flush, and keeps only what feedback needs: one row per serve with the
+note ids and components as lists, no query text, no scores, no index (issue 16.13, ``bench/brain_ledger.py``).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Optional
 
 from packs.brain import store
 from packs.brain.core import pack
 from packs.brain.models import FlushServesParams, FlushServesResult, RecordServeParams, RecordServeResult
 from packs.brain.settings import BrainSettings
-from packs.brain.state import COLUMNS, PendingServes, Serve
+from packs.brain.state import COLUMNS, WEIGHTS, PendingServes, Serve
 from runtime import Act, Context, Visibility
 from runtime.events import RecallServed
 
@@ -41,13 +44,12 @@ def pending(ctx: Context) -> dict[str, Serve]:
 
 @pack.subscribe("memory.recall_served")
 def on_recall_served(event: RecallServed, ctx: Context) -> None:
-    """Keep what a recall served: note ids, scores and the three components, read from their typed fields."""
+    """Keep what a recall served: note ids and the three components, read from their typed fields."""
     notes = event.notes
     w = event.weights
     keep(ctx, event.recall_id, Serve(
-        ctx.namespace, ctx.actor, store.serving_profile(ctx), event.query, ctx.now(),
-        json.dumps({"relevance": w.relevance, "salience": w.salience, "temporal": w.temporal}),
-        [n.note_id for n in notes], [n.score for n in notes],
+        ctx.namespace, ctx.actor, store.serving_profile(ctx), ctx.now(), (w.relevance, w.salience, w.temporal),
+        [n.note_id for n in notes],
         {"relevance": [n.components.relevance for n in notes],
          "effective_salience": [n.components.effective_salience for n in notes],
          "recency": [n.components.recency for n in notes]}))
@@ -67,8 +69,10 @@ def keep(ctx: Context, recall_id: str, serve: Serve) -> tuple[int, int]:
 def record_serve(params: RecordServeParams, ctx: Context) -> RecordServeResult:
     """Keep one recall's results, as the ``recall_served`` subscriber does (for debugging and replays)."""
     flushed, pruned = keep(ctx, params.recall_id, Serve(
-        ctx.namespace, ctx.actor, store.serving_profile(ctx), params.query, ctx.now(), json.dumps(params.weights),
-        params.note_ids, params.scores, {c: getattr(params, c) for c in COLUMNS}))
+        ctx.namespace, ctx.actor, store.serving_profile(ctx), ctx.now(),
+        (params.weights.get("relevance", 0.0), params.weights.get("salience", 0.0),
+         params.weights.get("temporal", 0.0)),
+        params.note_ids, {c: getattr(params, c) for c in COLUMNS}))
     return RecordServeResult(recorded=len(params.note_ids), flushed=flushed, pruned=pruned)
 
 
@@ -80,61 +84,69 @@ def flush_serves(params: FlushServesParams, ctx: Context) -> FlushServesResult:
 
 
 def flush(ctx: Context) -> tuple[int, int]:
-    """Insert the pending serves (two set-wise INSERTs for all of them) and prune the expired ones.
+    """Insert the pending serves (one set-wise INSERT for all of them), then prune the ledger to its bounds.
 
     The pending serves are forgotten (change ``flushed``) only once this transaction commits, so a failed flush
-    loses nothing.
-    Pruning runs here, once per flush, not once per recall: a DELETE that finds nothing still costs ~0.3 ms.
+    loses nothing. Pruning runs here, once per flush, not once per recall: a DELETE that finds nothing still
+    costs ~0.3 ms.
     """
     buf = {**pending(ctx), **dict(ctx.uncommitted("serve"))}  # with this transaction's own, not yet committed
     if not buf:
         return 0, 0
     cutoff = ctx.now() - timedelta(days=ctx.settings.serve_retention_days)
-    (pruned,) = ctx.db.query("SELECT count(*) FROM brain.serves WHERE served_at < ?", [cutoff])[0]
-    if pruned:
-        ctx.db.execute("DELETE FROM brain.serve_items WHERE recall_id IN "
-                       "(SELECT recall_id FROM brain.serves WHERE served_at < ?)", [cutoff])
-        ctx.db.execute("DELETE FROM brain.serves WHERE served_at < ?", [cutoff])
     rids = list(buf)
     expired = [r for r in rids if buf[r].served_at < cutoff]  # dropped unwritten: nobody can give feedback on them
     rids = [r for r in rids if buf[r].served_at >= cutoff]
     serves = [buf[r] for r in rids]
     if rids:
+        (last,) = ctx.db.query("SELECT coalesce(max(seq), 0) FROM brain.serves")[0]
         ctx.db.execute(
-            "INSERT INTO brain.serves (recall_id, namespace, query, served_at, weights, actor, profile) "
-            "SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), unnest($3::VARCHAR[]), unnest($4::TIMESTAMP[]), "
-            "unnest($5::VARCHAR[])::JSON, unnest($6::VARCHAR[]), unnest($7::VARCHAR[])",
-            [rids, [v.namespace for v in serves], [v.query for v in serves], [v.served_at for v in serves],
-             [v.weights for v in serves], [v.actor for v in serves], [v.profile for v in serves]])
-    item_rids = [r for r, v in zip(rids, serves) for _ in v.note_ids]
-    if item_rids:  # one set-wise insert: DuckDB's executemany costs ~0.1 ms a row
-        ctx.db.execute(
-            "INSERT INTO brain.serve_items SELECT unnest($1::VARCHAR[]), unnest($2::BIGINT[]), "
-            "unnest($3::INTEGER[]), unnest($4::DOUBLE[]), unnest($5::DOUBLE[]), unnest($6::DOUBLE[]), "
-            "unnest($7::DOUBLE[])",
-            [item_rids, [n for v in serves for n in v.note_ids],
-             [k for v in serves for k in range(len(v.note_ids))], [x for v in serves for x in v.scores]]
-            + [[x for v in serves for x in v.features[c]] for c in COLUMNS])
+            "INSERT INTO brain.serves (recall_id, namespace, seq, served_at, actor, profile, relevance_weight, "
+            "salience_weight, temporal_weight, note_ids, relevance, effective_salience, recency) "
+            "SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), unnest($3::BIGINT[]), unnest($4::TIMESTAMP[]), "
+            "unnest($5::VARCHAR[]), unnest($6::VARCHAR[]), unnest($7::DOUBLE[]), unnest($8::DOUBLE[]), "
+            "unnest($9::DOUBLE[]), unnest($10::BIGINT[][]), unnest($11::DOUBLE[][]), unnest($12::DOUBLE[][]), "
+            "unnest($13::DOUBLE[][])",
+            [rids, [v.namespace for v in serves], list(range(last + 1, last + 1 + len(rids))),
+             [v.served_at for v in serves], [v.actor for v in serves], [v.profile for v in serves]]
+            + [[v.weights[i] for v in serves] for i in range(len(WEIGHTS))]
+            + [[v.note_ids for v in serves]] + [[v.features[c] for v in serves] for c in COLUMNS])
     ctx.record_change("flushed", rids + expired)
-    return len(rids), int(pruned) + len(expired)
+    return len(rids), prune(ctx, cutoff) + len(expired)
+
+
+def prune(ctx: Context, cutoff: datetime) -> int:
+    """Delete the serves older than ``cutoff`` and, in every namespace holding more than
+    ``serve_max_per_namespace``, the oldest beyond it (by ``seq``, the order they were written). Returns how many."""
+    keep_at_most: int = ctx.settings.serve_max_per_namespace
+    ((pruned,),) = ctx.db.query("DELETE FROM brain.serves WHERE served_at < ?", [cutoff])
+    over = ctx.db.query("SELECT namespace FROM brain.serves GROUP BY namespace HAVING count(*) > ?", [keep_at_most])
+    for (namespace,) in over:  # the newest seq to drop: the (keep_at_most + 1)-th newest of the namespace
+        ((newest_dropped,),) = ctx.db.query("SELECT seq FROM brain.serves WHERE namespace = ? ORDER BY seq DESC "
+                                            "LIMIT 1 OFFSET ?", [namespace, keep_at_most])
+        ((n,),) = ctx.db.query("DELETE FROM brain.serves WHERE namespace = ? AND seq <= ?",
+                               [namespace, newest_dropped])
+        pruned += n
+    return int(pruned)
 
 
 def serve_features(ctx: Context, recall_id: str) -> Optional[Served]:
     """The note ids, component columns and score weights of a serve of this namespace, kept in memory or
-    written (None if unknown, of another namespace, or older than ``serve_retention_days``)."""
+    written (None if unknown, of another namespace, older than ``serve_retention_days``, or dropped by
+    ``serve_max_per_namespace``). A recall id written twice (only ``record_serve`` can) means its newest serve."""
     cutoff = ctx.now() - timedelta(days=ctx.settings.serve_retention_days)
     kept = pending(ctx).get(recall_id)
     if kept is not None:
         if kept.namespace != ctx.namespace or kept.served_at < cutoff:
             return None
-        return Served(list(kept.note_ids), {c: list(kept.features[c]) for c in COLUMNS}, json.loads(kept.weights),
-                      kept.actor)
-    found = ctx.db.query("SELECT weights, actor FROM brain.serves WHERE recall_id = ? AND namespace = ? "
-                         "AND served_at >= ?",
-                         [recall_id, ctx.namespace, cutoff])
+        return Served(list(kept.note_ids), {c: list(kept.features[c]) for c in COLUMNS},
+                      dict(zip(WEIGHTS, kept.weights)), kept.actor)
+    found = ctx.db.query(
+        "SELECT actor, relevance_weight, salience_weight, temporal_weight, note_ids, relevance, effective_salience, "
+        "recency FROM brain.serves WHERE recall_id = ? AND namespace = ? AND served_at >= ? ORDER BY seq DESC LIMIT 1",
+        [recall_id, ctx.namespace, cutoff])
     if not found:
         return None
-    rows = ctx.db.query("SELECT note_id, relevance, effective_salience, recency FROM brain.serve_items "
-                        "WHERE recall_id = ? ORDER BY rank", [recall_id])
-    return Served([r[0] for r in rows], {c: [r[i + 1] for r in rows] for i, c in enumerate(COLUMNS)},
-                  json.loads(found[0][0]), found[0][1])
+    row = found[0]
+    return Served(list(row[4]), {c: list(col) for c, col in zip(COLUMNS, row[5:])},
+                  dict(zip(WEIGHTS, row[1:4])), row[0])

@@ -140,10 +140,8 @@ class RecordServeParams(Params):
     """One recall's served results as columns, in rank order (what the ``recall_served`` subscriber keeps)."""
 
     recall_id: str = Field(min_length=1, max_length=128)
-    query: str
-    weights: dict[str, float]
+    weights: dict[str, float] = Field(description="relevance, salience, temporal (a missing one counts as 0).")
     note_ids: list[int] = Field(max_length=200)
-    scores: list[float] = Field(max_length=200)
     relevance: list[float] = Field(max_length=200)
     effective_salience: list[float] = Field(max_length=200)
     recency: list[float] = Field(max_length=200)
@@ -151,7 +149,7 @@ class RecordServeParams(Params):
     @model_validator(mode="after")
     def _aligned(self) -> "RecordServeParams":
         n = len(self.note_ids)
-        if any(len(col) != n for col in (self.scores, self.relevance, self.effective_salience, self.recency)):
+        if any(len(col) != n for col in (self.relevance, self.effective_salience, self.recency)):
             raise ValueError("every column must have one value per served note")
         return self
 
@@ -168,4 +166,5 @@ class FlushServesParams(Params):
 
 class FlushServesResult(BaseModel):
     flushed: int = Field(description="Serves written (of every namespace).")
-    pruned: int = Field(description="Serves older than serve_retention_days deleted.")
+    pruned: int = Field(description="Serves deleted: older than serve_retention_days, or beyond "
+                                    "serve_max_per_namespace in their namespace (oldest first).")

@@ -54,11 +54,15 @@ class BrainSettings(BaseModel):
     credit: Literal["relative", "absolute"]
     serve_retention_days: float = Field(gt=0)
     serve_flush_every: int = Field(ge=1, le=10_000)
+    serve_max_per_namespace: int = Field(ge=1, le=10_000_000)
     priors: Priors
     weights: FeedbackWeights
 
     @model_validator(mode="after")
     def _fits(self) -> "BrainSettings":
+        if self.serve_max_per_namespace < self.serve_flush_every:
+            raise ValueError("serve_max_per_namespace must be at least serve_flush_every (the serves kept in memory "
+                             "are the newest, so they are always within the bound)")
         if 2 * self.min_count >= self.ess_cap:
             raise ValueError("ess_cap must exceed 2 × min_count")
         for c in COMPONENTS:

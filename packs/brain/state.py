@@ -2,9 +2,9 @@
 
 Both are :class:`~runtime.mirror.Mirror` s, fed only with committed changes (``ctx.record_change``):
 
-- ``serves`` — each top-level recall's served notes and components, kept in memory until
-  ``serve_flush_every`` are pending or the runtime closes (``close`` calls ``brain.flush_serves``). Change
-  kinds: ``serve`` ``(recall_id, Serve)`` kept; ``flushed`` ``[recall_id, ...]`` written or dropped.
+- ``serves`` — each recall's served notes and components, kept in memory until ``serve_flush_every`` are
+  pending or the runtime closes (``close`` calls ``brain.flush_serves``). Change kinds: ``serve``
+  ``(recall_id, Serve)`` kept; ``flushed`` ``[recall_id, ...]`` written or dropped.
 - ``bindings`` — the ``brain.bindings`` table (namespace, actor → profile), so that the profile a recall was
   served with is known without SQL on every recall. Change kind ``binding`` ``(actor, profile | None)``.
 """
@@ -17,19 +17,20 @@ from typing import Any, Optional, Sequence
 from runtime.mirror import Change, Mirror
 
 NAMESPACE_ACTOR = "*"  # the binding of the namespace itself
-COLUMNS = ("relevance", "effective_salience", "recency")  # the serve_items columns of the score components
+COLUMNS = ("relevance", "effective_salience", "recency")  # the brain.serves list columns of the score components
+WEIGHTS = ("relevance", "salience", "temporal")  # the score weights a serve records, in its *_weight columns
 
 
 @dataclass(frozen=True)
 class Serve:
+    """What feedback on a recall needs, and no more (issue 16.13): no query text, no scores."""
+
     namespace: str
     actor: Optional[str]  # who the recall was made for
     profile: str  # the profile whose weights ranked it
-    query: str
     served_at: datetime
-    weights: str  # JSON of the score weights the recall ranked with
+    weights: tuple[float, float, float]  # the score weights the recall ranked with, in WEIGHTS order
     note_ids: list[int]
-    scores: list[float]
     features: dict[str, list[float]]  # COLUMNS -> one value per served note, in rank order
 
 

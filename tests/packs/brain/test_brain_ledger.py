@@ -145,3 +145,111 @@ def test_old_serves_expire_and_are_pruned_at_the_next_write(make_pal_runtime, wr
     assert (res.flushed, res.pruned) == (1, 1)  # written and deleted, or dropped before it was ever written
     assert stored(rt) == [new]
     assert rt._con.execute("SELECT count(*) FROM brain.serve_items WHERE recall_id = ?", [old]).fetchone() == (0,)
+
+
+def bounded(flush_every: int, keep: int) -> dict:
+    return {"packs": {"memory": {"embedder": "hashing"},
+                      "brain": {"serve_flush_every": flush_every, "serve_max_per_namespace": keep}}}
+
+
+def stored_in(rt, namespace: str) -> list[str]:
+    return [r[0] for r in rt._con.execute("SELECT recall_id FROM brain.serves WHERE namespace = ? ORDER BY seq",
+                                          [namespace]).fetchall()]
+
+
+def test_the_ledger_keeps_the_newest_serves_of_each_namespace_up_to_its_bound(make_pal_runtime):
+    """serve_max_per_namespace bounds the ledger's size: at each flush the oldest serves beyond it are dropped
+    (by write order: the clock here never moves), per namespace, and feedback on a dropped one is the typed
+    "unknown recall" error, as for an expired one."""
+    rt = make_pal_runtime(config=bounded(2, 3), clock=Clock(NOW))
+    relevant, _ = pair(rt)
+    pair(rt, namespace="other")
+    mine = [recall(rt).recall_id for _ in range(7)]
+    theirs = [rt.call("memory.recall", {"query": QUERY, "namespace": "other"}).recall_id for _ in range(2)]
+    flush(rt)
+    assert stored_in(rt, "default") == mine[-3:]  # oldest dropped first
+    assert stored_in(rt, "other") == theirs  # another namespace's serves do not count against this one's
+    assert rt._con.execute("SELECT count(*) FROM brain.serve_items").fetchone() == (10,)  # 5 serves × 2 notes
+    for rid in mine[:4]:
+        with pytest.raises(errors.NotFound, match="unknown") as caught:
+            rt.call("brain.feedback", {"recall_id": rid, "note_id": relevant, "signal": "useful"})
+        assert caught.value.details["errors"][0]["msg"] == "unknown recall"
+    for rid in mine[-3:]:
+        assert rt.call("brain.feedback", {"recall_id": rid, "note_id": relevant, "signal": "useful"}).credit
+    for _ in range(20):  # it stays bounded however many recalls follow
+        recall(rt)
+    flush(rt)
+    assert len(stored_in(rt, "default")) == 3
+
+
+def test_close_and_flush_lose_nothing_within_the_bound(tmp_path):
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=bounded(4, 6), path=db, clock=Clock(NOW)) as rt:
+        relevant, fresh = pair(rt)
+        served = [recall(rt).recall_id for _ in range(6)]  # one flush of 4, then 2 kept in memory until close
+        assert len(stored(rt)) == 4
+    with open_test_runtime(config=bounded(4, 6), path=db, clock=Clock(NOW)) as rt:
+        assert stored_in(rt, "default") == served
+        for rid in served:
+            res = rt.call("brain.feedback", {"recall_id": rid, "note_id": fresh, "signal": "useful"})
+            assert res.credit["temporal"] > 0  # the fresh note's recency, read back from each serve
+
+
+def test_the_bound_must_hold_the_serves_kept_in_memory():
+    from runtime import errors as e
+
+    with pytest.raises(e.ConfigError, match="serve_max_per_namespace"):
+        open_test_runtime(config=bounded(64, 10)).close()
+
+
+def test_a_serve_keeps_what_feedback_needs_and_not_the_query(make_pal_runtime):
+    rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
+    relevant, fresh = pair(rt)
+    secret = "Orion Postgres migration zanzibar"
+    rid = rt.call("memory.recall", {"query": secret, "now": NOW.isoformat()}).recall_id
+    flush(rt)
+    assert not any(secret in row for rows in snapshot(rt).values() for row in rows)
+    (row,) = rt._con.execute("SELECT note_ids, relevance_weight, salience_weight, temporal_weight FROM brain.serves "
+                             "WHERE recall_id = ?", [rid]).fetchall()
+    assert row == ([relevant, fresh], 0.7, 0.2, 0.1)
+
+
+def test_the_old_ledger_is_converted_and_feedback_on_its_serves_works(tmp_path):
+    """Migration 003 turns brain 002's serves and serve_items into one row per serve, in served order."""
+    import shutil
+
+    from packs.brain import posteriors as post
+    from packs.brain.pack import pack as brain
+    from runtime import storage
+
+    old = tmp_path / "brain_sql_v2"
+    old.mkdir()
+    for name in ("001_brain.sql", "002_actor_projections.sql"):
+        shutil.copy(brain.migrations / name, old)
+    db = tmp_path / "pal.duckdb"
+    with open_test_runtime(config=HASHING, clock=Clock(NOW), path=str(db)) as rt:
+        relevant, fresh = pair(rt)
+        rt._con.execute("DROP SCHEMA brain CASCADE; DELETE FROM _palimpsest.migrations WHERE pack = 'brain'")
+    con = storage.connect(db)
+    storage.migrate(con, "brain", old)
+    con.execute("INSERT INTO brain.serves VALUES ('new', 'default', 'q', ?, "
+                "'{\"relevance\": 0.6, \"salience\": 0.3, \"temporal\": 0.1}', 'alice', 'default')",
+                [NOW - timedelta(hours=1)])
+    con.execute("INSERT INTO brain.serves VALUES ('old', 'default', 'q', ?, '{}', NULL, NULL)", [NOW - timedelta(days=2)])
+    con.execute("INSERT INTO brain.serve_items VALUES ('new', ?, 1, 0.4, 0.2, 0.9, 0.99), ('new', ?, 0, 0.8, 0.9, 0.1, 0.0),"
+                "('old', ?, 0, 0.5, 0.5, 0.5, 0.5)", [fresh, relevant, relevant])
+    con.close()
+    with open_test_runtime(config=HASHING, clock=Clock(NOW), path=str(db)) as rt:
+        assert rt.schema_versions()["brain"] == 3
+        rows = rt._con.execute("SELECT recall_id, seq, actor, note_ids, relevance_weight, recency FROM brain.serves "
+                               "ORDER BY seq").fetchall()
+        assert rows == [("old", 1, None, [relevant], 0.0, [0.5]), ("new", 2, "alice", [relevant, fresh], 0.6, [0.0, 0.99])]
+        res = rt.call("brain.feedback", {"recall_id": "new", "note_id": fresh, "signal": "useful"})
+        expected = post.credit({"relevance": [0.9, 0.2], "effective_salience": [0.1, 0.9], "recency": [0.0, 0.99]}, 1,
+                               {"relevance": 0.6, "salience": 0.3, "temporal": 0.1})
+        assert res.credit == expected and res.profile == "default"
+        assert rt._con.execute("SELECT note_id, rank FROM brain.serve_items WHERE recall_id = 'new' ORDER BY rank"
+                               ).fetchall() == [(relevant, 0), (fresh, 1)]
+        recall(rt)  # the next serves follow the converted ones
+        flush(rt)
+        assert rt._con.execute("SELECT max(seq) FROM brain.serves").fetchone() == (3,)
