@@ -151,8 +151,9 @@ def integrity_problems(rt: Any) -> list[str]:
         "edge whose entity end is missing": _node_missing("e:", "kg.entities", "id"),
         "edge whose fact end is missing": _node_missing("f:", "kg.facts", "fact_id"),
         "edge id used twice": "SELECT count(*) - count(DISTINCT id) FROM kg.edges",
-        "brain serve item without its serve": "SELECT count(*) FROM brain.serve_items i ANTI JOIN brain.serves s "
-                                              "ON s.recall_id = i.recall_id",
+        "brain serve whose lists differ in length": "SELECT count(*) FROM brain.serves WHERE NOT "
+                                                    "(len(note_ids) = len(relevance) AND len(note_ids) = len(recency) "
+                                                    "AND len(note_ids) = len(effective_salience))",
     }
     for model in stored_models(rt):
         checks[f"note without its {model} vector"] = (
