@@ -89,12 +89,18 @@ def in_child(db: Path, profile: bool) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def median_of(times: int, db: Path) -> dict:
+    """The median process (by RSS) of ``times`` fresh opens: malloc and DuckDB's threads vary run to run."""
+    runs = sorted((in_child(db, False) for _ in range(times)), key=lambda r: r["rss_kb"])
+    return runs[len(runs) // 2]
+
+
 def report(rows: list[dict], empty: dict, args: argparse.Namespace) -> str:
     lines = [
         "# Memory at open (RSS per note)", "",
         f"`python bench/memory_rss.py --sizes {args.sizes}` — {datetime.now():%Y-%m-%d %H:%M}, Python "
         f"{platform.python_version()}, machine load (1-min) {rows[0]['load'][0]:.2f} → {rows[-1]['load'][1]:.2f}.",
-        "Each figure is one fresh process opening the store (the full-text snapshot restored, as after a clean close);",
+        f"Each figure is the median of {args.repeat} fresh processes opening the store (the full-text snapshot restored, as after a clean close);",
         f"an empty store's process is the baseline ({empty['rss_kb'] / 1024:.0f} MB). Per note = (RSS − baseline) / N;",
         "\"trimmed\" is after `malloc_trim(0)` (memory freed during the open but kept by malloc). Vectors: the float32",
         "matrices the index holds (default embedder, 256-d: 1,024 bytes a note, plus the 64-d projection past 50,000",
@@ -123,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--keep", help="Keep the built stores in this folder (and reuse them when present).")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="Fresh opens per store; the median is reported.")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "memory_rss.md"))
     args = ap.parse_args(argv)
@@ -146,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"building {size:,} notes …", flush=True)
                 build(db, size)
             load0 = os.getloadavg()[0]
-            empty = in_child(empty_db, False)
-            r = in_child(db, False)
+            empty = median_of(args.repeat, empty_db)
+            r = median_of(args.repeat, db)
             r["load"] = (load0, os.getloadavg()[0])
             if args.profile:  # a separate process: tracemalloc's own bookkeeping would inflate the RSS above
                 r["top"] = in_child(db, True)["top"]
