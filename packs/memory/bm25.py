@@ -77,7 +77,13 @@ class BM25Index:
         self._ids = np.zeros(1024, dtype=np.int64)
         self._dl = np.zeros(1024, dtype=np.float32)
         self._alive = np.zeros(1024, dtype=bool)
+        # each row's (term ids, weights): rows added one by one keep a pair of small arrays; rows restored from a
+        # snapshot are slices of three flat arrays (a pair of numpy views per row cost ~400 bytes a note)
         self._row_terms: list[tuple[np.ndarray, np.ndarray] | None] = []
+        self._flat_rows = 0  # rows [0, _flat_rows) live in the flat arrays below
+        self._flat_starts = np.zeros(1, dtype=np.int64)
+        self._flat_tids = np.zeros(0, dtype=np.int32)
+        self._flat_tfs = np.zeros(0, dtype=np.float32)
         self._n_rows = 0
         self._n_alive = 0
         self._total_len = 0.0
@@ -160,15 +166,24 @@ class BM25Index:
             self._total_len += dl
         self._last = None
 
+    def _terms(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        if row < self._flat_rows:
+            a, b = self._flat_starts[row], self._flat_starts[row + 1]
+            return self._flat_tids[a:b], self._flat_tfs[a:b]
+        got = self._row_terms[row - self._flat_rows]
+        assert got is not None, "a dead row has no terms"
+        return got
+
     def _remove_one(self, note_id: int) -> bool:
         row = self._row_of.pop(note_id, None)
         if row is None:
             return False
-        tids, tfs = self._row_terms[row]
+        tids, tfs = self._terms(row)
         for tid in tids.tolist():
             self._df[tid] -= 1
         self._alive[row] = False
-        self._row_terms[row] = None
+        if row >= self._flat_rows:
+            self._row_terms[row - self._flat_rows] = None
         self._n_alive -= 1
         self._total_len -= float(self._dl[row])
         self._n_dead += 1
@@ -186,7 +201,7 @@ class BM25Index:
         live = [r for r in range(self._n_rows) if self._alive[r]]
         ids = self._ids[live].copy()
         dl = self._dl[live].copy()
-        terms = [self._row_terms[r] for r in live]
+        terms = [self._terms(r) for r in live]
         n_terms = len(self._vocab)
         self._post_rows = [array("i") for _ in range(n_terms)]
         self._post_tf = [array("f") for _ in range(n_terms)]
@@ -201,6 +216,8 @@ class BM25Index:
         self._alive[:n] = True
         self._alive[n:] = False
         self._row_terms = terms
+        self._flat_rows, self._flat_starts = 0, np.zeros(1, dtype=np.int64)
+        self._flat_tids, self._flat_tfs = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         self._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
         self._n_dead = 0
 
@@ -208,7 +225,7 @@ class BM25Index:
     def snapshot(self) -> dict[str, np.ndarray]:
         """The live rows as flat arrays (what :meth:`restore` needs); dead rows are left out."""
         live = np.flatnonzero(self._alive[: self._n_rows])
-        terms = [self._row_terms[r] for r in live.tolist()]
+        terms = [self._terms(r) for r in live.tolist()]
         lengths = np.fromiter((t[0].size for t in terms), dtype=np.int64, count=len(terms))
         if any("\n" in w for w in self._vocab):  # tokens are words; a custom tokenizer might not be
             raise ValueError("a token contains a newline: this index cannot be snapshotted")
@@ -230,8 +247,9 @@ class BM25Index:
         self._vocab = {w: i for i, w in enumerate(words)}
         self._grow(n)
         self._ids[:n], self._dl[:n], self._alive[:n] = ids, dl, True
-        starts = np.concatenate([[0], np.cumsum(lengths)])
-        self._row_terms = [(tids[starts[r]:starts[r + 1]], tfs[starts[r]:starts[r + 1]]) for r in range(n)]
+        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        self._row_terms = []
+        self._flat_rows, self._flat_starts, self._flat_tids, self._flat_tfs = n, starts, tids, tfs
         rows = np.repeat(np.arange(n, dtype=np.int32), lengths)
         order = np.argsort(tids, kind="stable")  # postings grouped by term, rows ascending within a term
         bounds = np.searchsorted(tids[order], np.arange(n_terms + 1))

@@ -1,65 +1,52 @@
-"""``pal import locomo FILE`` and ``pal import jsonl FILE``: the memory pack's CLI commands (a pack hook)."""
+"""``pal import locomo FILE`` and ``pal import jsonl FILE``: the memory pack's CLI commands (a pack hook).
+
+Each import is one call of the sub-handler ``memory.import_file``, hence one transaction: a file rejected at
+any line writes nothing (issue 16, item 2; ADR 0008, "Imports").
+"""
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from typing import Any, Callable, Optional
 
 import typer
-from rich.progress import Progress
+from rich.console import Console
 
-from packs.memory.importers import Conversation, parse_jsonl, parse_locomo
+from packs.memory.importers import Conversation
 from runtime import hookimpl
-
-BATCH = 500
-PARTICIPATES = "participates_in"  # (speaker, participates_in, <conversation scope>)
 
 
 def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, namespace: str | None,
-                         progress: Callable[[int], None] | None = None) -> dict[str, int]:
-    """Register speakers as person entities and the conversation as a project entity named after its scope,
-    record ``(speaker, participates_in, <scope>)`` (coexisting facts: one person, many conversations; this is
-    how memory.explain finds the scope a person owns), then remember every turn in batches.
+                         progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Import parsed conversations in one transaction (``memory.import_conversations``): speakers become person
+    entities and the conversation a project entity named after its scope, with ``(speaker, participates_in,
+    <scope>)`` facts (coexisting: one person, many conversations; memory.explain finds a person's scopes so),
+    then every turn is remembered; all or nothing.
 
     Returns counts and ``note_ids``: ``{"<scope>/<turn id>": note id}``.
     """
-    created = replayed = 0
-    note_ids: dict[str, int] = {}
-    for conv in convs:
-        for speaker in conv.speakers:
-            rt.call("kg.upsert_entity", {"name": speaker, "kind": "person"}, namespace=namespace)
-        rt.call("kg.upsert_entity", {"name": conv.scope, "kind": "project"}, namespace=namespace)
-        first = min((t.occurred_at for t in conv.turns), default=None)
-        for speaker in dict.fromkeys(conv.speakers):
-            known = rt.call("kg.facts", {"subject": speaker, "predicate": PARTICIPATES, "object": conv.scope,
-                                         "include_superseded": True}, namespace=namespace).facts
-            if not known:  # a re-import adds no evidence
-                rt.call("kg.assert_fact", {"subject": speaker, "predicate": PARTICIPATES, "object": conv.scope,
-                                           "allow_coexisting": True, "object_kind": "project",
-                                           **({"valid_from": first.isoformat()} if first else {})},
-                        namespace=namespace)
-        notes = conv.notes(key_prefix)
-        for start in range(0, len(notes), BATCH):
-            batch = notes[start:start + BATCH]
-            res = rt.call("memory.remember_many", {"notes": batch}, namespace=namespace)
-            created, replayed = created + res.created, replayed + res.replayed
-            note_ids.update({f"{conv.scope}/{n['source_id']}": i for n, i in zip(batch, res.ids)})
-            if progress:
-                progress(len(res.ids))
-    return {"conversations": len(convs), "created": created, "replayed": replayed, "note_ids": note_ids}
+    payload = [{"scope": c.scope, "speakers": c.speakers, "notes": c.notes(key_prefix)} for c in convs]
+    res = rt.call("memory.import_conversations", {"conversations": payload}, namespace=namespace, internal=True)
+    turns = [f"{c.scope}/{t.turn_id}" for c in convs for t in c.turns]
+    if progress:
+        progress(len(turns))
+    return {"conversations": len(convs), "created": res.created, "replayed": res.replayed,
+            "note_ids": dict(zip(turns, res.ids))}
 
 
 @hookimpl
 def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]) -> None:
-    group = typer.Typer(help="Import conversations as memory notes (one note per turn).", no_args_is_help=True)
+    group = typer.Typer(help="Import conversations as memory notes (one note per turn), all or nothing.",
+                        no_args_is_help=True)
 
-    def run(convs: list[Conversation], prefix: str) -> None:
+    def run(file: str, fmt: str, scope: Optional[str] = None) -> None:
         session = invocation()
-        total = sum(len(c.turns) for c in convs)
-        with Progress(transient=True, disable=session.as_json) as bar:
-            task = bar.add_task("importing", total=total)
-            counts = import_conversations(session.runtime(), convs, prefix, session.namespace,
-                                          progress=lambda n: bar.advance(task, n))
-        counts.pop("note_ids")
+        params = {"path": file, "format": fmt, **({"scope": scope} if scope is not None else {})}
+        with Console(stderr=True).status(f"importing {file} (one transaction: all or nothing)",
+                                         spinner="dots") if not session.as_json else nullcontext():
+            res = session.runtime().call("memory.import_file", params, namespace=session.namespace,
+                                         actor=session.actor, internal=True)
+        counts = {"conversations": res.conversations, "created": res.created, "replayed": res.replayed}
         print(json.dumps(counts) if session.as_json else
               f"{counts['created']} notes created, {counts['replayed']} already there, "
               f"from {counts['conversations']} conversation(s)")
@@ -67,13 +54,15 @@ def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]
     @group.command("locomo")
     def locomo(file: str = typer.Argument(..., help="A LoCoMo-format JSON file.")) -> None:
         """Import a LoCoMo file: scope = conversation, thread = session, occurred_at = session date."""
-        run(parse_locomo(file), "locomo")
+        run(file, "locomo")
 
     @group.command("jsonl")
     def jsonl(file: str = typer.Argument(..., help="One chat turn per line."),
               scope: Optional[str] = typer.Option(None, help="Scope for lines without one (default: file stem).")
               ) -> None:
-        """Import a JSONL chat log ({speaker, text, timestamp, thread?, scope?, id?} per line)."""
-        run(parse_jsonl(file, scope), "jsonl")
+        """Import a JSONL chat log ({speaker, text, timestamp, thread?, scope?, id?} per line), read line by line;
+        a bad line is an error naming it and nothing is imported."""
+        run(file, "jsonl", scope)
 
     cli.add_typer(group, name="import")
+

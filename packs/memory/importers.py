@@ -1,4 +1,5 @@
-"""Importers: conversations → notes (one note per turn). Pure parsing; the CLI hook feeds remember_many.
+"""Importers: conversations → notes (one note per turn). Pure parsing, bounded and streaming; the import verbs
+(``packs/memory/importing.py``) write what they yield in one transaction.
 
 LoCoMo format (a list of samples with ``conversation.session_N`` turn lists and ``session_N_date_time``) and a
 generic JSONL chat format, one JSON object per line::
@@ -17,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from packs.memory.models import utc_naive
 from runtime import errors
@@ -72,12 +73,44 @@ def _session_numbers(conv: dict[str, Any]) -> list[int]:
     return sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
 
 
-def parse_locomo(path: str | Path) -> list[Conversation]:
+def line_bound(max_content_chars: int) -> int:
+    """The longest JSONL line (bytes, newline excluded) an import reads: a note of ``max_content_chars``
+    characters written with ``\\uXXXX`` escapes (6 bytes each) plus room for the other fields. A longer line is an
+    error naming it, never an unbounded read (``/dev/zero`` has no newline)."""
+    return 6 * max_content_chars + 65_536
+
+
+def file_bound(max_content_chars: int) -> int:
+    """The largest LoCoMo file (bytes) an import reads: such a file is one JSON document, read whole."""
+    return 2_000 * max_content_chars
+
+
+DEFAULT_CONTENT_CHARS = 100_000  # [packs.memory] max_content_chars as shipped: the bound of callers without a runtime
+
+
+def _bad(path: str | Path, where: str, msg: str, loc: list[Any]) -> errors.InvalidParams:
+    return errors.InvalidParams(f"{path}: {where} {msg}", details={"errors": [{"loc": loc, "msg": msg}]})
+
+
+def parse_locomo(path: str | Path, max_bytes: int | None = None) -> list[Conversation]:
     """Every conversation of a LoCoMo-format file (turns whose session has no date are an error)."""
+    limit = file_bound(DEFAULT_CONTENT_CHARS) if max_bytes is None else max_bytes
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as exc:
         raise errors.InvalidParams(f"cannot read LoCoMo file {path}: {exc}") from None
+    if len(raw) > limit:
+        raise _bad(path, "the file", f"is larger than {limit} bytes, the most a LoCoMo file may hold (it is read "
+                   "whole); convert it to JSONL, which is read line by line", ["file"])
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise _bad(path, "the file", f"is not UTF-8 (byte {exc.start})", ["file"]) from None
+    except json.JSONDecodeError as exc:
+        raise errors.InvalidParams(f"cannot read LoCoMo file {path}: {exc}") from None
+    except RecursionError:
+        raise _bad(path, "the file", "is nested too deeply to be a LoCoMo file", ["file"]) from None
     if not isinstance(data, list):
         raise errors.InvalidParams(f"{path}: a LoCoMo file is a JSON list of samples")
     out = []
@@ -98,28 +131,61 @@ def parse_locomo(path: str | Path) -> list[Conversation]:
     return out
 
 
-def parse_jsonl(path: str | Path, scope: str | None = None) -> list[Conversation]:
-    """A JSONL chat log; conversations are grouped by each line's ``scope`` (default: the file's stem)."""
-    convs: dict[str, Conversation] = {}
+def iter_jsonl(path: str | Path, scope: str | None = None,
+               max_line_bytes: int | None = None) -> Iterator[tuple[int, str, Turn]]:
+    """``(line number, scope, turn)`` for each non-blank line of a JSONL chat log, read line by line (the file is
+    never held whole). A line that is too long, not UTF-8, not JSON, nested too deeply, or not a chat turn is an
+    :class:`errors.InvalidParams` naming it. Scope: the line's ``scope``, else ``scope``, else the file's stem."""
+    limit = line_bound(DEFAULT_CONTENT_CHARS) if max_line_bytes is None else max_line_bytes
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        f = open(path, "rb")
     except OSError as exc:
         raise errors.InvalidParams(f"cannot read {path}: {exc}") from None
-    n = 0  # turns so far: default turn ids ("L<n>") count turns, errors name the file's line number
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        n += 1
-        try:
-            obj = json.loads(line)
-            sc = str(obj.get("scope") or scope or Path(path).stem)
-            turn = Turn(speaker=str(obj["speaker"]), text=str(obj["text"]),
-                        occurred_at=utc_naive(datetime.fromisoformat(obj["timestamp"])),
-                        thread=str(obj.get("thread") or "main"), turn_id=str(obj.get("id") or f"L{n}"),
-                        caption=obj.get("caption"))
-        except (json.JSONDecodeError, KeyError, ValueError, TypeError, AttributeError) as exc:
-            raise errors.InvalidParams(f"{path}: line {lineno} is not a chat turn: {exc}",
-                                       details={"errors": [{"loc": ["line", lineno], "msg": str(exc)}]}) from None
+    with f:
+        n = lineno = 0  # turns so far: default turn ids ("L<n>") count turns, errors name the file's line number
+        while True:
+            try:
+                raw = f.readline(limit + 1)
+            except OSError as exc:
+                raise errors.InvalidParams(f"cannot read {path}: {exc}") from None
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+                raise _bad(path, f"line {lineno}", f"is longer than {limit} bytes, the most an import reads in one "
+                           "line (6 × [packs.memory] max_content_chars + 64 KiB)", ["line", lineno])
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise _bad(path, f"line {lineno}", f"is not UTF-8 (byte {exc.start} of the line)",
+                           ["line", lineno]) from None
+            if not line.strip():
+                continue
+            n += 1
+            yield lineno, *_turn(path, lineno, line, n, scope)
+
+
+def _turn(path: str | Path, lineno: int, line: str, n: int, scope: str | None) -> tuple[str, Turn]:
+    try:
+        obj = json.loads(line)
+        sc = str(obj.get("scope") or scope or Path(path).stem)
+        turn = Turn(speaker=str(obj["speaker"]), text=str(obj["text"]),
+                    occurred_at=utc_naive(datetime.fromisoformat(obj["timestamp"])),
+                    thread=str(obj.get("thread") or "main"), turn_id=str(obj.get("id") or f"L{n}"),
+                    caption=obj.get("caption"))
+    except RecursionError:
+        raise _bad(path, f"line {lineno}", "is not a chat turn: nested too deeply", ["line", lineno]) from None
+    except (json.JSONDecodeError, KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise errors.InvalidParams(f"{path}: line {lineno} is not a chat turn: {exc}",
+                                   details={"errors": [{"loc": ["line", lineno], "msg": str(exc)}]}) from None
+    return sc, turn
+
+
+def parse_jsonl(path: str | Path, scope: str | None = None) -> list[Conversation]:
+    """A JSONL chat log in memory, conversations grouped by scope (for tests and small files; an import streams
+    with :func:`iter_jsonl` instead)."""
+    convs: dict[str, Conversation] = {}
+    for _, sc, turn in iter_jsonl(path, scope):
         conv = convs.setdefault(sc, Conversation(scope=sc, speakers=[]))
         if turn.speaker not in conv.speakers:
             conv.speakers.append(turn.speaker)

@@ -27,6 +27,49 @@ def index_options(s: MemorySettings) -> dict[str, Any]:
                 prefilter=Prefilter(min_rows=pf.min_rows, dims=pf.dims, candidates=pf.candidates))
 
 
+CHUNK = 8192  # rows per read at load: the whole table as Python tuples at once cost ~1 KB a note of heap that
+# malloc then kept (issue 16, item 14); reading in id ranges keeps that transient small
+
+
+def read_rows(ctx: Context) -> list[NoteRow]:
+    """Every note as a row, read in id ranges; the strings many notes share (namespace, type, kind, scope,
+    thread) are stored once — each fetched value is otherwise its own string object (~55 bytes a field)."""
+    shared: dict[Any, Any] = {}
+
+    def one(v: Any) -> Any:
+        return v if v is None else shared.setdefault(v, v)
+
+    rows: list[NoteRow] = []
+    last = -1
+    while True:
+        got = ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes WHERE id > ? ORDER BY id LIMIT {CHUNK}", [last])
+        for r in got:
+            (nid, ns, content, mtype, kind, scope, thread, tags, *rest) = r
+            rows.append(NoteRow(nid, one(ns), content, one(mtype), one(kind), one(scope), one(thread),
+                                tags or (), *rest[:6], one(rest[6]), *rest[7:]))
+        if len(got) < CHUNK:
+            return rows
+        last = got[-1][0]
+
+
+def read_vectors(ctx: Context, model: str) -> tuple[np.ndarray, np.ndarray]:
+    """Note ids and their vectors for ``model``, read in id ranges into one float32 matrix."""
+    total = ctx.db.query("SELECT count(*), max(dim) FROM memory.vectors WHERE model = ?", [model])[0]
+    n, dims = int(total[0]), int(total[1] or 0)
+    ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
+    done, last = 0, -1
+    while done < n:
+        got = ctx.db.query("SELECT note_id, vec FROM memory.vectors WHERE model = ? AND note_id > ? "
+                           f"ORDER BY note_id LIMIT {CHUNK}", [model, last])
+        if not got:
+            break
+        k = min(len(got), n - done)
+        ids[done:done + k] = [nid for nid, _ in got[:k]]
+        matrix[done:done + k] = np.frombuffer(b"".join(v for _, v in got[:k]), dtype=np.float32).reshape(k, -1)
+        done, last = done + k, got[-1][0]
+    return ids[:done], matrix[:done]
+
+
 class IndexMirror(MemoryIndex, Mirror):
     """A :class:`MemoryIndex` that the runtime keeps equal to the committed notes."""
 
@@ -38,17 +81,15 @@ class IndexMirror(MemoryIndex, Mirror):
         """Rebuild from the tables (vectors are read back, never re-embedded)."""
         s: MemorySettings = ctx.settings
         MemoryIndex.__init__(self, **index_options(s))  # empty, with this runtime's settings
-        rows = [NoteRow(*r) for r in ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes ORDER BY id")]
+        rows = read_rows(ctx)
         restored = snapshot.restore(ctx, self, len(rows), rows[-1].id if rows else 0)
         self.add(rows, {}, text_index=not restored)  # a restored BM25 needs no tokenising
         self.dirty = not restored
         for model in s.stored_models():
-            got = ctx.db.query("SELECT note_id, vec FROM memory.vectors WHERE model = ? ORDER BY note_id", [model])
-            if len(got) < len(rows):
-                ctx.log.warning("%d notes have no %s vector; run memory.reembed", len(rows) - len(got), model)
-            if got:
-                ids = np.array([nid for nid, _ in got], dtype=np.int64)
-                matrix = np.frombuffer(b"".join(v for _, v in got), dtype=np.float32).reshape(len(got), -1)
+            ids, matrix = read_vectors(ctx, model)
+            if len(ids) < len(rows):
+                ctx.log.warning("%d notes have no %s vector; run memory.reembed", len(rows) - len(ids), model)
+            if len(ids):
                 self.add_vectors(model, ids, matrix)
 
     def apply(self, changes: Sequence[Change]) -> None:

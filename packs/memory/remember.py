@@ -39,7 +39,7 @@ def fetch_notes(ctx: Context, ids: list[int]) -> dict[int, Note]:
     return {r[0]: note_from_row(r) for r in rows}
 
 
-def _check_limits(s: MemorySettings, notes: list[NoteIn], single: bool) -> None:
+def check_note_limits(s: MemorySettings, notes: list[NoteIn], single: bool) -> None:
     if len(notes) > s.max_batch:
         raise errors.LimitExceeded(f"at most {s.max_batch} notes per call, got {len(notes)}",
                                    details={"errors": [{"loc": ["notes"], "msg": "batch too large"}]})
@@ -84,7 +84,7 @@ def _replays(ctx: Context, notes: list[NoteIn]) -> dict[str, int]:
 def store_notes(ctx: Context, notes: list[NoteIn], single: bool = False) -> tuple[list[int], list[bool]]:
     """Insert the notes that are new (in order), embed and link them; returns ids and created flags."""
     s: MemorySettings = ctx.settings
-    _check_limits(s, notes, single)
+    check_note_limits(s, notes, single)
     existing = _replays(ctx, notes)
     fresh: list[NoteIn] = []
     batch_keys: set[str] = set()

@@ -1,3 +1,4 @@
+import random
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -147,3 +148,23 @@ def test_single_add_is_incremental_not_rebuild():
         got, want = idx.search(q, 20), whole.search(q, 20)
         assert got and [i for i, _ in got] == [i for i, _ in want]
         assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-6)
+
+
+def test_a_restored_index_removes_updates_compacts_and_snapshots_like_a_built_one():
+    """Restored rows live in flat arrays, not per-row pairs (issue 16.14): every operation must still see them."""
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(40)]
+    docs = {i: " ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for i in range(3000)}
+    built, restored = BM25Index(), BM25Index()
+    built.add(list(docs), list(docs.values()))
+    restored.restore(built.snapshot())
+    for ix in (built, restored):
+        ix.remove(range(0, 2400, 2))  # past the compaction threshold
+        ix.add([5, 4000], ["w1 w2 w3", "w7 w7"])  # an update of a stored id and a new one
+        ix.remove([1, 3])
+    assert restored.digest() == built.digest()
+    for q in ("w1", "w7 w2", "w39 w0 w5"):
+        assert restored.search(q, 20) == built.search(q, 20)
+    again = BM25Index()
+    again.restore(restored.snapshot())
+    assert again.digest() == built.digest() and again.search("w7", 10) == built.search("w7", 10)

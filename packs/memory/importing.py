@@ -1,0 +1,218 @@
+"""The import verbs: a whole conversation file (or a parsed list of conversations) in ONE transaction.
+
+An import is all or nothing (issue 16, item 2). ``memory.import_file`` reads the file itself — a verb call is
+one transaction and params cannot be a stream — in two passes: the first validates every note (streaming, line
+by line for JSONL; nothing is written), the second registers speakers and scopes in the kg and stores the notes
+in batches, all inside the call's transaction. Any error, in either pass, leaves the store as it was. Both verbs
+are sub-handlers: no server exposes them (a server must not read files named by a remote caller); ``pal import``
+calls them in-process with ``internal=True``. See ADR 0008, "Imports".
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Iterable, Iterator, Literal, Optional
+
+from pydantic import BaseModel, Field, ValidationError
+
+from packs.memory.core import pack
+from packs.memory.importers import Turn, file_bound, iter_jsonl, line_bound, parse_locomo
+from packs.memory.models import NoteIn
+from packs.memory.remember import check_note_limits, store_notes
+from packs.memory.settings import MemorySettings
+from runtime import Act, Context, Visibility, errors
+from runtime.params import NamespacedParams, Params
+
+BATCH = 500  # notes per store_notes call inside the one transaction (bounds what one embedding call holds)
+PARTICIPATES = "participates_in"  # (speaker, participates_in, <conversation scope>)
+
+
+class ImportFileParams(NamespacedParams):
+    path: str = Field(min_length=1, description="The file, read by the process that holds the store.")
+    format: Literal["jsonl", "locomo"]
+    scope: Optional[str] = Field(None, description="JSONL: the scope of lines without one (default: file stem).")
+    key_prefix: Optional[str] = Field(None, min_length=1, description="Idempotency key prefix (default: format).")
+
+
+class ImportConversation(Params):
+    scope: str = Field(min_length=1)
+    speakers: list[str]
+    notes: list[NoteIn]
+
+
+class ImportConversationsParams(NamespacedParams):
+    conversations: list[ImportConversation]
+
+
+class ImportResult(BaseModel):
+    conversations: int
+    notes: int = Field(description="Notes in the input (created + replayed).")
+    created: int
+    replayed: int = Field(description="Notes whose idempotency key was already stored: a re-import adds nothing.")
+    ids: list[int] = Field(default_factory=list, description="import_conversations only: note ids, in input order.")
+
+
+@dataclass
+class Item:
+    """One note to import and where it came from (for errors)."""
+
+    where: str  # "line 651", "sample conv-26 turn D1:3"
+    loc: list[Any]
+    scope: str
+    speaker: Optional[str]  # registered as a person of the scope (None: the scope's speakers are given)
+    note: dict[str, Any]
+
+
+@dataclass
+class ConversationPlan:
+    speakers: dict[str, None] = field(default_factory=dict)  # ordered set
+    first: Optional[datetime] = None
+    notes: int = 0
+
+
+def note_of(turn: Turn, scope: str, key_prefix: str) -> dict[str, Any]:
+    return {"content": turn.content(), "occurred_at": turn.occurred_at, "scope": scope, "thread": turn.thread,
+            "source_id": turn.turn_id, "key": f"{key_prefix}:{scope}:{turn.turn_id}"}
+
+
+def validate(s: MemorySettings, items: Iterable[Item], plan: dict[str, ConversationPlan]) -> int:
+    """Pass 1: every note as remember would check it, errors naming the line; fills ``plan``; writes nothing."""
+    keys: dict[str, tuple[int, str]] = {}  # key → (hash of content, where): one key, two contents is a conflict
+    count = 0
+    for item in items:
+        try:
+            note = NoteIn.model_validate(item.note)
+            check_note_limits(s, [note], single=True)
+            for value in (note.content, note.scope, note.thread, note.source_id, note.key, item.speaker):
+                if value is not None:
+                    value.encode("utf-8")  # a lone surrogate escape ("\ud800") is JSON but not storable text
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            msg = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+            raise _at(errors.InvalidParams, item, msg) from None
+        except UnicodeEncodeError:
+            raise _at(errors.InvalidParams, item, "text contains a lone surrogate (not valid Unicode)") from None
+        except errors.LimitExceeded as exc:
+            raise _at(errors.LimitExceeded, item, exc.message) from None
+        if note.key is not None:
+            seen = keys.setdefault(note.key, (hash(note.content), item.where))
+            if seen[0] != hash(note.content):
+                raise _at(errors.Conflict, item, f"idempotency key {note.key!r} was used by {seen[1]} with "
+                          "other content")
+        conv = plan.setdefault(item.scope, ConversationPlan())
+        if item.speaker is not None:
+            conv.speakers.setdefault(item.speaker)
+        if note.occurred_at is not None and (conv.first is None or note.occurred_at < conv.first):
+            conv.first = note.occurred_at
+        conv.notes += 1
+        count += 1
+    return count
+
+
+@contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """Every error of an import says that nothing was imported (the call's transaction rolls it all back)."""
+    try:
+        yield
+    except errors.PalimpsestError as exc:
+        if NOTHING not in exc.message:
+            exc.message += NOTHING
+            exc.args = (exc.message,)
+        raise
+
+
+NOTHING = " (nothing was imported)"
+
+
+def _at(cls: type[errors.PalimpsestError], item: Item, msg: str) -> errors.PalimpsestError:
+    return cls(f"{item.where}: {msg}", details={"errors": [{"loc": item.loc, "msg": msg}]})
+
+
+def write(ctx: Context, plan: dict[str, ConversationPlan], items: Iterable[Item]) -> tuple[int, int, list[int]]:
+    """Pass 2, in the call's transaction: speakers and scopes as entities, ``participates_in`` facts, then the
+    notes in batches (entities first, so the notes' mentions link to them). Returns created, replayed, ids."""
+    for scope, conv in plan.items():
+        for speaker in conv.speakers:
+            ctx.call("kg.upsert_entity", {"name": speaker, "kind": "person"})
+        ctx.call("kg.upsert_entity", {"name": scope, "kind": "project"})
+        for speaker in conv.speakers:
+            known = ctx.call("kg.facts", {"subject": speaker, "predicate": PARTICIPATES, "object": scope,
+                                          "include_superseded": True}).facts
+            if not known:  # a re-import adds no evidence
+                ctx.call("kg.assert_fact", {"subject": speaker, "predicate": PARTICIPATES, "object": scope,
+                                            "allow_coexisting": True, "object_kind": "project",
+                                            **({"valid_from": conv.first.isoformat()} if conv.first else {})})
+    created = replayed = 0
+    ids: list[int] = []
+    batch: list[NoteIn] = []
+    expected = sum(c.notes for c in plan.values())
+
+    def flush() -> None:
+        nonlocal created, replayed
+        got, fresh = store_notes(ctx, batch)
+        created, replayed = created + sum(fresh), replayed + len(fresh) - sum(fresh)
+        ids.extend(got)
+        batch.clear()
+
+    for item in items:
+        if item.scope not in plan or len(ids) + len(batch) >= expected:
+            raise errors.Conflict(f"{item.where}: the input changed while it was imported")
+        batch.append(NoteIn.model_validate(item.note))
+        if len(batch) >= BATCH:
+            flush()
+    if batch:
+        flush()
+    if len(ids) != expected:
+        raise errors.Conflict("the input changed while it was imported")
+    return created, replayed, ids
+
+
+def run_import(ctx: Context, items: Callable[[], Iterator[Item]],
+               seed: Iterable[tuple[str, list[str]]] = ()) -> ImportResult:
+    with all_or_nothing():
+        plan = {scope: ConversationPlan(speakers=dict.fromkeys(speakers)) for scope, speakers in seed}
+        validate(ctx.settings, items(), plan)
+        created, replayed, ids = write(ctx, plan, items())
+    return ImportResult(conversations=len(plan), notes=len(ids), created=created, replayed=replayed, ids=ids)
+
+
+@pack.verb("import_file", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
+def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
+    """Import a JSONL chat log or a LoCoMo file, all or nothing: validated whole before anything is written,
+    then written in this call's one transaction (``pal import``)."""
+    s: MemorySettings = ctx.settings
+    prefix = params.key_prefix or params.format
+    if params.format == "locomo":
+        with all_or_nothing():
+            convs = parse_locomo(params.path, max_bytes=file_bound(s.max_content_chars))
+
+        def locomo() -> Iterator[Item]:
+            for c in convs:
+                for t in c.turns:
+                    yield Item(f"{params.path}: sample {c.scope} turn {t.turn_id}", ["sample", c.scope, t.turn_id],
+                               c.scope, None, note_of(t, c.scope, prefix))
+        res = run_import(ctx, locomo, seed=[(c.scope, c.speakers) for c in convs])
+    else:
+        bound = line_bound(s.max_content_chars)
+
+        def jsonl() -> Iterator[Item]:
+            for lineno, scope, t in iter_jsonl(params.path, params.scope, bound):
+                yield Item(f"{params.path}: line {lineno}", ["line", lineno], scope, t.speaker,
+                           note_of(t, scope, prefix))
+        res = run_import(ctx, jsonl)
+    res.ids = []  # a file may hold millions of notes: the counts say what happened
+    return res
+
+
+@pack.verb("import_conversations", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
+def import_conversations(params: ImportConversationsParams, ctx: Context) -> ImportResult:
+    """Import parsed conversations (speakers, notes), all or nothing, in this call's one transaction."""
+    convs = params.conversations
+
+    def items() -> Iterator[Item]:
+        for c in convs:
+            for i, n in enumerate(c.notes):
+                yield Item(f"conversation {c.scope} note {i}", ["conversations", c.scope, i], c.scope, None,
+                           n.model_dump(exclude_unset=True))
+    return run_import(ctx, items, seed=[(c.scope, c.speakers) for c in convs])
