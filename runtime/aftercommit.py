@@ -43,6 +43,7 @@ class Followers:
         for owner, mirrors in self.mirrors.items():
             for _, mirror in mirrors:
                 self.load(owner, mirror)
+        release_freed_memory()
 
     def load(self, owner: str, mirror: Mirror) -> None:
         """(Re)build one mirror from committed data, in a read-only transaction of its own."""
@@ -136,3 +137,14 @@ def _rollback(con: "duckdb.DuckDBPyConnection") -> None:
         con.execute("ROLLBACK")
     except duckdb.Error:
         pass  # no transaction was open
+
+
+def release_freed_memory() -> None:
+    """Hand back to the OS what building the mirrors allocated and freed again (fetched rows, temporary
+    arrays): glibc's malloc keeps it otherwise, and a process that opened a large store would stay that big."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl, Windows): nothing to do
+        pass
