@@ -111,6 +111,7 @@ class Runtime:
             for pack in rt.catalog.packs.values():
                 storage.migrate(rt._con, pack.name, pack.migrations)
             rt.followers.load_all()
+            storage.seal(rt._con)
             # with no tracing wrapper installed, a call goes straight to the handler: pluggy's hook machinery
             # costs more than a nested sub-handler's own work (a recall makes several)
             rt._traced = len(rt._pm.hook.palimpsest_dispatch.get_hookimpls()) > 1

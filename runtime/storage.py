@@ -54,8 +54,8 @@ def connect(path: str | Path, *, checkpoint_threshold: str | None = None) -> duc
     except duckdb.Error as exc:
         raise StorageError(f"cannot open database {target}: {exc}", details={"path": target}) from None
     # The store is the only file SQL may touch: no reading or writing host files (read_csv, COPY … TO, glob),
-    # no extension downloads, and no SET that would stick on the shared connection. Nothing of ours needs them
-    # (snapshots and imports are read and written by Python).
+    # no extension downloads (and, once :func:`seal` ran, no SET that would stick on the shared connection).
+    # Nothing of ours needs them: snapshots and imports are read and written by Python.
     if checkpoint_threshold is not None:
         try:
             con.execute("SET checkpoint_threshold = ?", [checkpoint_threshold])
@@ -63,8 +63,7 @@ def connect(path: str | Path, *, checkpoint_threshold: str | None = None) -> duc
             con.close()
             raise StorageError(f"runtime.checkpoint_threshold {checkpoint_threshold!r} is not a size: {exc}",
                                details={"key": "runtime.checkpoint_threshold"}) from None
-    con.execute("SET enable_external_access = false")
-    con.execute("SET lock_configuration = true")
+    con.execute("SET enable_external_access = false")  # DuckDB cannot turn it back on while the store is open
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")
     con.execute(
         f"""CREATE TABLE IF NOT EXISTS {META_SCHEMA}.migrations (
@@ -78,6 +77,23 @@ def connect(path: str | Path, *, checkpoint_threshold: str | None = None) -> duc
         con.close()  # a store we cannot upgrade must not stay locked by this process
         raise
     return con
+
+
+def seal(con: duckdb.DuckDBPyConnection) -> None:
+    """Once the mirrors are loaded: let go of the table blocks their load read, and lock the configuration.
+
+    Loading the mirrors reads whole tables, and DuckDB keeps every block it read in its buffer pool (about 1 KB a
+    note) until memory runs short; the mirrors hold what they need, so the blocks are evicted by lowering the
+    memory limit for a moment. Then the configuration is locked: no SQL of a verb can change a setting after this.
+    Until then only migrations (the packs' shipped SQL) and read-only mirror loads (the guard refuses SET) ran."""
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    try:
+        con.execute("SET memory_limit = '8MB'")
+    except duckdb.Error:
+        pass  # nothing could be evicted (an in-memory store): only memory, not correctness, is at stake
+    finally:
+        con.execute("SET memory_limit = ?", [limit])
+    con.execute("SET lock_configuration = true")
 
 
 # The runtime's own tables are not a pack's (no numbered files): each layout change is a step here, found by
