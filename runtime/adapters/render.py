@@ -25,12 +25,21 @@ def print_json(data: Any) -> None:
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
+    if isinstance(value, str) and ISO_TIME.match(value):
+        return ISO_TIME.sub(r"\1 \2", value)  # a timestamp to the minute: --json has the rest
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = text.replace("\n", " ")
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 
 MAX_COLUMNS = 8
+# Rows that carry a text (a note's content, a fact's object…) are read for that text: it comes last and takes the
+# width left by at most TEXT_COMPANIONS short columns, chosen in this order when present.
+TEXT_COLUMNS = ("content", "text", "note.content")
+COMPANIONS = ("id", "note.id", "score", "occurred_at", "note.occurred_at", "kind", "note.kind", "scope",
+              "note.scope", "tags", "note.tags", "salience")
+TEXT_COMPANIONS = 5
+ISO_TIME = __import__("re").compile(r"^(\d{4}-\d\d-\d\d)T(\d\d:\d\d)(:\d\d(\.\d+)?)?$")
 
 
 def _flatten(row: dict[str, Any]) -> dict[str, Any]:
@@ -55,10 +64,19 @@ def print_table(rows: list[dict[str, Any]], title: str | None = None, console: C
     cols = [c for c in cols if any(r.get(c) not in (None, "", [], {}) for r in rows)]
     if len(rows) > 2:  # a column with one value for every row says nothing a table needs to repeat
         cols = [c for c in cols if len({json.dumps(r.get(c), default=str) for r in rows}) > 1]
+    text = next((c for c in TEXT_COLUMNS if c in cols), None)
+    if text is not None:
+        cols = [c for c in COMPANIONS if c in cols][:TEXT_COMPANIONS] + [text]
     cols = cols[:MAX_COLUMNS]
     table = Table(title=title, show_lines=False)
     for c in cols:
-        table.add_column(c, overflow="fold")
+        head = c.split(".", 1)[1] if c.startswith("note.") else c  # recall's hits: the note's fields, unprefixed
+        if text is None:
+            table.add_column(head, overflow="fold")
+        elif c == text:
+            table.add_column(head, overflow="fold", ratio=1, min_width=20)
+        else:
+            table.add_column(head, no_wrap=True, overflow="ellipsis", max_width=16)
     for row in rows:
         table.add_row(*[_cell(row.get(c, "")) for c in cols])
     console.print(table)

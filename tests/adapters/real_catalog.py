@@ -10,9 +10,9 @@ BUILT_IN_PUBLIC_VERBS = frozenset({
     "kg.detect_entities", "kg.detect_entities_many", "kg.edges", "kg.entities", "kg.entity", "kg.fact_history",
     "kg.facts", "kg.graph_recall", "kg.link", "kg.link_many", "kg.list_edges", "kg.predicates", "kg.resolve",
     "kg.retract_fact", "kg.unlink", "kg.upsert_entity",
-    "memory.archive", "memory.belief_history", "memory.centrality", "memory.consolidate",
+    "memory.archive", "memory.belief_history", "memory.centrality", "memory.consolidate", "memory.count",
     "memory.consolidation_candidates", "memory.edges", "memory.explain", "memory.get", "memory.link",
-    "memory.link_many", "memory.prune", "memory.recall", "memory.reembed", "memory.remember", "memory.remember_many",
+    "memory.link_many", "memory.list", "memory.prune", "memory.recall", "memory.reembed", "memory.remember", "memory.remember_many",
     "memory.unlink", "memory.upsert_belief", "memory.walk",
 })
 
