@@ -45,6 +45,15 @@ class Archived:
 
 
 @dataclass(frozen=True, slots=True)
+class MetadataEdited:
+    """Metadata of one note edited in place (memory.update): field name -> new value."""
+
+    KIND: ClassVar[str] = "metadata_edited"
+    note_id: int
+    fields: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class VectorsReplaced:
     """Every note's vector of one model, recomputed (memory.reembed)."""
 

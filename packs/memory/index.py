@@ -182,6 +182,28 @@ class MemoryIndex:
         if row is not None:
             row.superseded_at, row.superseded_by = when, by
 
+    def set_metadata(self, note_id: int, fields: Iterable[tuple[str, Any]]) -> None:
+        """Apply memory.update's in-place edits (tags, salience, decay_factor, kind, scope) to the row and columns."""
+        row = self.rows.get(note_id)
+        if row is None:
+            return
+        c = self.cols
+        for name, value in fields:
+            setattr(row, name, value)
+            if name == "tags":
+                if value:
+                    self.tags[note_id] = frozenset(value)
+                else:
+                    self.tags.pop(note_id, None)
+            elif name == "salience":
+                c["salience"][note_id] = value
+            elif name == "decay_factor":
+                c["decay"][note_id] = value
+            elif name == "kind":
+                c["kind"][note_id] = KINDS.index(value) + 1 if value in KINDS else 0
+            elif name == "scope":
+                c["scope"][note_id] = self.scopes.get(value)
+
     def set_archived(self, note_id: int, when: datetime | None) -> None:
         if note_id < self._cap:
             self.cols["archived"][note_id] = when is not None

@@ -11,7 +11,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from packs.memory import snapshot
-from packs.memory.changes import Archived, NotesAdded, SnapshotSaved, SupersededSet, VectorsReplaced
+from packs.memory.changes import (Archived, MetadataEdited, NotesAdded, SnapshotSaved, SupersededSet,
+                                  VectorsReplaced)
 from packs.memory.index import FULL_COLUMNS, MemoryIndex, NoteRow
 from packs.memory.settings import MemorySettings
 from packs.memory.vectors import Prefilter
@@ -103,6 +104,8 @@ class IndexMirror(MemoryIndex, Mirror):
             elif isinstance(c, Archived):
                 for note_id in c.note_ids:
                     self.set_archived(note_id, c.when)
+            elif isinstance(c, MetadataEdited):
+                self.set_metadata(c.note_id, c.fields)
             elif isinstance(c, VectorsReplaced):
                 self.vectors.pop(c.model, None)
                 self.add_vectors(c.model, c.ids, c.matrix)
@@ -120,5 +123,8 @@ class IndexMirror(MemoryIndex, Mirror):
         notes = tuple(zip(ids.tolist(), c["alive"][ids].tolist(), c["archived"][ids].tolist(),
                           np.nan_to_num(c["superseded"][ids], nan=-1.0).tolist(),
                           [self.rows[i].superseded_by for i in ids.tolist()],
-                          c["prev"][ids].tolist(), c["next"][ids].tolist()))
+                          c["prev"][ids].tolist(), c["next"][ids].tolist(),
+                          [(r.kind, r.scope, tuple(r.tags), r.salience, r.decay_factor, float(c["salience"][i]),
+                            float(c["decay"][i]), sorted(self.tags.get(i, ())))
+                           for i, r in ((i, self.rows[i]) for i in ids.tolist())]))
         return notes, self.bm25.digest(), tuple(sorted((m, v.digest()) for m, v in self.vectors.items()))

@@ -11,9 +11,9 @@ BUILT_IN_PUBLIC_VERBS = frozenset({
     "kg.facts", "kg.graph_recall", "kg.link", "kg.link_many", "kg.list_edges", "kg.predicates", "kg.resolve",
     "kg.retract_fact", "kg.unlink", "kg.upsert_entity",
     "memory.archive", "memory.belief_history", "memory.centrality", "memory.consolidate", "memory.count",
-    "memory.consolidation_candidates", "memory.edges", "memory.explain", "memory.get", "memory.link",
+    "memory.consolidation_candidates", "memory.edges", "memory.explain", "memory.get", "memory.history", "memory.link",
     "memory.link_many", "memory.list", "memory.prune", "memory.recall", "memory.reembed", "memory.remember", "memory.remember_many",
-    "memory.unlink", "memory.upsert_belief", "memory.walk",
+    "memory.unlink", "memory.update", "memory.upsert_belief", "memory.walk",
 })
 
 # the resource routes `pal serve` mounts over the real packs (method, path): every one must be there
