@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -141,6 +141,7 @@ def iter_jsonl(path: str | Path, scope: str | None = None,
         f = open(path, "rb")
     except OSError as exc:
         raise errors.InvalidParams(f"cannot read {path}: {exc}") from None
+    t0 = datetime.now(timezone.utc).replace(tzinfo=None)  # the time of turns whose line gives none
     with f:
         n = lineno = 0  # turns so far: default turn ids ("L<n>") count turns, errors name the file's line number
         while True:
@@ -162,15 +163,39 @@ def iter_jsonl(path: str | Path, scope: str | None = None,
             if not line.strip():
                 continue
             n += 1
-            yield lineno, *_turn(path, lineno, line, n, scope)
+            yield lineno, *_turn(path, lineno, line, n, scope, t0)
 
 
-def _turn(path: str | Path, lineno: int, line: str, n: int, scope: str | None) -> tuple[str, Turn]:
+def _text_of(content: Any) -> str:
+    """OpenAI-style content: a string, or a list of parts of which the ``text`` ones are kept."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p["text"]) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    raise ValueError("content is neither text nor a list of parts")
+
+
+def _when(obj: dict, n: int, t0: datetime) -> datetime:
+    """The line's ``timestamp`` (or ``created_at``); a chat log without times (OpenAI-style messages) gets the
+    import's clock, one millisecond apart per turn, so the order of the file is the order of the notes."""
+    stamp = obj.get("timestamp") or obj.get("created_at")
+    if stamp is None:
+        return t0 + timedelta(milliseconds=n)
+    return utc_naive(datetime.fromisoformat(str(stamp)))
+
+
+def _turn(path: str | Path, lineno: int, line: str, n: int, scope: str | None, t0: datetime) -> tuple[str, Turn]:
+    """One chat turn: ``{speaker, text, timestamp?}`` lines, or OpenAI-style ``{role, content, name?}`` messages."""
     try:
         obj = json.loads(line)
         sc = str(obj.get("scope") or scope or Path(path).stem)
-        turn = Turn(speaker=str(obj["speaker"]), text=str(obj["text"]),
-                    occurred_at=utc_naive(datetime.fromisoformat(obj["timestamp"])),
+        if "role" in obj and "content" in obj and "text" not in obj:  # an OpenAI-style chat message
+            speaker, text = str(obj.get("name") or obj["role"]), _text_of(obj["content"])
+        else:
+            speaker, text = str(obj["speaker"]), str(obj["text"])
+        if not text.strip():
+            raise ValueError("the turn has no text")
+        turn = Turn(speaker=speaker, text=text, occurred_at=_when(obj, n, t0),
                     thread=str(obj.get("thread") or "main"), turn_id=str(obj.get("id") or f"L{n}"),
                     caption=obj.get("caption"))
     except RecursionError:

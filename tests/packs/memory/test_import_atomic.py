@@ -174,3 +174,29 @@ def test_pal_import_of_a_hostile_file_is_invalid_params_naming_the_line(tmp_path
         assert con.execute("SELECT count(*) FROM memory.notes").fetchone()[0] == 0  # the good line 1 too
     finally:
         con.close()
+
+
+def test_openai_style_and_untimed_chat_lines_import_in_file_order(tmp_path):  # type: ignore[no-untyped-def]
+    """Issue 17.4: `{"role", "content"}` messages (content as text or as parts) and `{"speaker", "text"}` lines
+    without a time import; a line that is neither is invalid params naming the line, and nothing is written."""
+    import json
+
+    from packs.memory.importers import parse_jsonl
+
+    good = tmp_path / "chat.jsonl"
+    good.write_text("\n".join(json.dumps(x) for x in [
+        {"role": "system", "content": "You help plan the Orion launch."},
+        {"role": "user", "content": [{"type": "text", "text": "When does Orion launch?"}, {"type": "image_url"}]},
+        {"role": "assistant", "name": "planner", "content": "Orion launches in May."},
+        {"speaker": "Ada", "text": "Noted: May it is."},
+    ]) + "\n")
+    (conv,) = parse_jsonl(good)
+    assert [(t.speaker, t.text) for t in conv.turns] == [
+        ("system", "You help plan the Orion launch."), ("user", "When does Orion launch?"),
+        ("planner", "Orion launches in May."), ("Ada", "Noted: May it is.")]
+    times = [t.occurred_at for t in conv.turns]
+    assert times == sorted(times) and len(set(times)) == 4
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good.read_text() + json.dumps({"role": "user"}) + "\n")
+    with pytest.raises(errors.InvalidParams, match="line 5"):
+        parse_jsonl(bad)

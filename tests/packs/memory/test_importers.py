@@ -88,7 +88,8 @@ def test_parse_jsonl_scope_option_is_the_default_scope(tmp_path):
 @pytest.mark.parametrize("bad", [
     "{not json",
     json.dumps({"text": "no speaker", "timestamp": "2026-03-02T10:00:00"}),
-    json.dumps({"speaker": "Ada", "text": "no timestamp"}),
+    json.dumps({"speaker": "Ada", "text": "   "}),  # (a line without a timestamp imports: the import's clock)
+    json.dumps({"role": "user", "content": 42}),
     json.dumps({"speaker": "Ada", "text": "bad time", "timestamp": "next tuesday"}),
     json.dumps({"speaker": "Ada", "text": "numeric time", "timestamp": 1700000000}),
     json.dumps(["a", "list"]),
