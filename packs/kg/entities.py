@@ -38,11 +38,13 @@ class EntityResult(BaseModel):
 
 class EntitiesParams(NamespacedParams):
     kind: Kind | None = Field(None, description="Only entities of this kind.")
-    limit: int = Field(100, ge=1, description="Most entities returned.")
+    before_id: int | None = Field(None, ge=1, description="Cursor: entities with a smaller id (next_before_id).")
+    limit: int = Field(100, ge=1, description="Most entities returned (capped by max_query_limit).")
 
 
 class EntitiesResult(BaseModel):
     entities: list[EntityOut]
+    next_before_id: int | None = Field(None, description="Pass as before_id for the next page; null on the last.")
 
 
 class DetectParams(NamespacedParams):
@@ -116,14 +118,20 @@ def entity(params: EntityParams, ctx: Context) -> EntityResult:
 
 @pack.verb("entities", act=Act.ASSERTIVE)
 def entities(params: EntitiesParams, ctx: Context) -> EntitiesResult:
-    """List entities of the namespace (optionally of one kind), newest first."""
+    """List entities of the namespace (optionally of one kind), newest first, page by page (before_id)."""
     args: list = [ctx.namespace]
     where = "namespace = ?"
     if params.kind:
         where += " AND kind = ?"
         args.append(params.kind)
+    if params.before_id is not None:  # a keyset cursor: entities created while paging never shift a page
+        where += " AND id < ?"
+        args.append(params.before_id)
     limit = min(params.limit, ctx.settings.max_query_limit)
-    rows = ctx.db.query(f"SELECT id, name, kind FROM kg.entities WHERE {where} ORDER BY id DESC LIMIT {limit}", args)
+    rows = ctx.db.query(f"SELECT id, name, kind FROM kg.entities WHERE {where} ORDER BY id DESC LIMIT {limit + 1}",
+                        args)
+    more = len(rows) > limit
+    rows = rows[:limit]
     alias_rows = ctx.db.query("SELECT entity_id, text FROM kg.entity_keys WHERE namespace = ? AND NOT is_name AND "
                               "entity_id IN (SELECT unnest(?::BIGINT[])) ORDER BY created_at, text",
                               [ctx.namespace, [r[0] for r in rows]])
@@ -131,7 +139,7 @@ def entities(params: EntitiesParams, ctx: Context) -> EntitiesResult:
     for eid, text in alias_rows:
         aliases.setdefault(eid, []).append(text)
     return EntitiesResult(entities=[EntityOut(id=i, node_id=f"e:{i}", name=n, kind=k, aliases=aliases.get(i, []))
-                                    for i, n, k in rows])
+                                    for i, n, k in rows], next_before_id=rows[-1][0] if more else None)
 
 
 def _detect(det: Detector, text: str) -> DetectResult:

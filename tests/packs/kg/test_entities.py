@@ -82,3 +82,19 @@ def test_detector_cache_follows_commits_and_ignores_rollbacks(kg):
 def test_detect_rejects_too_long_text(kg):
     with pytest.raises(errors.LimitExceeded):
         kg.call("kg.detect_entities", {"text": "x" * 100001})
+
+
+def test_entities_page_newest_first_by_a_keyset_cursor(kg):
+    made = [kg.call("kg.upsert_entity", {"name": f"Person {i}", "kind": "person"}).entity.id for i in range(7)]
+    kg.call("kg.upsert_entity", {"name": "Acme", "kind": "org"})
+    seen, before = [], None
+    while True:
+        page = kg.call("kg.entities", {"kind": "person", "limit": 3, **({"before_id": before} if before else {})})
+        assert len(page.entities) <= 3
+        seen += [e.id for e in page.entities]
+        if before is None:
+            kg.call("kg.upsert_entity", {"name": "Late Person", "kind": "person"})  # must not shift the pages
+        before = page.next_before_id
+        if before is None:
+            break
+    assert seen == sorted(made, reverse=True)
