@@ -222,7 +222,7 @@ def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
     timeline = store.timelines({key})[key]
     claims = store.claims({key})[key]
     target = next(f for f in timeline if f.fact_id == params.fact_id)
-    gone = retract_claims(timeline, claims, target)
+    gone = retract_claims(claims, target)
     store.retract_claims([c.claim_id for c in gone], now)
     timeline = [f for f in timeline if f is not target]
     rebuild(timeline, [c for c in claims if c not in gone], now, itertools.count(-1, -1))

@@ -1,11 +1,13 @@
 """The supersession algorithm, in memory: one (subject, predicate) timeline at a time, no SQL.
 
-A timeline holds the transaction-time-current versions of the facts of one (subject, predicate). Facts of a
-``one`` predicate that are not ``coexisting`` form a *line*: non-overlapping half-open valid intervals
-``[valid_from, valid_to)`` (``valid_from`` NULL = since an unknown time = -inf; ``valid_to`` NULL = open).
-:func:`apply` inserts one assertion and mutates the affected facts; the caller persists them (a changed
-interval or link → the old version is closed in transaction time and a new version inserted; an evidence-only
-change → updated in place). See adr/0006-kg-bitemporal-facts.md.
+A timeline holds the transaction-time-current versions of the facts of one (subject, predicate) and the live
+*claims* behind them: every assertion about valid time, with its own interval (kg.claims). The facts are a
+function of the set of claims (issue 15): :func:`line_segments` (a ``one`` predicate: at each instant the covering
+claim of highest priority holds) or :func:`coexisting_segments` (``many``: per object, the union of overlapping
+claims) give the segments, and :func:`reconcile` makes the stored facts show them. :func:`apply` adds one
+assertion; the caller persists what changed (a changed interval or link → the old version is closed in
+transaction time and a new version inserted; an evidence-only change → updated in place).
+See adr/0006-kg-bitemporal-facts.md.
 """
 from __future__ import annotations
 
@@ -289,7 +291,7 @@ def no_start_given(facts: list[Fact], a: Assertion, now: datetime) -> Outcome | 
     return None
 
 
-def retract_claims(facts: list[Fact], claims: list[Claim], target: Fact) -> list[Claim]:
+def retract_claims(claims: list[Claim], target: Fact) -> list[Claim]:
     """The claims a retracted fact stood on: its object's claims starting inside its interval (or at its start)."""
     return [c for c in claims if c.object_key == target.object_key and c.coexisting == target.coexisting
             and (c.start == target.start or target.covers(c.start))]
