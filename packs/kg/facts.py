@@ -205,8 +205,8 @@ def assert_facts(params: AssertFactsParams, ctx: Context) -> AssertFactsResult:
 def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
     """Retract a fact: it leaves current answers but stays in its history and in earlier known_at views.
 
-    Facts whose end was inferred from it (it superseded them) are re-closed by the next fact in the timeline,
-    or reopened if none follows.
+    The claims it stood on are retracted and the timeline is recomputed from the others (ADR 0006): facts whose
+    end was inferred from it run to the next value again, or stay open if none follows.
     """
     rows = ctx.db.query("SELECT subject_id, predicate, retracted_at, subject_name FROM kg.facts WHERE namespace = ? "
                         "AND fact_id = ? ORDER BY version_id DESC LIMIT 1", [ctx.namespace, params.fact_id])
