@@ -1,6 +1,9 @@
 """YAGO11k through the kg pack: load every fact with kg.assert_facts, then answer as_of questions.
 
-Usage: .venv/bin/python bench/kg_yago.py [--data ../shared/data/yago11k] [--batch 5000] [--questions 0]
+Usage: .venv/bin/python bench/kg_yago.py [--data ../shared/data/yago11k] [--batch 5000] [--questions N | --all]
+       [--shuffle SEED]
+
+--shuffle SEED loads the same facts in a random arrival order (issue 15: a timeline must not depend on it).
 
 Years are inclusive in YAGO ([1990, 1990] is one year): a fact [start, end] is asserted with valid_from=start and
 valid_to=end+1 (exclusive). Rows with end < start are bad data: counted and skipped (kg would reject them).
@@ -41,8 +44,13 @@ def main() -> int:
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "yago11k"))
     ap.add_argument("--batch", type=int, default=5000)
     ap.add_argument("--questions", type=int, default=0, help="sample this many questions (0 = all)")
+    ap.add_argument("--all", action="store_true", help="ask every question (same as --questions 0)")
+    ap.add_argument("--shuffle", type=int, default=None, metavar="SEED",
+                    help="assert the facts in a random order drawn from SEED (default: file order)")
     ap.add_argument("--many", default=",".join(sorted(MANY)), help="relations treated as 'many'")
     args = ap.parse_args()
+    if args.all:
+        args.questions = 0
     data = Path(args.data)
     if not (data / "train.txt").is_file():
         print(f"SKIP: YAGO11k not found at {data} (expected train.txt, valid.txt, entity2id.txt, relation2id.txt)")
@@ -70,6 +78,8 @@ def main() -> int:
         rt.call("kg.define_predicate", {"name": snake(rel), "cardinality": "many" if rel in many else "one"})
     facts = [{"subject": s, "predicate": snake(r), "object": o, "valid_from": str(a), "valid_to": str(b + 1)}
              for s, r, o, a, b in rows]
+    if args.shuffle is not None:
+        random.Random(args.shuffle).shuffle(facts)
     t0 = time.perf_counter()
     created = superseded = evidence = 0
     for i in range(0, len(facts), args.batch):
@@ -101,6 +111,7 @@ def main() -> int:
     print(f"rows loaded: {len(rows)} (skipped {bad}: end < start, BC or unknown years); "
           f"load {load:.2f} s = {len(rows) / load:,.0f} facts/s; created {created}, evidence {evidence}, "
           f"superseded {superseded}")
+    print(f"order: {'file' if args.shuffle is None else f'shuffled, seed {args.shuffle}'}")
     print(f"many: {sorted(many)}; one: {sorted(set(rels.values()) - many)}")
     print(f"as_of questions: {len(questions)}, correct {ok} = {100 * ok / max(1, len(questions)):.2f} %; "
           f"wrong by relation: {dict(wrong)}; latency p50 {statistics.median(lat):.2f} ms, "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 from operator import attrgetter
 from contextlib import contextmanager
 from datetime import datetime
@@ -16,7 +17,7 @@ from packs.kg.models import (
 )
 from packs.kg.reads import check_length, facts_by_id
 from packs.kg.store import KgStore
-from packs.kg.timeline import Assertion, Fact, Outcome, apply, heal_after_retraction
+from packs.kg.timeline import Assertion, Claim, Fact, Outcome, apply, rebuild, retract_claims
 
 Changed = list[tuple[tuple[int, str, str], Fact]]  # ((subject id, subject name, predicate), changed fact)
 
@@ -130,15 +131,24 @@ def _assert_many(ctx: Context, items: list[FactInput]) -> list[Outcome]:
     ids = store.entity_ids(wanted)
     card = store.cardinalities({it.predicate for it in items})
     keyed = [(ids[name_key(it.subject)], it) for it in items]
-    timelines = store.timelines({(sid, it.predicate) for (sid, _), it in keyed})
+    keys = {(sid, it.predicate) for (sid, _), it in keyed}
+    timelines = store.timelines(keys)
+    claims = store.claims(keys)
+    names = {sid: sname for sid, sname in ids.values()}
     outcomes: list[Outcome] = []
-    touched: dict[int, tuple[tuple[int, str, str], Fact]] = {}
-    for n, ((sid, sname), it) in enumerate(keyed):
-        out = apply(timelines[(sid, it.predicate)], assertion_of(it, ids, card, s), now, new_id=-(n + 1))
+    provisional = itertools.count(-1, -1)
+    claim_ids = iter(store.claim_ids(len(items)))
+    new_claims: list[tuple[int, str, Claim]] = []
+    for (sid, sname), it in keyed:
+        key = (sid, it.predicate)
+        out, claim = apply(timelines[key], claims[key], assertion_of(it, ids, card, s), now, provisional, claim_ids)
         outcomes.append(out)
-        for f in (out.fact, *out.superseded):
-            touched[id(f)] = ((sid, sname, it.predicate), f)
-    persist(ctx, list(touched.values()), now)
+        if claim is not None:
+            new_claims.append((sid, it.predicate, claim))
+    touched = [((sid, names[sid], pred), f) for (sid, pred), facts in timelines.items() for f in facts
+               if f.new or f.interval_changed or f.evidence_changed]
+    persist(ctx, touched, now)
+    store.insert_claims(new_claims, now)
     sources = [(o.fact.fact_id, it.source_id, it.confidence if it.confidence is not None else s.default_confidence)
                for o, it in zip(outcomes, items) if it.source_id is not None]
     if sources:
@@ -195,8 +205,8 @@ def assert_facts(params: AssertFactsParams, ctx: Context) -> AssertFactsResult:
 def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
     """Retract a fact: it leaves current answers but stays in its history and in earlier known_at views.
 
-    Facts whose end was inferred from it (it superseded them) are re-closed by the next fact in the timeline,
-    or reopened if none follows.
+    The claims it stood on are retracted and the timeline is recomputed from the others (ADR 0006): facts whose
+    end was inferred from it run to the next value again, or stay open if none follows.
     """
     rows = ctx.db.query("SELECT subject_id, predicate, retracted_at, subject_name FROM kg.facts WHERE namespace = ? "
                         "AND fact_id = ? ORDER BY version_id DESC LIMIT 1", [ctx.namespace, params.fact_id])
@@ -208,13 +218,20 @@ def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
     now = ctx.now()
     store = KgStore(ctx)
     store.begin_write(need_cache=False)
-    timeline = store.timelines({(subject_id, predicate)})[(subject_id, predicate)]
+    key = (subject_id, predicate)
+    timeline = store.timelines({key})[key]
+    claims = store.claims({key})[key]
     target = next(f for f in timeline if f.fact_id == params.fact_id)
-    healed = heal_after_retraction(timeline, target)
+    gone = retract_claims(claims, target)
+    store.retract_claims([c.claim_id for c in gone], now)
+    timeline = [f for f in timeline if f is not target]
+    rebuild(timeline, [c for c in claims if c not in gone], now, itertools.count(-1, -1))
+    healed = [f for f in timeline if f.interval_changed]
     ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'retracted' WHERE version_id = ?",
                    [now, target.version_id])
-    persist(ctx, [((subject_id, subject_name, predicate), f) for f in healed], now)
-    store.set_timeline(subject_id, predicate, [f for f in timeline if f is not target])
+    persist(ctx, [((subject_id, subject_name, predicate), f) for f in timeline
+                  if f.new or f.interval_changed or f.evidence_changed], now)
+    store.set_timeline(subject_id, predicate, timeline)
     if params.reason:
         ctx.log.info("retracted fact %s in %s: %s", params.fact_id, ctx.namespace, params.reason)
     return RetractFactResult(fact=facts_by_id(ctx, [params.fact_id])[0], healed=[f.fact_id for f in healed])

@@ -19,7 +19,7 @@ from packs.kg.detect import Detector
 from packs.kg.models import FactOut, name_key
 from packs.kg.reads import lookup_keys, read_facts, tx_filter, valid_filter
 from packs.kg.rows import stored_row, subject_rows
-from packs.kg.timeline import Fact
+from packs.kg.timeline import Claim, Fact
 
 EntityIds = dict[str, tuple[int, str]]  # name key → (entity id, canonical name)
 
@@ -153,6 +153,43 @@ class KgStore:
             if (sid, row.predicate) in out:
                 out[(sid, row.predicate)].append(row.fact())
         return out
+
+    def claims(self, keys: set[tuple[int, str]]) -> dict[tuple[int, str], list[Claim]]:
+        """The live claims of every (subject_id, predicate) in ``keys`` (SQL: claims are not cached)."""
+        out: dict[tuple[int, str], list[Claim]] = {k: [] for k in keys}
+        if not keys:
+            return out
+        rows = self.ctx.db.query(
+            "SELECT subject_id, predicate, object_id, object_value, object_text, valid_from, valid_to, confidence, "
+            "coexisting, claim_id FROM kg.claims WHERE namespace = ? AND retracted_at IS NULL "
+            "AND subject_id IN (SELECT unnest(?::BIGINT[]))", [self.ctx.namespace, sorted({s for s, _ in keys})])
+        for sid, pred, oid, oval, otext, vf, vt, conf, coex, cid in rows:
+            if (sid, pred) in out:
+                out[(sid, pred)].append(Claim(f"e:{oid}" if oid is not None else f"v:{oval}", oid, oval, otext, vf,
+                                              vt, conf, coex, cid))
+        return out
+
+    def claim_ids(self, n: int) -> list[int]:
+        return [r[0] for r in self.ctx.db.query("SELECT nextval('kg.claim_seq') FROM range(?)", [n])]
+
+    def insert_claims(self, claims: list[tuple[int, str, Claim]], now: datetime) -> None:
+        """One INSERT of this call's new claims (set-wise)."""
+        if not claims:
+            return
+        cols = list(zip(*((c.claim_id, sid, pred, c.object_id, c.object_value, c.object_text, c.valid_from,
+                           c.valid_to, c.confidence, c.coexisting) for sid, pred, c in claims)))
+        types = ("BIGINT", "BIGINT", "VARCHAR", "BIGINT", "VARCHAR", "VARCHAR", "TIMESTAMP", "TIMESTAMP", "DOUBLE",
+                 "BOOLEAN")
+        sel = ", ".join(f"unnest(?::{t}[])" for t in types)
+        self.ctx.db.execute(
+            "INSERT INTO kg.claims (claim_id, subject_id, predicate, object_id, object_value, object_text, valid_from, "
+            f"valid_to, confidence, coexisting, namespace, recorded_at) SELECT *, ?, ? FROM (SELECT {sel})",
+            [self.ctx.namespace, now, *map(list, cols)])
+
+    def retract_claims(self, claim_ids: list[int], now: datetime) -> None:
+        if claim_ids:
+            self.ctx.db.execute("UPDATE kg.claims SET retracted_at = ? WHERE claim_id IN (SELECT unnest(?::BIGINT[]))",
+                                [now, claim_ids])
 
     def set_timeline(self, subject_id: int, predicate: str, facts: Iterable[Fact]) -> None:
         """The complete current versions of (subject, predicate) once this call's SQL is written."""

@@ -1,16 +1,19 @@
 """The supersession algorithm, in memory: one (subject, predicate) timeline at a time, no SQL.
 
-A timeline holds the transaction-time-current versions of the facts of one (subject, predicate). Facts of a
-``one`` predicate that are not ``coexisting`` form a *line*: non-overlapping half-open valid intervals
-``[valid_from, valid_to)`` (``valid_from`` NULL = since an unknown time = -inf; ``valid_to`` NULL = open).
-:func:`apply` inserts one assertion and mutates the affected facts; the caller persists them (a changed
-interval or link → the old version is closed in transaction time and a new version inserted; an evidence-only
-change → updated in place). See adr/0006-kg-bitemporal-facts.md.
+A timeline holds the transaction-time-current versions of the facts of one (subject, predicate) and the live
+*claims* behind them: every assertion about valid time, with its own interval (kg.claims). The facts are a
+function of the set of claims (issue 15): :func:`line_segments` (a ``one`` predicate: at each instant the covering
+claim of highest priority holds) or :func:`coexisting_segments` (``many``: per object, the union of overlapping
+claims) give the segments, and :func:`reconcile` makes the stored facts show them. :func:`apply` adds one
+assertion; the caller persists what changed (a changed interval or link → the old version is closed in
+transaction time and a new version inserted; an evidence-only change → updated in place).
+See adr/0006-kg-bitemporal-facts.md.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Iterator
 
 MIN = datetime.min
 
@@ -75,25 +78,6 @@ class Outcome:
     superseded: list[Fact] = field(default_factory=list)
 
 
-def _evidence(f: Fact, a: Assertion, nxt: Fact | None = None) -> None:
-    """Count ``a`` as evidence for ``f``; an explicit end reaching further extends ``f`` (up to line fact nxt)."""
-    f.evidence_count += 1
-    f.confidence = max(f.confidence, a.confidence)
-    f.combined_confidence = 1.0 - (1.0 - f.combined_confidence) * (1.0 - a.confidence)
-    if f.source_id is None and a.source_id is not None:
-        f.source_id = a.source_id
-    f.evidence_changed = True
-    if a.valid_to is not None and f.valid_to is None and (f.valid_from is None or a.valid_to > f.valid_from):
-        f.valid_to, f.valid_to_source, f.interval_changed = a.valid_to, "explicit", True
-    elif (a.valid_to is not None and f.valid_to is not None and a.valid_to > f.valid_to
-          and f.valid_to_source == "explicit" and (nxt is None or f.valid_to < nxt.start)):
-        if nxt is not None and a.valid_to >= nxt.start:
-            f.valid_to, f.valid_to_source, f.superseded_by = nxt.start, "successor", nxt.fact_id
-        else:
-            f.valid_to = a.valid_to
-        f.interval_changed = True
-
-
 def _new(a: Assertion, fact_id: int, now: datetime, valid_from: datetime | None, valid_to: datetime | None,
          source: str | None, successor: int | None) -> Fact:
     return Fact(fact_id=fact_id, version_id=None, object_key=a.object_key, object_id=a.object_id,
@@ -104,121 +88,219 @@ def _new(a: Assertion, fact_id: int, now: datetime, valid_from: datetime | None,
                 recorded_at=now)
 
 
-def apply(facts: list[Fact], a: Assertion, now: datetime, new_id: int) -> Outcome:
-    """Insert assertion ``a`` into the timeline ``facts`` (mutated; a created fact is appended).
+@dataclass(slots=True)
+class Claim:
+    """One assertion kept with its own interval (kg.claims): the timeline is a function of the set of claims."""
 
-    The steps are those of ADR 0006 ("Supersession algorithm"), one function each."""
-    if a.coexisting:
-        return _apply_coexisting(facts, a, now, new_id)
-    line = sorted((f for f in facts if not f.coexisting and f.alive), key=lambda f: (f.start, f.fact_id))
-    start = a.valid_from
-    if start is None:
-        settled = no_start_given(facts, line, a, now, new_id)  # 1
-        if settled is not None:
-            return settled
-        start = now  # it changes what we knew: the change is news now
-    out = evidence_at_start(facts, line, a, start)  # 2
-    if out is not None:
-        return out
-    pred, after = neighbours(line, start)  # 3
-    succ = after[0] if after else None
-    if succ is not None and succ.object_key == a.object_key and (a.valid_to is None or a.valid_to >= succ.start):
-        out = extend_successor(succ, after, a, start)  # 4
-    else:
-        out = insert_new(facts, succ, a, now, new_id, start)  # 5
-    close_predecessor(pred, out, start)  # 6
+    object_key: str
+    object_id: int | None
+    object_value: str | None
+    object_text: str
+    valid_from: datetime | None
+    valid_to: datetime | None       # explicit end, or None (open)
+    confidence: float
+    coexisting: bool
+    claim_id: int                   # arrival order; the last tie-break only (ADR 0006, "equal starts")
+
+    @property
+    def start(self) -> datetime:
+        return self.valid_from or MIN
+
+    def covers(self, t: datetime) -> bool:
+        return self.start <= t and (self.valid_to is None or self.valid_to > t)
+
+
+def claim_of(a: Assertion, valid_from: datetime | None, claim_id: int) -> Claim:
+    return Claim(a.object_key, a.object_id, a.object_value, a.object_text, valid_from, a.valid_to, a.confidence,
+                 a.coexisting, claim_id)
+
+
+@dataclass
+class Segment:
+    """A maximal interval held by one object, and the claims that hold it."""
+
+    object_key: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    claims: list[Claim]
+    explicit_end: bool = False      # the end is a claim's own explicit end (else: where the next value starts)
+
+    @property
+    def start(self) -> datetime:
+        return self.valid_from or MIN
+
+
+def _priority(c: Claim) -> tuple:
+    """Who holds an instant covered by several claims: the latest start (a later change supersedes); at equal
+    starts the higher confidence, then the narrower explicit interval (it keeps its bounds; the wider one resumes
+    after it); then the later arrival (a same-instant correction of an identical interval)."""
+    narrow = 0.0 if c.valid_to is None else -(c.valid_to - MIN).total_seconds()
+    return (c.start, c.confidence, c.valid_to is not None, narrow, c.claim_id)
+
+
+def line_segments(claims: list[Claim]) -> list[Segment]:
+    """The line of a 'one' timeline: at every instant the covering claim of highest :func:`_priority` holds;
+    adjacent instants held by the same object form one segment. Independent of the order of ``claims``."""
+    cuts = sorted({c.start for c in claims} | {c.valid_to for c in claims if c.valid_to is not None})
+    out: list[Segment] = []
+    for i, lo in enumerate(cuts):
+        hi = cuts[i + 1] if i + 1 < len(cuts) else None
+        covering = [c for c in claims if c.covers(lo)]
+        if not covering:
+            continue
+        win = max(covering, key=_priority)
+        last = out[-1] if out else None
+        if last is not None and last.object_key == win.object_key and last.valid_to == lo:
+            last.valid_to = hi
+            last.claims.append(win)
+        else:
+            out.append(Segment(win.object_key, None if lo == MIN else lo, hi, [win]))
+        out[-1].explicit_end = hi is not None and win.valid_to == hi
     return out
 
 
-def _created(facts: list[Fact], fact: Fact) -> Outcome:
-    facts.append(fact)
-    return Outcome(fact, "created")
+def coexisting_segments(claims: list[Claim]) -> list[Segment]:
+    """Coexisting claims: per object, the union of overlapping intervals (touching ones stay apart)."""
+    out: list[Segment] = []
+    for c in sorted(claims, key=lambda c: (c.object_key, c.start, c.claim_id)):
+        last = out[-1] if out else None
+        if last is not None and last.object_key == c.object_key and (last.valid_to is None or c.start < last.valid_to):
+            if last.valid_to is not None and (c.valid_to is None or c.valid_to > last.valid_to):
+                last.valid_to = c.valid_to
+            last.claims.append(c)
+        else:
+            out.append(Segment(c.object_key, c.valid_from, c.valid_to, [c]))
+    for seg in out:
+        seg.explicit_end = seg.valid_to is not None
+    return out
 
 
-def no_start_given(facts: list[Fact], line: list[Fact], a: Assertion, now: datetime, new_id: int) -> Outcome | None:
-    """Step 1: evidence for the value valid now; a first fact of unknown start; a past fact of unknown start put
-    before the line. None: none of these, the assertion starts now."""
+def _seed(seg: Segment, fact_id: int, now: datetime, first: Assertion | None) -> Fact:
+    """A new fact for a segment no stored fact holds (the assertion's own, or a remainder split off by it)."""
+    c = max(seg.claims, key=lambda c: c.confidence)
+    combined = 1.0
+    for x in seg.claims:
+        combined *= 1.0 - x.confidence
+    return Fact(fact_id=fact_id, version_id=None, object_key=c.object_key, object_id=c.object_id,
+                object_value=c.object_value, object_text=c.object_text, valid_from=seg.valid_from,
+                valid_to=seg.valid_to, valid_to_source=None, superseded_by=None, coexisting=c.coexisting,
+                confidence=c.confidence, combined_confidence=1.0 - combined, evidence_count=len(seg.claims),
+                source_id=first.source_id if first is not None else None, first_recorded_at=now, recorded_at=now)
+
+
+def _set(f: Fact, valid_from: datetime | None, valid_to: datetime | None, source: str | None,
+         successor: int | None) -> bool:
+    if (f.valid_from, f.valid_to, f.valid_to_source, f.superseded_by) == (valid_from, valid_to, source, successor):
+        return False
+    f.valid_from, f.valid_to, f.valid_to_source, f.superseded_by = valid_from, valid_to, source, successor
+    f.interval_changed = True
+    return True
+
+
+def _overlap(f: Fact, seg: Segment) -> bool:
+    f_end, s_end = f.valid_to, seg.valid_to
+    return (f_end is None or f_end > seg.start) and (s_end is None or s_end > f.start)
+
+
+def reconcile(facts: list[Fact], segs: list[Segment], coexisting: bool, now: datetime, ids: Iterator[int],
+              a: Assertion | None = None, claim: Claim | None = None) -> dict[int, Fact]:
+    """Make the stored facts of one kind (line or coexisting) show ``segs``: each segment keeps the stored fact of
+    its object that starts with it or overlaps it (else a new fact takes a provisional id from ``ids``); a stored
+    fact that holds no segment any more ends empty at its start. Returns ``id(claim) → fact`` for every claim."""
+    mine = [f for f in facts if f.coexisting == coexisting]
+    free = sorted(mine, key=lambda f: (not f.alive, f.start, f.fact_id))
+    held: list[Fact] = []
+    for seg in segs:
+        same = [f for f in free if f.object_key == seg.object_key]
+        pick = (next((f for f in same if f.alive and f.valid_from == seg.valid_from), None)
+                or next((f for f in same if f.alive and _overlap(f, seg)), None)
+                or next((f for f in same if not f.alive), None))
+        if pick is None:
+            pick = _seed(seg, next(ids), now, a if claim is not None and claim in seg.claims else None)
+            facts.append(pick)
+        else:
+            free.remove(pick)
+        held.append(pick)
+    for i, (seg, f) in enumerate(zip(segs, held)):
+        nxt = held[i + 1] if not coexisting and i + 1 < len(segs) and segs[i + 1].valid_from == seg.valid_to else None
+        if seg.valid_to is None:
+            _set(f, seg.valid_from, None, None, None)
+        elif seg.explicit_end or nxt is None:
+            _set(f, seg.valid_from, seg.valid_to, "explicit", None)
+        else:
+            _set(f, seg.valid_from, seg.valid_to, "successor", nxt.fact_id)
+    for f in free:
+        if f.alive and f.valid_from is not None:  # holds nowhere now: an empty interval, kept in history
+            holder = next((h for s, h in zip(segs, held) if s.start <= f.start and (s.valid_to is None
+                                                                                  or s.valid_to > f.start)), None)
+            _set(f, f.valid_from, f.valid_from, "successor", holder.fact_id if holder else None)
+    return {id(c): f for seg, f in zip(segs, held) for c in seg.claims}
+
+
+def apply(facts: list[Fact], claims: list[Claim], a: Assertion, now: datetime, ids: Iterator[int],
+          claim_ids: Iterator[int]) -> tuple[Outcome, Claim | None]:
+    """Insert assertion ``a`` into the timeline ``facts`` (mutated; created facts appended) whose stored claims
+    are ``claims`` (the new claim is appended). ``ids``: provisional fact ids to take from; ``claim_ids``: the
+    provisional claim id for ``a`` is taken from it. Returns the outcome and the new claim (None: evidence only)."""
+    start = a.valid_from
+    if start is None:
+        settled = no_start_given(facts, a, now)
+        if settled is not None:
+            return settled, None
+        line = [f for f in facts if not f.coexisting and f.alive]
+        if a.coexisting or not line or (a.valid_to is not None and a.valid_to <= now):
+            start = None
+        else:
+            start = now  # it changes what we knew: the change is news now
+    claim = claim_of(a, start, next(claim_ids))
+    claims.append(claim)
+    before = {id(f): (f.valid_from, f.valid_to) for f in facts}
+    mine = [c for c in claims if c.coexisting == a.coexisting]
+    segs = coexisting_segments(mine) if a.coexisting else line_segments(mine)
+    owner = reconcile(facts, segs, a.coexisting, now, ids, a, claim).get(id(claim))
+    if owner is None:  # the claim holds no instant: kept as an empty fact, superseded by the one holding there
+        holder = next((f for f in facts if f.alive and not f.coexisting and f.covers(claim.start)), None)
+        owner = _new(a, next(ids), now, start, start, "successor", holder.fact_id if holder else None)
+        facts.append(owner)
+        return Outcome(owner, "created"), claim
+    changed = [f for f in facts if id(f) in before and f is not owner and f.interval_changed
+               and before[id(f)] != (f.valid_from, f.valid_to)]
+    if owner.new and id(owner) not in before:
+        return Outcome(owner, "created", changed), claim
+    _count(owner, a)
+    earlier = before[id(owner)][0] is not None and (owner.valid_from is None or owner.valid_from < before[id(owner)][0])
+    return Outcome(owner, "extended" if earlier else "evidence", changed), claim
+
+
+def _count(f: Fact, a: Assertion) -> None:
+    f.evidence_count += 1
+    f.confidence = max(f.confidence, a.confidence)
+    f.combined_confidence = 1.0 - (1.0 - f.combined_confidence) * (1.0 - a.confidence)
+    if f.source_id is None and a.source_id is not None:
+        f.source_id = a.source_id
+    f.evidence_changed = True
+
+
+def no_start_given(facts: list[Fact], a: Assertion, now: datetime) -> Outcome | None:
+    """An undated assertion of the value valid now is evidence for it (no claim: it says nothing new about
+    valid time). None: it becomes a claim (see :func:`apply` for its start)."""
     current = [f for f in facts if f.alive and f.covers(now) and f.object_key == a.object_key]
-    if current:
-        _evidence(current[0], a)
+    if current and (a.valid_to is None or current[0].valid_to == a.valid_to):
+        _count(current[0], a)
         return Outcome(current[0], "evidence")
-    if not line:
-        return _created(facts, _new(a, new_id, now, None, a.valid_to, "explicit" if a.valid_to else None, None))
-    if a.valid_to is not None and a.valid_to <= now:
-        first = line[0]
-        clamp = first.valid_from is not None and first.start < a.valid_to
-        return _created(facts, _new(a, new_id, now, None, first.start if clamp else a.valid_to,
-                                    "successor" if clamp else "explicit", first.fact_id if clamp else None))
     return None
 
 
-def evidence_at_start(facts: list[Fact], line: list[Fact], a: Assertion, start: datetime) -> Outcome | None:
-    """Step 2: a live fact with the same object covering the start receives evidence; no new version."""
-    same = [f for f in facts if f.alive and f.object_key == a.object_key and f.covers(start)]
-    if not same:
-        return None
-    later = [g for g in line if g.start > same[0].start]
-    _evidence(same[0], a, later[0] if later and not same[0].coexisting else None)
-    return Outcome(same[0], "evidence")
+def retract_claims(claims: list[Claim], target: Fact) -> list[Claim]:
+    """The claims a retracted fact stood on: its object's claims starting inside its interval (or at its start)."""
+    return [c for c in claims if c.object_key == target.object_key and c.coexisting == target.coexisting
+            and (c.start == target.start or target.covers(c.start))]
 
 
-def neighbours(line: list[Fact], start: datetime) -> tuple[Fact | None, list[Fact]]:
-    """Step 3: P, the last line fact starting at or before the start, and the line facts after it (S first)."""
-    before = [f for f in line if f.start <= start]
-    return (before[-1] if before else None), [f for f in line if f.start > start]
+def rebuild(facts: list[Fact], claims: list[Claim], now: datetime, ids: Iterator[int]) -> None:
+    """Recompute both kinds of a timeline from its claims (after a retraction)."""
+    for coexisting in (False, True):
+        mine = [c for c in claims if c.coexisting == coexisting]
+        reconcile(facts, coexisting_segments(mine) if coexisting else line_segments(mine), coexisting, now, ids)
 
 
-def extend_successor(succ: Fact, after: list[Fact], a: Assertion, start: datetime) -> Outcome:
-    """Step 4: S holds the asserted value, known now to start earlier: it starts at the start."""
-    succ.valid_from, succ.interval_changed = start, True
-    _evidence(succ, a, after[1] if len(after) > 1 else None)
-    return Outcome(succ, "extended")
-
-
-def insert_new(facts: list[Fact], succ: Fact | None, a: Assertion, now: datetime, new_id: int,
-               start: datetime) -> Outcome:
-    """Step 5: a new fact ending at its explicit end if that comes before S, else where S starts, else open."""
-    if a.valid_to is not None and (succ is None or a.valid_to <= succ.start):
-        end, source, link = a.valid_to, "explicit", None
-    elif succ is not None:
-        end, source, link = succ.start, "successor", succ.fact_id
-    else:
-        end, source, link = None, None, None
-    return _created(facts, _new(a, new_id, now, start, end, source, link))
-
-
-def close_predecessor(pred: Fact | None, out: Outcome, start: datetime) -> None:
-    """Step 6: P, if it still holds at the start, ends there, superseded by the fact now holding."""
-    if pred is not None and pred is not out.fact and (pred.valid_to is None or pred.valid_to > start):
-        pred.valid_to, pred.valid_to_source, pred.superseded_by = start, "successor", out.fact.fact_id
-        pred.interval_changed = True
-        out.superseded.append(pred)
-
-
-def _apply_coexisting(facts: list[Fact], a: Assertion, now: datetime, new_id: int) -> Outcome:
-    probe = a.valid_from or now
-    same = [f for f in facts if f.alive and f.object_key == a.object_key
-            and (f.covers(probe) or (a.valid_from is None and f.valid_from is None))]
-    if same:
-        _evidence(same[0], a)
-        return Outcome(same[0], "evidence")
-    fact = _new(a, new_id, now, a.valid_from, a.valid_to, "explicit" if a.valid_to else None, None)
-    facts.append(fact)
-    return Outcome(fact, "created")
-
-
-def heal_after_retraction(facts: list[Fact], retracted: Fact) -> list[Fact]:
-    """Facts whose end was inferred from ``retracted`` (superseded_by it) end where the next line fact starts."""
-    healed = []
-    for f in facts:
-        if f.superseded_by != retracted.fact_id or f.valid_to_source != "successor" or f is retracted:
-            continue
-        nxt = sorted((g for g in facts if g is not retracted and g is not f and not g.coexisting and g.alive
-                      and g.start > f.start), key=lambda g: (g.start, g.fact_id))
-        if nxt:
-            f.valid_to, f.superseded_by = nxt[0].valid_from, nxt[0].fact_id
-        else:
-            f.valid_to, f.valid_to_source, f.superseded_by = None, None, None
-        f.interval_changed = True
-        healed.append(f)
-    return healed
