@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from runtime.dispatch import Context, Frame
 from runtime.events import Subscription
 from runtime.mirror import Change, Mirror, mirrors_of
+from runtime.storage import rollback_quietly
 
 if TYPE_CHECKING:
-    import duckdb
-
     from runtime.engine import Runtime
 
 log = logging.getLogger("palimpsest")
@@ -54,7 +53,7 @@ class Followers:
                                 read_only=True))
         finally:
             if frame.began:
-                _rollback(con)
+                rollback_quietly(con)
 
     def close_all(self) -> None:
         """Each mirror's ``close`` in a write transaction of its own; a failure is logged and closes the rest."""
@@ -121,22 +120,13 @@ class Followers:
                     con.execute("COMMIT")
             except Exception:  # noqa: BLE001
                 if frame.began:
-                    _rollback(con)
+                    rollback_quietly(con)
                 log.exception("%s failed", label)
                 return None
             self._apply(frame)
         if follow_events and frame.events:
             self._deliver(frame.events)
         return frame
-
-
-def _rollback(con: "duckdb.DuckDBPyConnection") -> None:
-    import duckdb
-
-    try:
-        con.execute("ROLLBACK")
-    except duckdb.Error:
-        pass  # no transaction was open
 
 
 def release_freed_memory() -> None:

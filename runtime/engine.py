@@ -149,7 +149,7 @@ class Runtime:
 
         Assertive verbs run read-only and are always rolled back; any error rolls the whole call back.
         ``actor`` names who the call is made for (``ctx.actor``; tunables set for that actor win over the
-        namespace's); the calls it makes and defers are made for the same actor.
+        namespace's); the calls it makes, and the subscribers of the events it publishes, run for the same actor.
         ``internal=True`` lets a debugging caller reach a sub-handler. ``idempotency_key`` makes a writing call
         safe to retry: a key already used for the same call returns that call's result without running it again.
         """
@@ -186,7 +186,7 @@ class Runtime:
                     con.execute("COMMIT")
             except BaseException as exc:
                 if frame.began:
-                    _rollback(con)
+                    storage.rollback_quietly(con)
                 if isinstance(exc, duckdb.Error):
                     raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
                 raise
@@ -289,10 +289,3 @@ class _Tunables(Mirror):
 
     def digest(self) -> Any:
         return sorted(self.values.items())
-
-
-def _rollback(con: duckdb.DuckDBPyConnection) -> None:
-    try:
-        con.execute("ROLLBACK")
-    except duckdb.Error:
-        pass  # no transaction was open (the failure happened before BEGIN took effect)

@@ -186,6 +186,14 @@ def migrate(con: duckdb.DuckDBPyConnection, pack: str, folder: Path | None) -> i
     return newest_known
 
 
+def rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll the open transaction back; none being open (the failure came before BEGIN took effect) is fine."""
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass
+
+
 def schema_versions(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     rows = con.execute(f"SELECT pack, max(version) FROM {META_SCHEMA}.migrations GROUP BY pack").fetchall()
     return {p: v for p, v in rows}
