@@ -75,14 +75,15 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
                 raise ConfigError(f"config: {name} sets a key inside {part!r}, which another variable set to "
                                   f"{node!r}", details={"key": ".".join(path)})
         node[path[-1]] = _parse_env_value(raw)
-    if not isinstance(out.get("runtime", {}), dict):
-        raise ConfigError(f"config: [runtime] must be a table, got {out['runtime']!r} from {ENV_PREFIX}runtime",
-                          details={"key": "runtime"})
+    named: dict[str, Any] = {}
     if "PALIMPSEST_DB" in env:
-        out.setdefault("runtime", {})["database"] = env["PALIMPSEST_DB"]
+        named["database"] = env["PALIMPSEST_DB"]
     for var, key in (("PALIMPSEST_PACKS", "packs"), ("PALIMPSEST_DISABLE_PACKS", "disabled")):
         if var in env:
-            out.setdefault("runtime", {})[key] = [p.strip() for p in env[var].split(",") if p.strip()]
+            named[key] = [p.strip() for p in env[var].split(",") if p.strip()]
+    runtime = out.setdefault("runtime", {}) if named else None
+    if isinstance(runtime, dict):  # (PALIMPSEST__runtime=3 is not a table: check_shape reports it once merged)
+        runtime.update(named)
     return out
 
 

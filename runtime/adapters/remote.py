@@ -45,11 +45,10 @@ class RemoteClient:
         try:
             parts = urllib.parse.urlsplit(self.url)
             parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-        except ValueError as exc:
-            parts, bad = None, str(exc)
-        else:
             bad = "" if parts.scheme in ("http", "https") and parts.hostname else "expected http(s)://host[:port]"
-        if parts is None or bad:
+        except ValueError as exc:
+            bad = str(exc)
+        if bad:
             raise errors.ConfigError(f"--server {url!r} is not a server URL: {bad}", details={"url": url})
         if token is None or timeout is None:
             settings = client_settings()
