@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,12 +23,17 @@ class Empty(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def store_pack(tmp: Path, name: str = "store", requires: tuple[str, ...] = ()) -> Pack:
-    """A pack with one table: a writer, a reader, a sneaky reader that writes, a failing writer."""
+def migrated_pack(tmp: Path, name: str, ddl: str, **kwargs: Any) -> Pack:
+    """A pack whose one migration runs ``ddl`` in its schema (written to a folder under ``tmp``)."""
     sql = tmp / f"{name}_sql"
     sql.mkdir(exist_ok=True)
-    (sql / "001_rows.sql").write_text(f"CREATE TABLE {name}.rows (text VARCHAR NOT NULL);")
-    pack = Pack(name, version="1.0", requires=list(requires), migrations=sql)
+    (sql / "001_rows.sql").write_text(ddl)
+    return Pack(name, version="1.0", migrations=sql, **kwargs)
+
+
+def store_pack(tmp: Path, name: str = "store", requires: tuple[str, ...] = ()) -> Pack:
+    """A pack with one table: a writer, a reader, a sneaky reader that writes, a failing writer."""
+    pack = migrated_pack(tmp, name, f"CREATE TABLE {name}.rows (text VARCHAR NOT NULL);", requires=list(requires))
 
     @pack.verb("add", act=Act.COMMISSIVE)
     def add(params: TextParams, ctx: Context) -> Count:

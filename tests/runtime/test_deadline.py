@@ -4,9 +4,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from runtime_fakes import migrated_pack
 from pydantic import BaseModel
 
-from runtime import Act, Context, Pack, errors
+from runtime import Act, Context, errors
 from runtime.params import Params
 from runtime.testing import open_test_runtime
 
@@ -20,10 +21,7 @@ class Done(BaseModel):
 
 
 def slow_pack(tmp_path):  # type: ignore[no-untyped-def]
-    sql = tmp_path / "slow_sql"
-    sql.mkdir(exist_ok=True)
-    (sql / "001_t.sql").write_text("CREATE TABLE slow.t (i INTEGER);")
-    pack = Pack("slow", version="1.0", migrations=sql)
+    pack = migrated_pack(tmp_path, "slow", "CREATE TABLE slow.t (i INTEGER);")
 
     @pack.verb("work", act=Act.COMMISSIVE)
     def work(params: Loops, ctx: Context) -> Done:

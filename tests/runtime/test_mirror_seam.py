@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import pytest
+from runtime_fakes import migrated_pack
 from pydantic import BaseModel, Field
 
 from runtime import Act, Context, Mirror, Pack, Visibility, errors
@@ -73,10 +74,8 @@ class StoreState:
 
 
 def mirrored_pack(tmp: Path, name: str = "mir") -> Pack:
-    sql = tmp / f"{name}_sql"
-    sql.mkdir(exist_ok=True)
-    (sql / "001_rows.sql").write_text(f"CREATE TABLE {name}.rows (namespace VARCHAR, text VARCHAR);")
-    pack = Pack(name, version="1.0", migrations=sql, state=StoreState, events={"said": Said})
+    pack = migrated_pack(tmp, name, f"CREATE TABLE {name}.rows (namespace VARCHAR, text VARCHAR);",
+                         state=StoreState, events={"said": Said})
 
     @pack.verb("add", act=Act.COMMISSIVE)
     def add(params: Text, ctx: Context) -> Count:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from runtime_fakes import migrated_pack
 from pydantic import BaseModel, Field
 
 from runtime import Act, Context, Pack, errors
@@ -25,10 +26,7 @@ class Rows(BaseModel):
 
 
 def hostile_pack(tmp: Path) -> Pack:
-    sql = tmp / "h_sql"
-    sql.mkdir(exist_ok=True)
-    (sql / "001_seq.sql").write_text("CREATE SEQUENCE hostile.ids; CREATE TABLE hostile.t (x INTEGER);")
-    pack = Pack("hostile", version="1.0", migrations=sql)
+    pack = migrated_pack(tmp, "hostile", "CREATE SEQUENCE hostile.ids; CREATE TABLE hostile.t (x INTEGER);")
 
     @pack.verb("read", act=Act.ASSERTIVE)
     def read(params: Sql, ctx: Context) -> Rows:
