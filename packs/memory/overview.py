@@ -1,0 +1,44 @@
+"""memory.namespaces: which namespaces hold notes, how many, and when each was last written.
+
+The one memory verb that looks across namespaces, on purpose: a person opening the store (the web view's
+namespace cards, ADR 0019) must be able to see which namespaces exist. It returns names and sizes only, never a
+note, a key or an id, so no namespace's content leaks through it.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from packs.memory.core import pack
+from runtime import Act, Context
+from runtime.params import Params
+
+
+class NamespacesParams(Params):
+    pass
+
+
+class NamespaceSummary(BaseModel):
+    name: str
+    notes: int = Field(description="Notes recall can find (not archived, not superseded)")
+    archived: int
+    superseded: int
+    last_write: datetime = Field(description="The latest note stored, updated, superseded or archived")
+
+
+class NamespacesResult(BaseModel):
+    namespaces: list[NamespaceSummary] = Field(description="By name")
+
+
+@pack.verb("namespaces", act=Act.ASSERTIVE)
+def namespaces(params: NamespacesParams, ctx: Context) -> NamespacesResult:
+    """List the namespaces that hold notes, with their note counts (live, archived, superseded) and last write."""
+    rows = ctx.db.query(
+        "SELECT namespace, count(*) FILTER (WHERE archived_at IS NULL AND superseded_by IS NULL), "
+        "count(*) FILTER (WHERE archived_at IS NOT NULL), "
+        "count(*) FILTER (WHERE superseded_by IS NOT NULL AND archived_at IS NULL), "
+        "greatest(max(created_at), max(superseded_at), max(archived_at)) "
+        "FROM memory.notes GROUP BY namespace ORDER BY namespace")
+    return NamespacesResult(namespaces=[NamespaceSummary(name=r[0], notes=r[1], archived=r[2], superseded=r[3],
+                                                         last_write=r[4]) for r in rows])
