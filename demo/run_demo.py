@@ -9,12 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from packs.memory.commands import import_conversations
-from packs.memory.importers import parse_jsonl
-from runtime import Runtime
-
-HERE = Path(__file__).resolve().parent
-NOW = "2026-05-20T09:00:00"  # the demo's "today": just after the conversation, so decay and recency show
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data import NOW, load, open_demo  # noqa: E402  (demo/data.py: the one loader of the demo data)
 QUERIES = [
     ("why did we choose Postgres for Orion?", {"scope": "orion"}),
     ("what cache does Vega use and why?", {}),
@@ -29,18 +25,16 @@ def rule(title: str) -> None:
 
 def main() -> int:
     db = Path(tempfile.mkdtemp(prefix="palimpsest-demo-")) / "demo.duckdb"
-    with Runtime.open(db) as rt:
+    rt, clock = open_demo(db)
+    with rt:
         rule("packs and verbs")
         for name, pack in rt.catalog.packs.items():
             public = [v.name for v in pack.verbs.values() if v.visibility.value == "public"]
             print(f"{name} {pack.version}: {', '.join(public)}")
 
-        rule("import demo/sample_conversation.jsonl")
-        convs = parse_jsonl(HERE / "sample_conversation.jsonl")
-        for extra in ("Orion", "Vega"):
-            rt.call("kg.upsert_entity", {"name": extra, "kind": "project", "aliases": [f"the {extra.lower()} project"]})
-        counts = import_conversations(rt, convs, "demo", None)
-        print(f"{counts['created']} notes from {counts['conversations']} scopes into {db}")
+        rule("import demo/sample_conversation.jsonl; facts asserted on the days they were said")
+        load(rt, clock, print)
+        print(f"into {db}")
 
         rule(f"recall (now = {NOW})")
         for query, filters in QUERIES:
@@ -54,18 +48,6 @@ def main() -> int:
                       f"recency {b.recency:.2f}")
 
         rule("the knowledge graph supersedes by itself")
-        notes = counts["note_ids"]
-        for subject, predicate, obj, since, src in [
-            ("Orion", "uses_database", "Postgres", "2026-01-12", "orion/k3"),
-            ("Orion", "uses_database", "CockroachDB", "2026-04-02", "orion/p4"),
-            ("Ben", "works_on", "Orion", "2026-01-12", "orion/k5"),
-            ("Ben", "works_on", "Vega", "2026-05-18", "orion/r1"),
-        ]:
-            out = rt.call("kg.assert_fact", {"subject": subject, "predicate": predicate, "object": obj,
-                                             "valid_from": since, "source_id": f"m:{notes[src]}"})
-            closed = ", ".join(f"{f.object} (now ends {f.valid_to:%Y-%m-%d})" for f in out.superseded)
-            print(f"assert {subject} {predicate} {obj} from {since}" + (f"  -> closes {closed}" if closed else ""))
-
         print("\nfact history: Orion uses_database")
         for f in rt.call("kg.fact_history", {"subject": "Orion", "predicate": "uses_database"}).facts:
             until = f"{f.valid_to:%Y-%m-%d}" if f.valid_to else "now"
@@ -86,6 +68,8 @@ def main() -> int:
         for f in res.kg_facts + res.kg_history:
             state = "current" if f.current else f"no longer current (now: {', '.join(f.current_objects)})"
             print(f"  fact: {f.subject} {f.predicate} {f.object} — {state}; source note {f.source_note_id}")
+    rule("look at it")
+    print(f"pal --db {db} serve      # then open the printed URL: recall, timelines, graph, brain, namespaces")
     return 0
 
 
