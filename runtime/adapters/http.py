@@ -32,6 +32,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
+from runtime.adapters import web
 from runtime.adapters.serving import (
     ACTOR_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, run_uvicorn,
     stop_on_signals, success, tool_name, url_of,
@@ -249,7 +250,7 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
     ``actor`` is the actor of requests without an ``X-Palimpsest-Actor`` header."""
     settings = AdapterSettings.from_config(runtime.config)
     runtime.check_actor(actor)  # a bad default actor fails the start, not every request
-    app = FastAPI(title="palimpsest", version=__version__,
+    app = FastAPI(title="palimpsest", version=__version__, docs_url=None, redoc_url=None,
                   description="palimpsest's verb catalog over HTTP. Success: `{\"ok\": true, \"verb\", \"result\"}`; "
                               "errors: `{\"ok\": false, \"error\": {\"code\", \"message\", \"verb\", \"details\"}}`. "
                               f"Every route takes an optional `{ACTOR_HEADER}` header: {ACTOR_DOC}")
@@ -266,6 +267,8 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
         _mount(app, runtime, spec, route.method, route.path, route.path_params, False, models[route.verb], actor)
     for name, spec in public.items():
         _mount(app, runtime, spec, "POST", f"/v1/verbs/{name}", {}, True, models[name], actor)
+
+    web.mount(app)  # the page at /, its assets at /ui, the offline docs at /docs (ADR 0019)
 
     @app.get("/v1/verbs", tags=["catalog"], operation_id="list_verbs")
     def list_verbs() -> JSONResponse:
@@ -288,7 +291,7 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
     app.add_exception_handler(PalimpsestError, lambda request, exc: error_response(exc))  # type: ignore[arg-type]
     app.add_middleware(Guard, token=token if token is not None else settings.token,  # type: ignore[arg-type]
                        max_body_bytes=max_body_bytes if max_body_bytes is not None else settings.max_body_bytes,
-                       allowed_hosts=allowed_hosts)
+                       allowed_hosts=allowed_hosts, public=web.is_public)
     return app
 
 
@@ -305,5 +308,6 @@ def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None,
     app = create_app(runtime, token=token, allowed_hosts=loopback_hosts(real_port) if is_loopback(host) else None,
                      actor=actor)
     with stop_on_signals(), ServerInfo(runtime.path, "http", url):
-        print(f"palimpsest: serving {runtime.path} at {url} (docs at {url}/docs)", file=sys.stderr, flush=True)
+        print(f"palimpsest: serving {runtime.path} at {url}\n  open {url}/ in a browser to look at the memory "
+              f"(recall, timelines, graph, brain); API docs at {url}/docs", file=sys.stderr, flush=True)
         run_uvicorn(app, sock, settings)

@@ -213,8 +213,10 @@ class Guard:
     """Host/Origin checks (DNS rebinding, CSRF), bearer auth (constant-time) and the body limit, before the app."""
 
     def __init__(self, app: Any, *, token: str | None, max_body_bytes: int,
-                 allowed_hosts: set[str] | None = None) -> None:
+                 allowed_hosts: set[str] | None = None,
+                 public: Callable[[str, str], bool] | None = None) -> None:
         self.app, self.token, self.max_body, self.allowed_hosts = app, token or None, max_body_bytes, allowed_hosts
+        self.public = public  # (method, path) -> True for data-free static assets served without the token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -230,7 +232,7 @@ class Guard:
             await send_error(send, errors.Forbidden(f"cross-origin request from {origin!r} refused",
                                                     details={"reason": "origin"}))
             return
-        if self.token is not None:
+        if self.token is not None and not (self.public and self.public(scope.get("method", ""), scope["path"])):
             given = headers.get("authorization", "")
             scheme, _, value = given.partition(" ")
             ok = scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token.encode())
