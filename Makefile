@@ -2,10 +2,10 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-EXTRAS ?= dev,mcp,http
+EXTRAS ?= dev,mcp,http,browser
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 	$(VENV)/bin/lint-imports
+
+# the README's screenshots of the web view (docs/img/*.png), made by the browser tests from the demo data
+screenshots: $(STAMP)
+	PALIMPSEST_SCREENSHOTS=docs/img $(PY) -m pytest -q tests/browser
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

@@ -13,6 +13,7 @@ import typer
 
 from runtime import PalimpsestError, Runtime, errors, load_catalog
 from runtime.adapters.params import make_command
+from runtime.adapters.pictures import picture_command
 from runtime.adapters.render import print_error, print_json, print_result, print_table
 from runtime.adapters.serving import explain_locked
 
@@ -38,6 +39,11 @@ class Session:
         return self._rt
 
     def run(self, verb: str, params: dict[str, Any], internal: bool = False) -> None:
+        data = self.call(verb, params, internal)
+        print_json(data) if self.as_json else print_result(data)
+
+    def call(self, verb: str, params: dict[str, Any], internal: bool = False) -> Any:
+        """The verb's answer as JSON data, from the server (``--server``) or the local runtime."""
         if self.server:  # a server holds the database: send the call there (stdlib client, no extra needed)
             from runtime.adapters.remote import RemoteClient
 
@@ -50,7 +56,7 @@ class Session:
             result = self.runtime().call(verb, params, namespace=self.namespace, actor=self.actor, internal=internal,
                                          idempotency_key=self.idempotency_key)
             data = result.model_dump(mode="json")
-        print_json(data) if self.as_json else print_result(data)
+        return data
 
     def close(self) -> None:
         if self._rt is not None:
@@ -242,8 +248,9 @@ def build_cli() -> typer.Typer:
             continue
         sub = typer.Typer(help=f"Verbs of the {pack.name} pack (v{pack.version}).", no_args_is_help=True)
         for spec in public:
-            fn = make_command(spec.params_model, spec.full_name,
-                              lambda params, verb=spec.full_name: _session().run(verb, params))
+            fn = picture_command(spec, lambda verb, params: _session().call(verb, params),  # --svg FILE
+                                 lambda verb, params: _session().run(verb, params)) or make_command(
+                spec.params_model, spec.full_name, lambda params, verb=spec.full_name: _session().run(verb, params))
             sub.command(spec.name.replace("_", "-"), help=spec.doc or None, short_help=spec.summary or None)(fn)
         app.add_typer(sub, name=pack.name)
     catalog.register_cli_commands(app, _session)  # e.g. the memory pack's `pal import locomo FILE`
