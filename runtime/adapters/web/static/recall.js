@@ -95,7 +95,7 @@ function hitCard(hit, i, recallId) {
       } }, "neighbours"),
       h("a", { href: `#/graph?node=m:${n.id}` }, "graph"),
       h("span", { class: "write-mark", title: "these buttons write one brain.feedback event" }, "write"),
-      fb("useful", "👍 useful"), fb("not_useful", "👎 not useful"), done),
+      fb("useful", "+ useful"), fb("not_useful", "− not useful"), done),
     nbBox);
   return card;
 }
