@@ -7,6 +7,7 @@ note, a key or an id, so no namespace's content leaks through it.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Optional
 
 from pydantic import BaseModel, Field
 
@@ -16,7 +17,8 @@ from runtime.params import Params
 
 
 class NamespacesParams(Params):
-    pass
+    prefix: Optional[str] = Field(None, min_length=1, max_length=128,
+                                  description="Only namespaces whose name starts with this.")
 
 
 class NamespaceSummary(BaseModel):
@@ -34,11 +36,12 @@ class NamespacesResult(BaseModel):
 @pack.verb("namespaces", act=Act.ASSERTIVE)
 def namespaces(params: NamespacesParams, ctx: Context) -> NamespacesResult:
     """List the namespaces that hold notes, with their note counts (live, archived, superseded) and last write."""
+    where, args = ("WHERE starts_with(namespace, ?) ", [params.prefix]) if params.prefix else ("", [])
     rows = ctx.db.query(
         "SELECT namespace, count(*) FILTER (WHERE archived_at IS NULL AND superseded_by IS NULL), "
         "count(*) FILTER (WHERE archived_at IS NOT NULL), "
         "count(*) FILTER (WHERE superseded_by IS NOT NULL AND archived_at IS NULL), "
         "greatest(max(created_at), max(superseded_at), max(archived_at)) "
-        "FROM memory.notes GROUP BY namespace ORDER BY namespace")
+        f"FROM memory.notes {where}GROUP BY namespace ORDER BY namespace", args)
     return NamespacesResult(namespaces=[NamespaceSummary(name=r[0], notes=r[1], archived=r[2], superseded=r[3],
                                                          last_write=r[4]) for r in rows])

@@ -67,6 +67,8 @@ def test_stats_namespaces_and_brain_history(rt: Any) -> None:
     assert (empty.entities, empty.facts, empty.edges, empty.last_write) == (0, 0, 0, None)
     ns = rt.call("memory.namespaces", {}).namespaces
     assert [(n.name, n.notes) for n in ns] == [("default", 18)]
+    assert rt.call("memory.namespaces", {"prefix": "def"}).namespaces == ns
+    assert rt.call("memory.namespaces", {"prefix": "x"}).namespaces == []
     for who in ({}, {"actor": "ada"}):
         hist = rt.call("brain.history", who)
         state = rt.call("brain.state", who).state
