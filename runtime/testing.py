@@ -68,8 +68,15 @@ class PostgresServer:
         import psycopg
 
         name = f"pal_test_{os.getpid()}_{next(self._n)}"
-        with psycopg.connect(self.url, autocommit=True) as con:
-            con.execute(f'CREATE DATABASE "{name}"')
+        for attempt in range(3):  # a server still settling after start may drop the first connection
+            try:
+                with psycopg.connect(self.url, autocommit=True) as con:
+                    con.execute(f'CREATE DATABASE "{name}"')
+                break
+            except psycopg.OperationalError:
+                if attempt == 2:
+                    raise
+                self._server.ensure_postgres_running()
         parts = urlsplit(self.url)
         return urlunsplit(parts._replace(path=f"/{name}"))
 

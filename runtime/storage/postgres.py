@@ -298,10 +298,10 @@ class PgConnection:
         return rows.pop(0) if rows else None
 
     def fetchnumpy(self) -> dict[str, Any]:
-        names = [d[0] for d in self.description or ()]
+        desc = self.description or []
         rows = self.fetchall()
-        cols = list(zip(*rows)) if rows else [() for _ in names]
-        return {n: _column(list(c)) for n, c in zip(names, cols)}
+        cols = list(zip(*rows)) if rows else [() for _ in desc]
+        return {d[0]: _column(list(c), _OID_KIND.get(d[1])) for d, c in zip(desc, cols)}
 
     def close(self) -> None:
         try:
@@ -310,22 +310,24 @@ class PgConnection:
             pass
 
 
-def _column(values: list[Any]) -> Any:
+# PostgreSQL type OIDs → how fetchnumpy holds the column (the type decides, not the values: a column of NULLs
+# is still a timestamp column)
+_OID_KIND = {1114: "t", 1184: "t", 20: "i", 21: "i", 23: "i", 700: "f", 701: "f", 1700: "f", 16: "b"}
+
+
+def _column(values: list[Any], kind: str | None) -> Any:
     """One result column as DuckDB's fetchnumpy gives it: typed arrays, masked where NULL."""
-    present = [v for v in values if v is not None]
     mask = np.array([v is None for v in values], dtype=bool)
-    if not present:
-        return np.ma.masked_array(np.zeros(len(values), dtype=object), mask=mask) if len(values) else np.zeros(0)
-    sample = present[0]
-    if hasattr(sample, "isoformat") and hasattr(sample, "hour"):
-        return np.array([np.datetime64("NaT") if v is None else np.datetime64(v, "us") for v in values],
-                        dtype="datetime64[us]")
-    if isinstance(sample, bool):
+    if kind == "t":
+        out = np.array([np.datetime64("NaT") if v is None else np.datetime64(v.replace(tzinfo=None), "us")
+                        for v in values], dtype="datetime64[us]")
+        return np.ma.masked_array(out, mask=mask) if mask.any() else out
+    if kind == "b":
         dtype: Any = bool
         fill: Any = False
-    elif isinstance(sample, int):
+    elif kind == "i":
         dtype, fill = np.int64, 0
-    elif isinstance(sample, float):
+    elif kind == "f":
         dtype, fill = np.float64, 0.0
     else:
         dtype, fill = object, None
