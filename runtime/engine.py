@@ -122,7 +122,7 @@ class Runtime:
             if rt.shared:
                 rt.codec = changelog.Codec(type(s).__module__.rpartition(".")[0] or type(s).__module__
                                            for s in rt._state.values() if s is not None)
-                changelog.prune(rt._con, float(rt_cfg.get("change_log_hours", 24)))
+                changelog.prune(rt._con, float(rt_cfg["change_log_hours"]))
             rt.followers.load_all()
             storage.seal(rt._con)
             storage.opened(rt._con)
