@@ -3,22 +3,30 @@
 This is the one path by which in-memory state follows the store (ADR 0015). The engine calls
 :meth:`Followers.committed` once a top-level call (or a subscriber, or a close step) has committed or ended
 read-only; a call that rolled back never gets here, so its changes and events are simply dropped.
+
+On a shared store (PostgreSQL, ADR 0016) the changes come from the change log instead: after its own commit a
+process applies every logged change it has not applied yet, in sequence (commit) order, its own ones from memory
+and other processes' decoded; a listener thread does the same when another process's commit notifies it.
 """
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
+from runtime import changelog
 from runtime.dispatch import Context, Frame
 from runtime.events import Subscription
 from runtime.mirror import Change, Mirror, mirrors_of
-from runtime.storage import rollback_quietly
+from runtime.storage import postgres, rollback_quietly
 
 if TYPE_CHECKING:
     from runtime.engine import Runtime
 
 log = logging.getLogger("palimpsest")
+LISTEN_POLL = 0.2  # seconds the listener waits for a notification before checking whether to stop
+SAFETY_POLL = 5.0  # seconds without a notification after which the listener reads the log anyway
 MAX_DELIVERIES = 10_000  # events one call may cause, subscribers' own events included (a loop is a pack bug)
 
 
@@ -30,6 +38,9 @@ class Followers:
         self.seq = 0  # sequence number of the last committed change
         self.mirrors: dict[str, list[tuple[str, Mirror]]] = {}
         self.subscribers: dict[str, list[Subscription]] = {}
+        self._stop = threading.Event()
+        self._listener: threading.Thread | None = None
+        self._reload_pending = False  # shared store: a mirror failed inside a transaction; reload all after it
 
     def add_mirrors(self, owner: str, state: Any) -> None:
         self.mirrors[owner] = mirrors_of(state)
@@ -39,14 +50,34 @@ class Followers:
 
     # -- loading and closing ------------------------------------------------------------------------------------
     def load_all(self) -> None:
-        for owner, mirrors in self.mirrors.items():
-            for _, mirror in mirrors:
-                self.load(owner, mirror)
+        """Build every mirror. On a shared store all of them read one snapshot, together with the change log's
+        head: the mirrors then hold exactly the changes up to that sequence number."""
+        if self._rt.shared:
+            con = self._rt._con
+            con.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                head = changelog.head(con)
+                frame = Frame(read_only=True, began=True)
+                for owner, mirrors in self.mirrors.items():
+                    for _, mirror in mirrors:
+                        self.load(owner, mirror, frame)
+            finally:
+                rollback_quietly(con)
+            self.seq = head
+            self._reload_pending = False
+        else:
+            for owner, mirrors in self.mirrors.items():
+                for _, mirror in mirrors:
+                    self.load(owner, mirror)
         release_freed_memory()
 
-    def load(self, owner: str, mirror: Mirror) -> None:
-        """(Re)build one mirror from committed data, in a read-only transaction of its own."""
+    def load(self, owner: str, mirror: Mirror, frame: Frame | None = None) -> None:
+        """(Re)build one mirror from committed data, in a read-only transaction of its own (or ``frame``'s)."""
         con = self._rt._con
+        if frame is not None:
+            mirror.load(Context(self._rt, owner, f"{owner}.<load>", self._rt.default_namespace, frame, 0,
+                                read_only=True))
+            return
         frame = Frame(read_only=True)
         try:
             mirror.load(Context(self._rt, owner, f"{owner}.<load>", self._rt.default_namespace, frame, 0,
@@ -65,28 +96,122 @@ class Followers:
     # -- after commit -------------------------------------------------------------------------------------------
     def committed(self, frame: Frame) -> None:
         """Feed a finished frame's changes to the mirrors, then deliver its events (and their consequences)."""
-        self._apply(frame)
+        self._after_commit(frame)
         if frame.events:
             self._deliver(frame.events)
 
+    def _after_commit(self, frame: Frame) -> None:
+        if self._rt.shared:
+            self.catch_up(own=frame)
+        else:
+            self._apply(frame)
+
+    # -- following a shared store ------------------------------------------------------------------------------
+    def catch_up(self, *, own: Frame | None = None, in_transaction: bool = False) -> int:
+        """Apply every logged change after the last one applied, in sequence order; ``own``'s from memory.
+
+        Returns how many were applied. Outside a transaction, a process that fell behind the pruned part of the
+        log (or whose mirror failed to apply) loads every mirror again instead."""
+        rt = self._rt
+        con = rt._con
+        if con is None:
+            return 0
+        if self._reload_pending and not in_transaction:
+            self.load_all()
+        mine = {seq: change for seq, change in zip(own.seqs, own.changes)} if own is not None else {}
+        horizon, rows = changelog.read_after(con, self.seq)
+        if horizon > self.seq:
+            if in_transaction:
+                self._reload_pending = True
+                return 0
+            self.load_all()
+            return 0
+        changes: list[Change] = []
+        reload = False
+        for seq, pack, ns, kind, data, origin in rows:
+            if kind == changelog.RELOAD:
+                reload = True
+            elif seq in mine:
+                changes.append(Change(seq, *mine[seq]))
+            elif pack in self.mirrors:
+                assert rt.codec is not None
+                try:
+                    changes.append(Change(seq, pack, ns, kind, rt.codec.decode(data)))
+                except Exception:  # noqa: BLE001 - data this process cannot read: rebuild from the tables
+                    log.exception("change %d of %s (%s) cannot be decoded; reloading the mirrors", seq, pack, kind)
+                    reload = True
+        if rows:
+            self.seq = rows[-1][0]
+        failed = self._feed(changes, set())
+        if reload or failed:
+            if in_transaction:
+                self._reload_pending = True
+            else:
+                self.load_all()
+        return len(changes)
+
+    def listen(self, url: str) -> None:
+        """Start the thread that wakes on other processes' commits (LISTEN) and applies them (the log)."""
+        self._listener = threading.Thread(target=self._listen, args=(url,), name="palimpsest-follower", daemon=True)
+        self._listener.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _listen(self, url: str) -> None:
+        import psycopg
+
+        rt = self._rt
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                    conn.execute(f"LISTEN {postgres.CHANNEL}")
+                    idle = 0.0
+                    while not self._stop.is_set():
+                        woke = any(True for _ in conn.notifies(timeout=LISTEN_POLL, stop_after=1))
+                        idle = 0.0 if woke else idle + LISTEN_POLL
+                        if not woke and idle < SAFETY_POLL:
+                            continue
+                        idle = 0.0
+                        with rt._lock:
+                            if rt._con is None or self._stop.is_set():
+                                return
+                            self.catch_up()
+            except Exception:  # noqa: BLE001 - a lost connection: log it and listen again
+                if self._stop.is_set():
+                    return
+                log.warning("change-log listener lost its connection to %s; retrying", postgres.redact(url),
+                            exc_info=False)
+                self._stop.wait(1.0)
+
     def _apply(self, frame: Frame) -> None:
-        by_owner: dict[str, list[Change]] = {}
+        changes = []
         for owner, ns, kind, data in frame.changes:
             self.seq += 1
-            by_owner.setdefault(owner, []).append(Change(self.seq, owner, ns, kind, data))
+            changes.append(Change(self.seq, owner, ns, kind, data))
         for owner in frame.reload:
             for _, mirror in self.mirrors.get(owner, ()):
                 self.load(owner, mirror)
-        for owner, changes in by_owner.items():
-            if owner in frame.reload:
+        for owner, mirror in self._feed(changes, frame.reload):
+            self.load(owner, mirror)
+
+    def _feed(self, changes: list[Change], skip: set[str]) -> list[tuple[str, Mirror]]:
+        """Give each pack's mirrors its changes (in order); returns the mirrors that failed (to be reloaded)."""
+        by_owner: dict[str, list[Change]] = {}
+        for change in changes:
+            by_owner.setdefault(change.pack, []).append(change)
+        failed = []
+        for owner, mine in by_owner.items():
+            if owner in skip:
                 continue
             for name, mirror in self.mirrors.get(owner, ()):
                 try:
-                    mirror.apply(changes)
+                    mirror.apply(mine)
                 except Exception:  # noqa: BLE001 - the data is committed: rebuild the mirror from it
                     log.exception("mirror %s.%s failed to apply changes %d-%d; reloading it", owner, name,
-                                  changes[0].seq, changes[-1].seq)
-                    self.load(owner, mirror)
+                                  mine[0].seq, mine[-1].seq)
+                    failed.append((owner, mirror))
+        return failed
 
     def _deliver(self, events: list[tuple[str, str, str | None, Any]]) -> None:
         queue = deque(events)
@@ -115,15 +240,16 @@ class Followers:
         frame = Frame(read_only=False)
         with rt._lock:
             try:
+                if rt.shared:
+                    rt.lock_namespace(frame, namespace)
                 body(Context(rt, pack, label, namespace, frame, 0, actor, read_only=False))
-                if frame.began:
-                    con.execute("COMMIT")
+                rt.commit(frame)
             except Exception:  # noqa: BLE001
                 if frame.began:
                     rollback_quietly(con)
                 log.exception("%s failed", label)
                 return None
-            self._apply(frame)
+            self._after_commit(frame)
         if follow_events and frame.events:
             self._deliver(frame.events)
         return frame

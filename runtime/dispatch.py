@@ -33,6 +33,8 @@ class Frame:
     events: list[tuple[str, str, "str | None", Any]] = field(default_factory=list)  # (event, namespace, actor, payload)
     reload: set[str] = field(default_factory=set)  # packs whose mirrors must reload after commit (see engine)
     deadline: float | None = None  # time.monotonic() past which ctx.check_deadline stops the call
+    locked: set[str] = field(default_factory=set)  # namespaces whose write lock this transaction holds (shared store)
+    seqs: list[int] = field(default_factory=list)  # change-log numbers of its changes, once logged (shared store)
 
 
 @dataclass

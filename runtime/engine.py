@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import duckdb
 from pydantic import BaseModel
 
-from runtime import idempotency, storage
+from runtime import changelog, idempotency, storage
 from runtime.aftercommit import Followers
 from runtime.config import load_config, pack_settings
 from runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
@@ -59,7 +60,10 @@ class Runtime:
         self._loggers: dict[str, logging.Logger] = {}
         self._tunables_mirror = _Tunables()
         self._tunables = self._tunables_mirror.values  # (namespace, actor or '*', pack, name) -> value
-        self._con: duckdb.DuckDBPyConnection | None = None
+        self._con: Any = None
+        self.shared = False  # a store other processes write too (PostgreSQL): changes go through the change log
+        self.origin = uuid.uuid4().hex  # this runtime's name in the change log
+        self.codec: changelog.Codec | None = None
         self.clock: Callable[[], Any] = utc_now
         self.followers = Followers(self)
         self.deadline_seconds = 0.0  # runtime.deadline_seconds, read at open
@@ -79,7 +83,9 @@ class Runtime:
     ) -> "Runtime":
         """Load packs and open (creating and migrating) the database.
 
-        ``path`` defaults to ``runtime.database`` in config; ``":memory:"`` gives a throwaway store.
+        ``path`` defaults to ``runtime.database`` in config: a DuckDB file, ``":memory:"`` for a throwaway store, or
+        a ``postgresql://`` URL (credentials from the URL or libpq's ``PG*`` variables) for a store shared by
+        many processes (ADR 0016).
         ``packs`` adds pack objects (or modules with a ``pack``) beside the installed ones; by default installed
         packs are discovered through entry points only when no ``packs`` are given.
         """
@@ -103,15 +109,25 @@ class Runtime:
             rt.followers.add_mirrors(pack.name, state)
             for sub in pack.subscriptions:
                 rt.followers.add_subscription(sub)
-        rt.path = str(path if path is not None else rt_cfg.get("database", ":memory:"))
-        rt._con = storage.connect(rt.path, checkpoint_threshold=rt_cfg.get("checkpoint_threshold"))
+        target = str(path if path is not None else rt_cfg.get("database", ":memory:"))
+        rt.path = storage.describe(target)  # printable: a URL loses its credentials
+        rt._con = storage.connect(target, checkpoint_threshold=rt_cfg.get("checkpoint_threshold"),
+                                  env={**os.environ, **(env or {})})
+        rt.shared = storage.is_shared(rt._con)
         try:
             idempotency.ensure_table(rt._con)
             idempotency.prune(rt._con, rt.clock(), float(rt_cfg["idempotency_hours"]))
             for pack in rt.catalog.packs.values():
                 storage.migrate(rt._con, pack.name, pack.migrations)
+            if rt.shared:
+                rt.codec = changelog.Codec(type(s).__module__.rpartition(".")[0] or type(s).__module__
+                                           for s in rt._state.values() if s is not None)
+                changelog.prune(rt._con, float(rt_cfg["change_log_hours"]))
             rt.followers.load_all()
             storage.seal(rt._con)
+            storage.opened(rt._con)
+            if rt.shared:
+                rt.followers.listen(target)
             # with no tracing wrapper installed, a call goes straight to the handler: pluggy's hook machinery
             # costs more than a nested sub-handler's own work (a recall makes several)
             rt._traced = len(rt._pm.hook.palimpsest_dispatch.get_hookimpls()) > 1
@@ -125,8 +141,10 @@ class Runtime:
             # mirrors write what they keep only in memory (the brain's pending serves) while the store is open;
             # each runs on its own, so one that cannot flush neither keeps the database open nor stops the others
             self.followers.close_all()
-            self._con.close()
-            self._con = None
+            with self._lock:
+                self.followers.stop()
+                self._con.close()
+                self._con = None
 
     def __enter__(self) -> "Runtime":
         return self
@@ -144,7 +162,7 @@ class Runtime:
     # -- calling -------------------------------------------------------------------------------------------
     def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *,
              namespace: str | None = None, actor: str | None = None, internal: bool = False,
-             idempotency_key: str | None = None) -> BaseModel:
+             idempotency_key: str | None = None, consistency: str = "eventual") -> BaseModel:
         """Run one verb in one transaction and return its validated result model.
 
         Assertive verbs run read-only and are always rolled back; any error rolls the whole call back.
@@ -152,7 +170,13 @@ class Runtime:
         namespace's); the calls it makes, and the subscribers of the events it publishes, run for the same actor.
         ``internal=True`` lets a debugging caller reach a sub-handler. ``idempotency_key`` makes a writing call
         safe to retry: a key already used for the same call returns that call's result without running it again.
+        ``consistency="strong"`` (shared store) first applies every change other processes committed, so the call
+        reads them; the default, ``"eventual"``, reads this process's mirrors as they are (its own writes at once,
+        others' once their notification arrived). On a DuckDB file both are the same.
         """
+        if consistency not in CONSISTENCY:
+            raise InvalidParams(f"consistency must be one of {', '.join(CONSISTENCY)}, got {consistency!r}", verb=verb,
+                                details={"errors": [{"loc": ["consistency"], "msg": "unknown consistency"}]})
         spec = self.catalog.resolve(verb, caller_pack=None, internal=internal)
         who = check_actor(actor, verb)
         model = validate_params(spec, params)
@@ -167,31 +191,68 @@ class Runtime:
         with self._lock:
             con = self._require_open()
             digest = idempotency.call_hash(verb, ns, who, model) if key else ""
-            if key:
+            if key and not self.shared:
                 stored = idempotency.replay(con, key, verb, digest)
                 if stored is not None:
                     return spec.result_model.model_validate_json(stored)
+            if self.shared and consistency == "strong":
+                self.followers.catch_up()
             frame = Frame(read_only=not spec.writes,  # its transaction begins at the first statement
                           deadline=time.monotonic() + self.deadline_seconds if self.deadline_seconds else None)
             try:
+                if self.shared and spec.writes:
+                    # one writer per namespace at a time, its mirrors caught up under the lock (ADR 0016)
+                    self.lock_namespace(frame, ns, key)
+                    if key:
+                        stored = idempotency.replay(con, key, verb, digest)
+                        if stored is not None:
+                            storage.rollback_quietly(con)
+                            return spec.result_model.model_validate_json(stored)
                 result = self._dispatch(CallInfo(spec, model, ns, None, 0, frame, self, who))
                 if key:  # with the call's own writes, so the key commits exactly when they do
                     if not frame.began:
-                        con.execute("BEGIN TRANSACTION")
+                        storage.begin(con, read_only=False)
                         frame.began = True
                     idempotency.remember(con, key, verb, digest, result, self.clock())
                 if frame.began and frame.read_only:
                     con.execute("ROLLBACK")  # belt and braces: nothing an assertive verb did may persist
-                elif frame.began:
-                    con.execute("COMMIT")
+                else:
+                    self.commit(frame)
             except BaseException as exc:
                 if frame.began:
                     storage.rollback_quietly(con)
-                if isinstance(exc, duckdb.Error):
+                if isinstance(exc, storage.DB_ERRORS):
                     raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
                 raise
             self.followers.committed(frame)
             return result
+
+    def lock_namespace(self, frame: Frame, namespace: str, key: str | None = None) -> None:
+        """Shared store: open the write transaction, take the namespace's write lock (and the idempotency key's),
+        then apply what other processes committed before it, so the call starts from the newest state."""
+        con = self._require_open()
+        if not frame.began:
+            storage.begin(con, read_only=False)
+            frame.began = True
+        if namespace not in frame.locked:
+            con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key("ns", namespace)])
+            frame.locked.add(namespace)
+        if key:
+            con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key("idempotency", key)])
+        self.followers.catch_up(in_transaction=True)
+
+    def commit(self, frame: Frame) -> None:
+        """Commit a writing frame; on a shared store its changes go to the change log in the same transaction."""
+        con = self._require_open()
+        if self.shared and (frame.changes or frame.reload):
+            if not frame.began:
+                storage.begin(con, read_only=False)
+                frame.began = True
+            logged = frame.changes + [(p, self.default_namespace, changelog.RELOAD, None) for p in sorted(frame.reload)]
+            assert self.codec is not None
+            frame.seqs = changelog.write(con, self.codec, logged, self.origin)
+        if frame.began:
+            con.execute("COMMIT")
 
     @staticmethod
     def check_actor(actor: str | None) -> str | None:
@@ -205,6 +266,8 @@ class Runtime:
                 f"{ctx.verb} is read-only and cannot call {spec.act.value} verb {verb}", verb=ctx.verb)
         model = validate_params(spec, params, trusted=True)
         ns = check_namespace(getattr(model, "namespace", None) or namespace, verb)
+        if self.shared and spec.writes and not frame.read_only and ns not in frame.locked:
+            self.lock_namespace(frame, ns)
         if depth >= 32:
             raise ReadOnlyViolation(f"call depth limit reached calling {verb}", verb=ctx.verb)
         marks = len(frame.changes), len(frame.events)
@@ -250,17 +313,19 @@ class Runtime:
             frame_changes(ctx).append((RUNTIME_OWNER, ctx.namespace, "tunable", (key, None)))
             return
         ctx.db.execute(
-            f"INSERT OR REPLACE INTO {storage.META_SCHEMA}.tunables VALUES (?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO {storage.META_SCHEMA}.tunables VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, actor, "
+            "pack, name) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, updated_at = excluded.updated_at",
             [*key, float(value), ctx.verb, self.clock()],
         )
         frame_changes(ctx).append((RUNTIME_OWNER, ctx.namespace, "tunable", (key, float(value))))
 
-    def _require_open(self) -> duckdb.DuckDBPyConnection:
+    def _require_open(self) -> Any:
         if self._con is None:
             raise StorageError("the runtime is closed")
         return self._con
 
 
+CONSISTENCY = ("eventual", "strong")
 RUNTIME_OWNER = "_runtime"  # the owner name of the runtime's own mirror (not a pack name: packs cannot start with _)
 
 

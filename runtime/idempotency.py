@@ -15,7 +15,6 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-import duckdb
 from pydantic import BaseModel
 
 from runtime.errors import Conflict, InvalidParams
@@ -42,15 +41,15 @@ def call_hash(verb: str, namespace: str, actor: str | None, params: BaseModel) -
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def ensure_table(con: duckdb.DuckDBPyConnection) -> None:
+def ensure_table(con: Any) -> None:
     con.execute(DDL)
 
 
-def prune(con: duckdb.DuckDBPyConnection, now: datetime, hours: float) -> None:
+def prune(con: Any, now: datetime, hours: float) -> None:
     con.execute(f"DELETE FROM {TABLE} WHERE created_at < ?", [now - timedelta(hours=hours)])
 
 
-def replay(con: duckdb.DuckDBPyConnection, key: str, verb: str, digest: str) -> str | None:
+def replay(con: Any, key: str, verb: str, digest: str) -> str | None:
     """The stored result JSON of this key's earlier run of the same call, or None when the key is new."""
     row = con.execute(f"SELECT verb, call_hash, result FROM {TABLE} WHERE key = ?", [key]).fetchone()
     if row is None:
@@ -61,7 +60,7 @@ def replay(con: duckdb.DuckDBPyConnection, key: str, verb: str, digest: str) -> 
     return str(row[2])
 
 
-def remember(con: duckdb.DuckDBPyConnection, key: str, verb: str, digest: str, result: Any, now: datetime) -> None:
+def remember(con: Any, key: str, verb: str, digest: str, result: Any, now: datetime) -> None:
     """Store the key with the call's result, in the call's transaction (the caller has begun it)."""
     con.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
                 [key, verb, digest, result.model_dump_json(), now])

@@ -18,3 +18,20 @@ def _isolated_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PALIMPSEST_CONFIG_DISABLED", "1")
     for var in ("PALIMPSEST_DB", "PALIMPSEST_PACKS", "PALIMPSEST_DISABLE_PACKS", "PALIMPSEST_SERVER", "PALIMPSEST_ACTOR"):
         monkeypatch.delenv(var, raising=False)
+
+
+# The verb-behaviour tests of the built-in packs run on both backends (ADR 0016): every test under tests/packs/
+# that opens its runtime through make_pal_runtime (directly or through a fixture) gets pal_backend=duckdb and
+# pal_backend=postgres. PALIMPSEST_TEST_BACKENDS=duckdb runs DuckDB only. Tests marked duckdb_only check something
+# of the DuckDB file itself (its catalog functions, file locks).
+BOTH_BACKENDS = ROOT / "tests" / "packs"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    from runtime.testing import backends
+
+    if "pal_backend" not in metafunc.fixturenames or metafunc.definition.get_closest_marker("duckdb_only"):
+        return
+    if Path(str(metafunc.definition.fspath)).is_relative_to(BOTH_BACKENDS) or \
+            metafunc.definition.get_closest_marker("both_backends"):
+        metafunc.parametrize("pal_backend", backends(), indirect=True)

@@ -28,7 +28,8 @@ def _edge_sql(relations: list[str] | None, node_types: list[str] | None, include
     sql = " UNION ALL ".join(parts)
     if node_types:
         # a node id's type is its first character ('e:', 'm:', 'f:'; see models.NODE_RE)
-        sql = f"SELECT * FROM ({sql}) WHERE list_contains(?::VARCHAR[], src[1]) AND list_contains(?::VARCHAR[], dst[1])"
+        sql = (f"SELECT * FROM ({sql}) WHERE list_contains(?::VARCHAR[], left(src, 1)) "
+               "AND list_contains(?::VARCHAR[], left(dst, 1))")
     return sql
 
 

@@ -60,6 +60,8 @@ def write(ctx: Context, index: MemoryIndex) -> int:
     buf = io.BytesIO()
     np.savez(buf, **index.bm25.snapshot())
     data = buf.getvalue()
-    ctx.db.execute("INSERT OR REPLACE INTO memory.index_snapshot VALUES (1, ?, ?, ?, ?, ?)",
+    ctx.db.execute("INSERT INTO memory.index_snapshot VALUES (1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                   "signature = excluded.signature, notes = excluded.notes, max_id = excluded.max_id, "
+                   "saved_at = excluded.saved_at, data = excluded.data",
                    [signature(ctx.settings), len(index.rows), max(index.rows), ctx.now(), data])
     return len(data)

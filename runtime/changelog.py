@@ -1,0 +1,191 @@
+"""The change log of a shared store (ADR 0016): every committed change, numbered in commit order, as JSON.
+
+A process that commits on PostgreSQL writes its :class:`~runtime.mirror.Change` records to
+``_palimpsest.changes`` in the same transaction, after taking the commit lock (so sequence numbers follow commit
+order), and notifies the ``palimpsest_changes`` channel. Other processes are woken by the notification and read
+the rows after the last one they applied: the log is the truth, the notification only saves polling.
+
+Change data is whatever a pack recorded; :func:`encode`/:func:`decode` carry it as tagged JSON: tuples, dicts
+with any keys, sets, bytes, datetimes, numpy arrays and scalars, and the dataclasses of loaded packs (only classes
+defined in a loaded pack's package or in the runtime are rebuilt; anything else is refused).
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import importlib
+import json
+from datetime import date, datetime, timedelta
+from typing import Any, Iterable
+
+import numpy as np
+
+from runtime.errors import StorageError
+from runtime.mirror import Change
+from runtime.storage.base import META_SCHEMA
+from runtime.storage.postgres import CHANNEL, COMMIT_LOCK
+
+TABLE = f"{META_SCHEMA}.changes"
+HORIZON = f"{META_SCHEMA}.change_horizon"
+RELOAD = "_reload"  # a change kind of the runtime's own: the pack's mirrors must load again
+
+
+class CodecError(StorageError):
+    """Change data that cannot be carried through the log (a pack bug: its changes must be plain data)."""
+
+
+def _enc(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, float):
+        return v if v == v and v not in (float("inf"), float("-inf")) else {"$f": repr(v)}
+    if isinstance(v, np.ndarray):
+        if v.dtype == object:
+            return {"$na": [_enc(x) for x in v.tolist()]}
+        return {"$nd": [v.dtype.str, list(v.shape), base64.b64encode(np.ascontiguousarray(v).tobytes()).decode()]}
+    if isinstance(v, np.generic):
+        return {"$ns": [v.dtype.str, _enc(v.item())]}
+    if isinstance(v, list):
+        return [_enc(x) for x in v]
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        return {"$nt": _name(type(v)), "v": [_enc(x) for x in v]}
+    if isinstance(v, tuple):
+        return {"$t": [_enc(x) for x in v]}
+    if isinstance(v, (set, frozenset)):
+        return {"$s": [_enc(x) for x in v], "frozen": isinstance(v, frozenset)}
+    if isinstance(v, dict):
+        return {"$d": [[_enc(k), _enc(x)] for k, x in v.items()]}
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return {"$b": base64.b64encode(bytes(v)).decode()}
+    if isinstance(v, datetime):
+        return {"$dt": v.isoformat()}
+    if isinstance(v, date):
+        return {"$da": v.isoformat()}
+    if isinstance(v, timedelta):
+        return {"$td": v.total_seconds()}
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {"$dc": _name(type(v)), "f": {f.name: _enc(getattr(v, f.name)) for f in dataclasses.fields(v)}}
+    raise CodecError(f"change data of type {type(v).__module__}.{type(v).__qualname__} cannot be logged: record "
+                     "plain data, dataclasses, tuples, dicts, numpy arrays or datetimes")
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+class Codec:
+    """Tagged JSON for change data; rebuilds only classes of the allowed module roots."""
+
+    def __init__(self, roots: Iterable[str]) -> None:
+        self.roots = tuple(sorted(set(roots) | {"runtime"}))
+
+    def encode(self, data: Any) -> str:
+        return json.dumps(_enc(data), separators=(",", ":"))
+
+    def decode(self, text: str) -> Any:
+        return self._dec(json.loads(text))
+
+    def _cls(self, name: str) -> type:
+        module, _, qual = name.partition(":")
+        if not any(module == r or module.startswith(r + ".") for r in self.roots):
+            raise CodecError(f"change data names class {name}, which is not in a loaded pack")
+        obj: Any = importlib.import_module(module)
+        for part in qual.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+    def _dec(self, v: Any) -> Any:
+        if isinstance(v, list):
+            return [self._dec(x) for x in v]
+        if not isinstance(v, dict):
+            return v
+        (tag, body), *rest = v.items()
+        if tag == "$t":
+            return tuple(self._dec(x) for x in body)
+        if tag == "$d":
+            return {self._key(self._dec(k)): self._dec(x) for k, x in body}
+        if tag == "$s":
+            items = [self._key(self._dec(x)) for x in body]
+            return frozenset(items) if v.get("frozen") else set(items)
+        if tag == "$nd":
+            dtype, shape, raw = body
+            return np.frombuffer(base64.b64decode(raw), dtype=np.dtype(dtype)).reshape(shape).copy()
+        if tag == "$na":
+            return np.array([self._dec(x) for x in body], dtype=object)
+        if tag == "$ns":
+            return np.dtype(body[0]).type(self._dec(body[1]))
+        if tag == "$b":
+            return base64.b64decode(body)
+        if tag == "$dt":
+            return datetime.fromisoformat(body)
+        if tag == "$da":
+            return date.fromisoformat(body)
+        if tag == "$td":
+            return timedelta(seconds=body)
+        if tag == "$f":
+            return float(body)
+        if tag == "$nt":
+            return self._cls(body)(*[self._dec(x) for x in v["v"]])
+        if tag == "$dc":
+            cls = self._cls(body)
+            if not dataclasses.is_dataclass(cls):
+                raise CodecError(f"change data names {body}, which is not a dataclass")
+            values = {k: self._dec(x) for k, x in v["f"].items()}
+            fields = {f.name: f for f in dataclasses.fields(cls)}
+            obj = cls(**{k: x for k, x in values.items() if fields[k].init})
+            for k, x in values.items():
+                if not fields[k].init:
+                    object.__setattr__(obj, k, x)
+            return obj
+        raise CodecError(f"unknown tag {tag!r} in logged change data")
+
+    @staticmethod
+    def _key(k: Any) -> Any:
+        return tuple(k) if isinstance(k, list) else k
+
+
+# -- the log on PostgreSQL -----------------------------------------------------------------------------------------
+def write(con: Any, codec: Codec, changes: list[tuple[str, str, str, Any]], origin: str) -> list[int]:
+    """Log the frame's changes in its transaction (call just before COMMIT): the commit lock makes sequence
+    numbers follow commit order, since it is held until this transaction ends."""
+    texts = [codec.encode(data) for _, _, _, data in changes]  # before any lock: a codec error costs nothing
+    con.execute(f"SELECT pg_advisory_xact_lock({COMMIT_LOCK})")
+    seqs = [r[0] for r in con.execute(f"SELECT nextval('{META_SCHEMA}.change_seq') FROM range(?)",
+                                      [len(changes)]).fetchall()]
+    con.execute(f"INSERT INTO {TABLE} (seq, pack, namespace, kind, data, origin) SELECT unnest(?::BIGINT[]), "
+                "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), ?",
+                [seqs, [c[0] for c in changes], [c[1] for c in changes], [c[2] for c in changes], texts, origin])
+    con.execute(f"SELECT pg_notify('{CHANNEL}', ?)", [str(seqs[-1])])
+    return seqs
+
+
+def head(con: Any) -> int:
+    """The newest committed sequence number (0 for an empty log)."""
+    return int(con.execute(f"SELECT coalesce(max(seq), 0) FROM {TABLE}").fetchone()[0])
+
+
+def read_after(con: Any, seq: int) -> tuple[int, list[tuple[int, str, str, str, str, str]]]:
+    """(pruned-through horizon, rows after ``seq`` in order)."""
+    rows = con.execute(f"SELECT seq, pack, namespace, kind, data, origin FROM {TABLE} WHERE seq > ? ORDER BY seq",
+                       [seq]).fetchall()
+    horizon = con.execute(f"SELECT coalesce(max(seq), 0) FROM {HORIZON}").fetchone()[0]
+    return int(horizon), rows
+
+
+def prune(con: Any, hours: float) -> None:
+    """Drop rows older than ``hours`` and remember the newest dropped: a process behind it reloads its mirrors."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"SELECT pg_advisory_xact_lock({COMMIT_LOCK})")
+        cut = con.execute(f"SELECT max(seq) FROM {TABLE} WHERE committed_at < (now() AT TIME ZONE 'UTC') - "
+                          "make_interval(secs => ?)", [hours * 3600.0]).fetchone()[0]
+        if cut is not None:
+            con.execute(f"DELETE FROM {TABLE} WHERE seq <= ?", [cut])
+            con.execute(f"DELETE FROM {HORIZON}")
+            con.execute(f"INSERT INTO {HORIZON} VALUES (?)", [cut])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise

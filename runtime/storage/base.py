@@ -1,0 +1,234 @@
+"""What every backend shares: migration discovery, the statement guard and the :class:`Database` handle."""
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Protocol, Sequence
+
+import duckdb
+
+from runtime.errors import ReadOnlyViolation, StorageError
+
+# NNN_title.sql is portable SQL; NNN_title.<dialect>.sql beside it replaces it on that backend (ADR 0016).
+MIGRATION_RE = re.compile(r"^(\d{3,})_[a-z0-9_]+(?:\.(duckdb|postgres))?\.sql$")
+DIALECTS = ("duckdb", "postgres")
+META_SCHEMA = "_palimpsest"
+# Statement kinds an assertive (read-only) verb may run; everything else is refused before the database sees it.
+# EXPLAIN is not among them: EXPLAIN ANALYZE executes the statement it explains.
+READ_ONLY_STATEMENTS = {"SELECT"}
+# Sequences never roll back: a read-only call that advanced one would change the store for good.
+SEQUENCE_CALL = re.compile(r"\b(?:nextval|setval)\s*\(", re.IGNORECASE)
+
+
+class BackendError(Exception):
+    """A failure reported by a non-DuckDB backend (its driver's message, credentials removed)."""
+
+
+DB_ERRORS: tuple[type[BaseException], ...] = (duckdb.Error, BackendError)
+
+
+def dialect_of(con: Any) -> str:
+    return getattr(con, "dialect", "duckdb")
+
+
+def discover_migrations(folder: Path | None, dialect: str = "duckdb") -> list[tuple[int, str, str]]:
+    """``(version, file name, sql)`` in order for ``dialect``; malformed names and gaps are errors, not surprises.
+
+    A version's portable file ``NNN_title.sql`` is used unless ``NNN_title.<dialect>.sql`` lies beside it."""
+    if folder is None:
+        return []
+    if not folder.is_dir():
+        raise StorageError(f"migrations folder {folder} does not exist")
+    portable: dict[int, Path] = {}
+    specific: dict[int, Path] = {}
+    for f in sorted(folder.iterdir()):
+        if f.suffix != ".sql":
+            continue
+        m = MIGRATION_RE.match(f.name)
+        if not m:
+            raise StorageError(f"migration {f} must be named NNN_title.sql (or NNN_title.postgres.sql)")
+        version = int(m.group(1))
+        if m.group(2) is None:
+            if version in portable:
+                raise StorageError(f"migrations in {folder}: two files for version {version}")
+            portable[version] = f
+        elif m.group(2) == dialect:
+            specific[version] = f
+    stray = sorted(set(specific) - set(portable))
+    if stray:
+        raise StorageError(f"migrations in {folder}: {specific[stray[0]].name} has no portable NNN_title.sql beside it")
+    out = [(v, (specific.get(v) or f).name, (specific.get(v) or f).read_text(encoding="utf-8"))
+           for v, f in sorted(portable.items())]
+    for expected, (version, name, _) in enumerate(out, start=1):
+        if version != expected:
+            raise StorageError(f"migrations in {folder} must be numbered 1, 2, 3… without gaps; found {name}")
+    return out
+
+
+def migrate(con: Any, pack: str, folder: Path | None) -> int:
+    """Apply the pack's pending migrations in its own schema, each in one transaction. Returns the version."""
+    known = discover_migrations(folder, dialect_of(con))
+    rows = con.execute(
+        f"SELECT version, name, checksum FROM {META_SCHEMA}.migrations WHERE pack = ? ORDER BY version", [pack]
+    ).fetchall()
+    applied = {v: (n, c) for v, n, c in rows}
+    newest_known = known[-1][0] if known else 0
+    if applied and max(applied) > newest_known:
+        raise StorageError(
+            f"the database has pack {pack!r} at schema version {max(applied)}, but this installation knows only "
+            f"up to {newest_known}: it was written by a newer palimpsest. Upgrade palimpsest to open it.",
+            details={"pack": pack, "db_version": max(applied), "known_version": newest_known},
+        )
+    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{pack}"')
+    for version, name, sql in known:
+        checksum = hashlib.sha256(sql.encode()).hexdigest()
+        if version in applied:
+            if applied[version][1] != checksum:
+                raise StorageError(
+                    f"migration {pack}/{name} changed after it was applied; ship a new migration instead",
+                    details={"pack": pack, "version": version},
+                )
+            continue
+        try:
+            con.execute("BEGIN TRANSACTION")
+            con.execute(sql)
+            con.execute(
+                f"INSERT INTO {META_SCHEMA}.migrations (pack, version, name, checksum) VALUES (?, ?, ?, ?)",
+                [pack, version, name, checksum],
+            )
+            con.execute("COMMIT")
+        except DB_ERRORS as exc:
+            rollback_quietly(con)
+            raise StorageError(f"migration {pack}/{name} failed: {exc}", details={"pack": pack}) from None
+    return newest_known
+
+
+def rollback_quietly(con: Any) -> None:
+    """Roll the open transaction back; none being open (the failure came before BEGIN took effect) is fine."""
+    try:
+        con.execute("ROLLBACK")
+    except DB_ERRORS:
+        pass
+
+
+def schema_versions(con: Any) -> dict[str, int]:
+    rows = con.execute(f"SELECT pack, max(version) FROM {META_SCHEMA}.migrations GROUP BY pack").fetchall()
+    return {p: v for p, v in rows}
+
+
+_STATEMENT_KINDS: dict[str, tuple[str, ...]] = {}  # SQL text -> statement kinds (the text alone decides them)
+_STATEMENT_CACHE_SIZE = 4096
+_PARSER: duckdb.DuckDBPyConnection | None = None  # classifies pack SQL (DuckDB's dialect) for other backends
+_PARSER_LOCK = threading.Lock()
+
+
+def statement_kinds(sql: str, verb: str) -> tuple[str, ...]:
+    """The kinds of the statements in ``sql`` (SELECT, INSERT, …), parsed once per text by DuckDB's parser:
+    pack SQL is written in DuckDB's dialect whichever backend runs it (other backends translate it)."""
+    global _PARSER
+    kinds = _STATEMENT_KINDS.get(sql)
+    if kinds is None:  # parsing costs ~0.2 ms; packs reuse a few dozen SQL strings, so parse each once
+        with _PARSER_LOCK:
+            if _PARSER is None:
+                _PARSER = duckdb.connect(":memory:")
+            try:
+                kinds = tuple(s.type.name for s in _PARSER.extract_statements(sql))
+            except Exception as exc:  # noqa: BLE001 - a statement DuckDB's Python API cannot classify
+                raise ReadOnlyViolation(f"cannot classify the statement, so it is refused: {type(exc).__name__}: "
+                                        f"{exc}", verb=verb) from None
+        if SEQUENCE_CALL.search(sql):
+            kinds += ("SEQUENCE_CALL",)
+        if len(_STATEMENT_KINDS) >= _STATEMENT_CACHE_SIZE:
+            _STATEMENT_KINDS.clear()
+        _STATEMENT_KINDS[sql] = kinds
+    return kinds
+
+
+def begin(con: Any, *, read_only: bool) -> None:
+    """BEGIN on any backend; on PostgreSQL a read-only call's transaction is READ ONLY (the server refuses writes
+    as well as the guard)."""
+    if read_only and dialect_of(con) == "postgres":
+        con.execute("BEGIN TRANSACTION READ ONLY")
+    else:
+        con.execute("BEGIN TRANSACTION")
+
+
+class TransactionFrame(Protocol):
+    """What a :class:`Database` needs of the call it serves: whether its transaction has begun."""
+
+    began: bool
+
+
+class Database:
+    """The handle a verb gets: the call's transaction, read-only for assertive verbs.
+
+    Only ``execute``/``executemany``/``fetch*`` are offered, so a handler cannot commit, roll back or close the
+    connection behind the runtime's back. In read-only mode each statement is parsed first and anything but
+    SELECT raises :class:`ReadOnlyViolation` (and the runtime rolls the transaction back regardless; on PostgreSQL
+    the transaction itself is READ ONLY). Pack SQL is DuckDB's dialect with ``?`` placeholders on every backend;
+    ``dialect`` says which backend runs it, for the rare statement that must differ.
+    """
+
+    def __init__(self, con: Any, *, read_only: bool, verb: str, frame: "TransactionFrame | None" = None) -> None:
+        self._con = con
+        self.read_only = read_only
+        self._verb = verb
+        self._frame = frame
+        self.dialect = dialect_of(con)
+
+    def _begin(self) -> None:
+        """Open the call's transaction at its first statement (the runtime commits or rolls back if it began)."""
+        if self._frame is not None and not self._frame.began:
+            try:
+                begin(self._con, read_only=self.read_only)
+            except DB_ERRORS as exc:
+                raise StorageError(f"cannot start a transaction: {exc}", verb=self._verb) from None
+            self._frame.began = True
+
+    def _guard(self, sql: str) -> None:
+        kinds = statement_kinds(sql, self._verb)
+        if "TRANSACTION" in kinds:
+            raise ReadOnlyViolation("verbs may not control transactions; the runtime owns them", verb=self._verb)
+        if self.read_only and any(k not in READ_ONLY_STATEMENTS for k in kinds):
+            raise ReadOnlyViolation(
+                f"assertive verb tried to run {', '.join(kinds)}; assertive verbs cannot change the store",
+                verb=self._verb, details={"statements": kinds},
+            )
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> "Database":
+        self._guard(sql)
+        self._begin()
+        try:
+            self._con.execute(sql, params) if params is not None else self._con.execute(sql)
+        except DB_ERRORS as exc:
+            raise StorageError(f"query failed: {exc}", verb=self._verb) from exc
+        return self
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> "Database":
+        self._guard(sql)
+        self._begin()
+        try:
+            self._con.executemany(sql, list(rows))
+        except DB_ERRORS as exc:
+            raise StorageError(f"query failed: {exc}", verb=self._verb) from exc
+        return self
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._con.fetchall()
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._con.fetchone()
+
+    def fetchnumpy(self) -> dict[str, Any]:
+        return self._con.fetchnumpy()
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run one statement and return all rows."""
+        return self.execute(sql, params).fetchall()
+
+    def query_dicts(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        self.execute(sql, params)
+        cols = [d[0] for d in self._con.description or ()]
+        return [dict(zip(cols, row)) for row in self._con.fetchall()]

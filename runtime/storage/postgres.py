@@ -1,0 +1,419 @@
+"""The shared backend: a PostgreSQL database (``postgresql://`` URL), for many processes on many hosts (ADR 0016).
+
+Pack SQL is DuckDB's dialect with ``?`` placeholders; :func:`translate` turns each statement text into
+PostgreSQL's once (cached): placeholders become psycopg's ``%s``, the few DuckDB-only spellings the packs use
+become PostgreSQL's, and the connection wrapper (:class:`PgConnection`) answers like a DuckDB connection
+(``execute(...).fetchall()``, ``fetchnumpy``, a row count for DML without RETURNING, JSON as text).
+Credentials come from the URL or libpq's ``PG*`` variables and never appear in an error message.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from decimal import Decimal
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import unquote, urlsplit
+
+import numpy as np
+
+from runtime.errors import StorageError
+from runtime.storage.base import META_SCHEMA, BackendError
+
+URL_SCHEMES = ("postgresql://", "postgres://")
+OPEN_LOCK = 0x70616C_0001  # session advisory lock held while a process creates or migrates the schema
+COMMIT_LOCK = 0x70616C_0002  # transaction advisory lock: change-log sequence numbers are taken in commit order
+CHANNEL = "palimpsest_changes"  # LISTEN/NOTIFY channel: a wake-up only, the change log is the truth
+
+
+def is_url(target: str) -> bool:
+    return str(target).startswith(URL_SCHEMES)
+
+
+def redact(url: str) -> str:
+    """The URL without user, password or query (where ``password=`` may hide): safe to print."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "postgresql://<unparsable URL>"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def secrets_of(url: str, env: Mapping[str, str]) -> list[str]:
+    """Every password the connection may use (URL, its query, PGPASSWORD), to scrub from messages."""
+    out = []
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            out += [parts.password, unquote(parts.password)]
+        for item in parts.query.split("&"):
+            key, _, value = item.partition("=")
+            if key == "password" and value:
+                out += [value, unquote(value)]
+    except ValueError:
+        pass
+    if env.get("PGPASSWORD"):
+        out.append(env["PGPASSWORD"])
+    return sorted({s for s in out if s}, key=len, reverse=True)
+
+
+def lock_key(*parts: str) -> int:
+    """A signed 64-bit advisory-lock key for a tuple of strings (blake2b, so every process agrees)."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+# -- SQL translation ---------------------------------------------------------------------------------------------
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*")
+_PLACEHOLDER = re.compile(r"\?|\$(\d+)|\$([A-Za-z_]\w*)")
+_SLOT = "\x00{}\x00"
+_TYPE_WORDS = [(re.compile(r"\bDOUBLE\b(?!\s+PRECISION)", re.I), "double precision"),
+               (re.compile(r"\bBLOB\b", re.I), "bytea")]
+_FUNCTIONS = [(re.compile(r"\blist\(", re.I), "array_agg("), (re.compile(r"\bstring_split\(", re.I), "string_to_array("),
+              (re.compile(r"\blen\(", re.I), "cardinality("), (re.compile(r"\bepoch\(", re.I), "date_part('epoch', ")]
+_RANGE = re.compile(r"\brange\(\s*(\x00\d+\x00)\s*\)", re.I)
+_NESTED = re.compile(r"\bunnest\((\x00\d+\x00)::([a-z ]+?)\[\]\[\]\)", re.I)
+_BARE_UNNEST = re.compile(r"\bunnest\((\x00(\d+)\x00)\)", re.I)
+_OPERATORS = {"list_has_any": "({0} && {1})", "list_has_all": "({0} @> {1})", "list_contains": "({1} = ANY({0}))"}
+
+
+class Translated:
+    """One statement in PostgreSQL's dialect: its text with ``%s`` (and ``{cast}`` marks) and where each
+    placeholder's value comes from."""
+
+    __slots__ = ("sql", "sources", "json_rows", "bare", "named")
+
+    def __init__(self, sql: str, sources: list[Any], json_rows: set[int], bare: set[int], named: bool) -> None:
+        self.sql, self.sources, self.json_rows, self.bare, self.named = sql, sources, json_rows, bare, named
+
+    def bind(self, params: Sequence[Any] | Mapping[str, Any] | None) -> tuple[str, list[Any] | None]:
+        if params is None:
+            return self.sql.replace("{cast}", ""), None
+        values = [params[src] for src in self.sources]
+        values = [plain(v) for v in values]
+        casts = []
+        for slot, v in enumerate(values):
+            if slot in self.json_rows:  # ragged nested lists: one JSON array per row, unpacked by _palimpsest.jarr
+                values[slot] = [None if row is None else json.dumps(row) for row in v]
+            if slot in self.bare:
+                casts.append(_array_cast(v))
+        it = iter(casts)
+        sql = re.sub(r"\{cast\}", lambda _m: next(it), self.sql) if self.bare else self.sql
+        return sql, values
+
+
+def _array_cast(values: Any) -> str:
+    """The cast a bare ``unnest(?)`` needs: PostgreSQL cannot pick the array type of a list of text (or NULLs)."""
+    if not isinstance(values, list):
+        return ""
+    kinds = {type(v) for v in values if v is not None}
+    if not kinds or kinds <= {str}:
+        return "::text[]"
+    if kinds <= {bool}:
+        return "::boolean[]"
+    if kinds <= {int}:
+        return "::bigint[]"
+    if kinds <= {int, float}:
+        return "::double precision[]"
+    if kinds <= {bytes}:
+        return "::bytea[]"
+    if all(hasattr(k, "isoformat") and hasattr(k, "hour") for k in kinds):
+        return "::timestamp[]"
+    return ""
+
+
+def _rewrite_calls(code: str) -> str:
+    """``list_has_any(a, b)`` and friends → PostgreSQL array operators (arguments split at top-level commas)."""
+    for name, template in _OPERATORS.items():
+        pattern = re.compile(rf"\b{name}\(", re.I)
+        while (m := pattern.search(code)) is not None:
+            depth, args, start, i = 1, [], m.end(), m.end()
+            while depth:
+                ch = code[i]
+                if ch == "(":
+                    depth += 1
+                elif ch == ")":
+                    depth -= 1
+                elif ch == "," and depth == 1:
+                    args.append(code[start:i].strip())
+                    start = i + 1
+                i += 1
+            args.append(code[start:i - 1].strip())
+            code = code[:m.start()] + template.format(*args) + code[i:]
+    return code
+
+
+_CACHE: dict[tuple[str, bool], Translated] = {}
+
+
+def translate(sql: str, with_params: bool) -> Translated:
+    """DuckDB-dialect SQL → PostgreSQL (cached per text). Refuses constructs that have no mechanical translation."""
+    key = (sql, with_params)
+    done = _CACHE.get(key)
+    if done is not None:
+        return done
+    quoted: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        quoted.append(m.group(0))
+        return f"\x01{len(quoted) - 1}\x01"
+
+    code = _QUOTED.sub(keep, sql)
+    if re.search(r"\bINSERT\s+OR\s+(REPLACE|IGNORE)\b", code, re.I):
+        raise StorageError("INSERT OR REPLACE/IGNORE is DuckDB-only: write INSERT … ON CONFLICT … DO UPDATE/NOTHING")
+    sources: list[Any] = []
+    named = False
+    if with_params:
+        positional = 0
+
+        def slot(m: re.Match[str]) -> str:
+            nonlocal positional, named
+            if m.group(0) == "?":
+                sources.append(positional)
+                positional += 1
+            elif m.group(1):
+                sources.append(int(m.group(1)) - 1)
+            else:
+                sources.append(m.group(2))
+                named = True
+            return _SLOT.format(len(sources) - 1)
+
+        code = code.replace("%", "%%")
+        code = _PLACEHOLDER.sub(slot, code)
+    for pattern, word in _TYPE_WORDS:
+        code = pattern.sub(word, code)
+    for pattern, word in _FUNCTIONS:
+        code = pattern.sub(word, code)
+    code = _RANGE.sub(r"generate_series(1, \1)", code)
+    json_rows = {int(m.group(1).strip("\x00")) for m in _NESTED.finditer(code)}
+    code = _NESTED.sub(rf"{META_SCHEMA}.jarr(unnest(\1::text[]))::\2[]", code)
+    bare = {int(m.group(2)) for m in _BARE_UNNEST.finditer(code)}
+    code = _BARE_UNNEST.sub(r"unnest(\1{cast})", code)
+    code = _rewrite_calls(code)
+    code = re.sub(r"\x00\d+\x00", "%s", code)
+    out = re.sub(r"\x01(\d+)\x01",
+                 lambda m: quoted[int(m.group(1))].replace("%", "%%") if with_params else quoted[int(m.group(1))],
+                 code)
+    # bare-unnest slots in text order (the {cast} marks appear in the same order as their slots)
+    order = sorted(bare)
+    done = Translated(out, sources, json_rows, set(order), named)
+    if len(_CACHE) > 4096:
+        _CACHE.clear()
+    _CACHE[key] = done
+    return done
+
+
+def plain(value: Any) -> Any:
+    """numpy values (which DuckDB takes as they are) as plain Python values for psycopg."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+# -- the connection ----------------------------------------------------------------------------------------------
+class PgConnection:
+    """A psycopg connection that answers like a DuckDB one for the runtime, the packs and the tests."""
+
+    dialect = "postgres"
+
+    def __init__(self, raw: Any, url: str, secrets: list[str]) -> None:
+        self.raw = raw
+        self.url = redact(url)
+        self._secrets = secrets
+        self._cur: Any = None
+        self._rows: list[tuple[Any, ...]] | None = None
+
+    def scrub(self, text: str) -> str:
+        for s in self._secrets:
+            text = text.replace(s, "***")
+        return text
+
+    def _fail(self, exc: Exception) -> BackendError:
+        msg = self.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        err = BackendError(msg)
+        err.sqlstate = getattr(exc, "sqlstate", None)  # type: ignore[attr-defined]
+        return err
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> "PgConnection":
+        import psycopg
+
+        t = translate(sql, params is not None)
+        text, values = t.bind(params)
+        self._rows = None
+        try:
+            self._cur = self.raw.execute(text, values, prepare=False)
+        except psycopg.Error as exc:
+            raise self._fail(exc) from None
+        return self
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> "PgConnection":
+        import psycopg
+
+        t = translate(sql, True)
+        batch = [t.bind(r) for r in rows]
+        self._rows = None
+        if not batch:
+            return self
+        try:
+            cur = self.raw.cursor()
+            cur.executemany(batch[0][0], [v for _, v in batch])
+            self._cur = cur
+        except psycopg.Error as exc:
+            raise self._fail(exc) from None
+        return self
+
+    @property
+    def description(self) -> list[tuple[Any, ...]] | None:
+        d = self._cur.description if self._cur is not None else None
+        return [(c.name, c.type_code) for c in d] if d else None
+
+    def _all(self) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        if self._rows is None:
+            if self._cur is None:
+                self._rows = []
+            elif self._cur.description is None:  # DML without RETURNING: DuckDB answers with the row count
+                self._rows = [(max(self._cur.rowcount, 0),)] if self._cur.statusmessage and \
+                    self._cur.statusmessage.split()[0] in ("INSERT", "UPDATE", "DELETE") else []
+            else:
+                try:
+                    self._rows = self._cur.fetchall()
+                except psycopg.Error as exc:
+                    raise self._fail(exc) from None
+        return self._rows
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows, self._rows = self._all(), []
+        return rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        rows = self._all()
+        return rows.pop(0) if rows else None
+
+    def fetchnumpy(self) -> dict[str, Any]:
+        desc = self.description or []
+        rows = self.fetchall()
+        cols = list(zip(*rows)) if rows else [() for _ in desc]
+        return {d[0]: _column(list(c), _OID_KIND.get(d[1])) for d, c in zip(desc, cols)}
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection
+            pass
+
+
+# PostgreSQL type OIDs → how fetchnumpy holds the column (the type decides, not the values: a column of NULLs
+# is still a timestamp column)
+_OID_KIND = {1114: "t", 1184: "t", 20: "i", 21: "i", 23: "i", 700: "f", 701: "f", 1700: "f", 16: "b"}
+
+
+def _column(values: list[Any], kind: str | None) -> Any:
+    """One result column as DuckDB's fetchnumpy gives it: typed arrays, masked where NULL."""
+    mask = np.array([v is None for v in values], dtype=bool)
+    if kind == "t":
+        out = np.array([np.datetime64("NaT") if v is None else np.datetime64(v.replace(tzinfo=None), "us")
+                        for v in values], dtype="datetime64[us]")
+        return np.ma.masked_array(out, mask=mask) if mask.any() else out
+    if kind == "b":
+        dtype: Any = bool
+        fill: Any = False
+    elif kind == "i":
+        dtype, fill = np.int64, 0
+    elif kind == "f":
+        dtype, fill = np.float64, 0.0
+    else:
+        dtype, fill = object, None
+    data = np.array([fill if v is None else v for v in values], dtype=dtype)
+    return np.ma.masked_array(data, mask=mask) if mask.any() else data
+
+
+def _configure(raw: Any) -> None:
+    """JSON comes back as text and numeric as int/float, as DuckDB gives them; times are UTC."""
+    from psycopg.adapt import Loader
+    from psycopg.types.string import TextLoader
+
+    class NumericLoader(Loader):
+        def load(self, data: Any) -> Any:
+            d = Decimal(bytes(data).decode())
+            return int(d) if d == d.to_integral_value() else float(d)
+
+    for name in ("json", "jsonb"):
+        raw.adapters.register_loader(name, TextLoader)
+    raw.adapters.register_loader("numeric", NumericLoader)
+    raw.execute("SET TIME ZONE 'UTC'")
+
+
+META_DDL = f"""
+CREATE SCHEMA IF NOT EXISTS {META_SCHEMA};
+CREATE TABLE IF NOT EXISTS {META_SCHEMA}.migrations (
+    pack VARCHAR NOT NULL, version INTEGER NOT NULL, name VARCHAR NOT NULL, checksum VARCHAR NOT NULL,
+    applied_at TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'), PRIMARY KEY (pack, version));
+CREATE TABLE IF NOT EXISTS {META_SCHEMA}.tunables (
+    namespace VARCHAR NOT NULL, actor VARCHAR NOT NULL, pack VARCHAR NOT NULL, name VARCHAR NOT NULL,
+    value DOUBLE PRECISION NOT NULL, set_by VARCHAR, updated_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (namespace, actor, pack, name));
+CREATE SEQUENCE IF NOT EXISTS {META_SCHEMA}.change_seq;
+CREATE TABLE IF NOT EXISTS {META_SCHEMA}.changes (
+    seq BIGINT PRIMARY KEY, pack VARCHAR NOT NULL, namespace VARCHAR NOT NULL, kind VARCHAR NOT NULL,
+    data TEXT NOT NULL, origin VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'));
+CREATE TABLE IF NOT EXISTS {META_SCHEMA}.change_horizon (seq BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS changes_committed_idx ON {META_SCHEMA}.changes (committed_at);
+CREATE OR REPLACE FUNCTION {META_SCHEMA}.jarr(j text) RETURNS text[] LANGUAGE sql IMMUTABLE AS
+    $$ SELECT CASE WHEN j IS NULL THEN NULL ELSE coalesce((SELECT array_agg(x) FROM jsonb_array_elements_text(j::jsonb) x),
+       '{{}}'::text[]) END $$;
+"""
+
+
+def connect(url: str, env: Mapping[str, str]) -> PgConnection:
+    """Connect (libpq reads ``PG*`` variables for whatever the URL leaves out), create the runtime's tables and
+    hold the open lock until :func:`opened` (so two processes never migrate at once)."""
+    try:
+        import psycopg
+    except ImportError:
+        raise StorageError("a postgresql:// database needs the postgres extra: pip install 'palimpsest[postgres]'",
+                           details={"database": redact(url), "reason": "missing_extra"}) from None
+    secrets = secrets_of(url, env)
+    safe = redact(url)
+    try:
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        for s in secrets:
+            msg = msg.replace(s, "***")
+        raise StorageError(f"cannot connect to PostgreSQL database {safe}: {msg}",
+                           details={"database": safe}) from None
+    except Exception as exc:  # noqa: BLE001 - e.g. a malformed URL (psycopg raises ProgrammingError/ValueError)
+        msg = str(exc)
+        for s in secrets:
+            msg = msg.replace(s, "***")
+        raise StorageError(f"cannot connect to PostgreSQL database {safe}: {type(exc).__name__}: {msg}",
+                           details={"database": safe}) from None
+    con = PgConnection(raw, url, secrets)
+    try:
+        _configure(raw)
+        version = raw.info.server_version
+        if version < 160000:
+            raise StorageError(f"PostgreSQL {version // 10000} is too old: palimpsest needs PostgreSQL 16 or newer",
+                               details={"database": safe, "server_version": version})
+        con.execute(f"SELECT pg_advisory_lock({OPEN_LOCK})")
+        con.execute(META_DDL)
+    except BackendError as exc:
+        con.close()
+        raise StorageError(f"cannot prepare PostgreSQL database {safe}: {exc}", details={"database": safe}) from None
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def opened(con: PgConnection) -> None:
+    """Migrations and mirror loads are done: let the next process open the database."""
+    con.execute(f"SELECT pg_advisory_unlock({OPEN_LOCK})")
