@@ -136,13 +136,16 @@ class Scheme:
     alpha: float = 0.5  # neighbour smoothing (0 = off)
     beta: float = 0.5  # thread propagation (0 = off)
     top: int = 3
-    infer: bool = True  # notes without a thread: episodes of their scope (threads.Episodes)
+    gap_minutes: float = 30.0  # notes without a thread: episodes of their scope (threads.Episodes); 0 = none
     crowding: float = 0.0  # diversification share (crowding_factors, not shipped); 0 = off
     gamma_date: float = 0.0  # query-date window boost (experimental, bench only)
     gamma_speaker: float = 0.0  # speaker boost (experimental, bench only)
+    prf_docs: int = 0  # pseudo-relevance feedback from the top n notes (bench only); 0 = off
+    prf_terms: int = 10  # …adding this many terms to the query
+    prf_vector: float = 0.0  # …and this share of the top notes' mean vector to the query vector
+    prf_mix: float = 0.5  # final = (1 − mix)·first pass + mix·second pass (each over its best)
 
 
-EPISODE_GAP_S = 30 * 60.0  # [packs.memory.context] episode_gap_minutes (read from config/default.toml below)
 
 
 def crowding_factors(threads: np.ndarray, share: float) -> np.ndarray:
@@ -159,7 +162,7 @@ def crowding_factors(threads: np.ndarray, share: float) -> np.ndarray:
         m[t == 0] = 0
     return (1.0 - share) ** m
 
-OLD = Scheme("old default", infer=False)
+OLD = Scheme("old default", gap_minutes=0.0)
 BASELINES = [
     Scheme("BM25 plain", 1, 0, dated=False, expansion=0, alpha=0, beta=0),
     Scheme("BM25 dated", 1, 0, expansion=0, alpha=0, beta=0),
@@ -170,18 +173,18 @@ BASELINES = [
 def shipped() -> Scheme:
     """The new default, read from config/default.toml (the product's values)."""
     import tomllib
-    global EPISODE_GAP_S
     cfg = tomllib.loads((ROOT / "config" / "default.toml").read_text())["packs"]["memory"]
     c = cfg["context"]
-    EPISODE_GAP_S = c["episode_gap_minutes"] * 60.0
     return Scheme("new default", cfg["fusion_weights"]["text"], cfg["fusion_weights"]["vector"],
                   expansion=c["expansion_weight"], alpha=c["neighbour_alpha"], beta=c["thread_beta"],
-                  top=c["thread_top"], infer=c["episode_gap_minutes"] > 0)
+                  top=c["thread_top"], gap_minutes=c["episode_gap_minutes"])
 
 
 def ablations(new: Scheme) -> list[Scheme]:
     return [
-        replace(new, name="− inferred episodes", infer=False),
+        replace(new, name="− inferred episodes", gap_minutes=0.0),
+        replace(new, name="episode gap 1 minute", gap_minutes=1.0),
+        replace(new, name="episode gap 1 day", gap_minutes=24 * 60.0),
         replace(new, name="+ crowding 0.05 (diversification)", crowding=0.05),
         replace(new, name="+ crowding 0.1", crowding=0.1),
         replace(new, name="+ crowding 0.3", crowding=0.3),
@@ -190,6 +193,8 @@ def ablations(new: Scheme) -> list[Scheme]:
         replace(new, name="− thread propagation", beta=0.0),
         replace(new, name="− dense leg (BM25 only)", bm25_w=1.0, dense_w=0.0),
         replace(new, name="− date rendering", dated=False),
+        replace(new, name="+ pseudo-relevance feedback (5 notes, 10 terms)", prf_docs=5),
+        replace(new, name="+ PRF, text and vector (Rocchio 0.5)", prf_docs=5, prf_vector=0.5),
         replace(new, name="+ query-date window (γ=0.2)", gamma_date=0.2),
         replace(new, name="+ speaker boost (γ=0.1)", gamma_speaker=0.1),
     ]
@@ -200,18 +205,18 @@ def indexed_text(t: Turn, dated: bool) -> str:
     return render_dated(t.content, t.occurred_at) if dated else t.content
 
 
-def thread_keys(convs: list[Conversation], threads: bool, infer: bool) -> dict[int, object]:
+def thread_keys(convs: list[Conversation], threads: bool, gap_minutes: float) -> dict[int, object]:
     """Each turn's thread key as the product derives it: the session when the caller passes ``thread``; else
     the inferred episode of its scope (the conversation), or none."""
     if threads:
         return {t.id: t.thread for c in convs for t in c.turns}
-    ep = Episodes(EPISODE_GAP_S if infer else 0.0)
+    ep = Episodes(gap_minutes * 60.0)
     return {t.id: ep.key(t.id, "bench", c.sid, t.occurred_at.timestamp() if t.occurred_at else 0.0)
             for c in convs for t in c.turns}
 
 
 class Stores:
-    """The indexes of every (shared store?, threads?, infer?, dated, expansion) setting, built lazily.
+    """The indexes of every (shared store?, threads?, episode gap, dated, expansion) setting, built lazily.
 
     ``shared=False``: one BM25 index per conversation (its own statistics); ``shared=True``: one index over all
     conversations (namespace-wide statistics, as the product's namespace) searched with the conversation as
@@ -226,13 +231,26 @@ class Stores:
                 self.conv_of[t.id] = k
         self.masks = [self.conv_of == k for k in range(len(convs))]
         self._bm25: dict = {}
+        self._tokens: dict = {}
+        self.pos = {t.id: j for c in convs for j, t in enumerate(c.turns)}
         self._links: dict = {}
         self._vec: dict = {}
 
-    def links(self, threads: bool, infer: bool):
-        key = (threads, infer and not threads)
+    def tokens(self, k: int) -> tuple[dict[int, list[str]], dict[str, int]]:
+        """Conversation ``k``'s notes' own (dated) tokens and its document frequencies."""
+        if k not in self._tokens:
+            toks = {t.id: tokenize(indexed_text(t, True)) or [""] for t in self.convs[k].turns}
+            df: dict[str, int] = {}
+            for bag in toks.values():
+                for term in set(bag):
+                    df[term] = df.get(term, 0) + 1
+            self._tokens[k] = (toks, df)
+        return self._tokens[k]
+
+    def links(self, threads: bool, gap: float):
+        key = (threads, 0.0 if threads else gap)
         if key not in self._links:
-            keys = thread_keys(self.convs, threads, infer)
+            keys = thread_keys(self.convs, threads, gap)
             ex = ThreadExpander(0.0)
             prev, nxt, code = np.full(self.n, -1), np.full(self.n, -1), np.zeros(self.n, dtype=np.int64)
             codes: dict = {}
@@ -247,11 +265,11 @@ class Stores:
             self._links[key] = (keys, prev, nxt, code)
         return self._links[key]
 
-    def bm25(self, shared: bool, threads: bool, infer: bool, dated: bool, expansion: float) -> list[BM25Index]:
+    def bm25(self, shared: bool, threads: bool, gap: float, dated: bool, expansion: float) -> list[BM25Index]:
         """One index per conversation (``shared=False``) or the same shared index for each."""
-        key = (shared, threads, infer and not threads, dated, expansion)
+        key = (shared, threads, 0.0 if threads else gap, dated, expansion)
         if key not in self._bm25:
-            keys = self.links(threads, infer)[0]
+            keys = self.links(threads, gap)[0]
             groups = [self.convs] if shared else [[c] for c in self.convs]
             built = []
             for g in groups:
@@ -277,13 +295,53 @@ class Stores:
         return self._vec[key]
 
 
+def prf_query(st: Stores, k: int, top: list[int], query: str, n_terms: int) -> str:
+    """Pseudo-relevance feedback (not shipped): the query plus the ``n_terms`` terms that weigh most in the top
+    notes' own text (tf / length × log(1 + N / df) over the conversation), excluding the query's own terms."""
+    toks, df = st.tokens(k)
+    own = set(tokenize(query))
+    n = len(st.convs[k].turns)
+    w: dict[str, float] = {}
+    for i in top:
+        bag = toks[i]
+        for term in set(bag):
+            if term not in own:
+                w[term] = w.get(term, 0.0) + bag.count(term) / len(bag) * math.log1p(n / df[term])
+    return query + " " + " ".join(sorted(w, key=lambda t: (-w[t], t))[:n_terms])
+
+
 def retrieve(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: str, qvec, emb, cache) -> list[int]:
+    first = retrieve_once(st, k, scheme, env, query, qvec, emb, cache)
+    if not scheme.prf_docs:
+        return [i for i, _ in first[: max(KS)]]
+    top = [i for i, _ in first[: scheme.prf_docs]]
+    q2 = prf_query(st, k, top, query, scheme.prf_terms)
+    v2 = qvec
+    if qvec is not None and scheme.prf_vector:  # Rocchio on the query vector with the top notes' vectors
+        vecs = st.vectors(emb, scheme.dated, cache)[k]
+        m = np.mean([cache[(emb.name, scheme.dated)][st.convs[k].sid][st.pos[i]] for i in top], axis=0)
+        v2 = qvec + scheme.prf_vector * m
+        v2 = v2 / (np.linalg.norm(v2) or 1.0)
+        del vecs
+    second = retrieve_once(st, k, scheme, env, q2, v2, emb, cache)
+    hi1, hi2 = (first[0][1] if first else 1.0) or 1.0, (second[0][1] if second else 1.0) or 1.0
+    mixed: dict[int, float] = {}
+    for i, v in first:
+        mixed[i] = (1 - scheme.prf_mix) * v / hi1
+    for i, v in second:
+        mixed[i] = mixed.get(i, 0.0) + scheme.prf_mix * v / hi2
+    return [i for i, _ in fusion.ranked(mixed, max(KS))]
+
+
+def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: str, qvec, emb, cache
+                  ) -> list[tuple[int, float]]:
+    """The pooled notes of one pass, best first, with their final scores."""
     shared, threads = env
     conv = st.convs[k]
     allowed = st.masks[k] if shared else None
     legs = {}
     if scheme.bm25_w > 0:
-        legs["text"] = st.bm25(shared, threads, scheme.infer, scheme.dated, scheme.expansion)[k].search(
+        legs["text"] = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k].search(
             query, POOL, allowed=allowed)
     if scheme.dense_w > 0 and emb is not None:
         legs["vector"] = st.vectors(emb, scheme.dated, cache)[k].search(qvec, POOL, min_cosine=0.10)
@@ -291,7 +349,7 @@ def retrieve(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: 
         fused = fusion.rrf(legs, k=60).scores
     else:
         fused = fusion.weighted(legs, {"text": scheme.bm25_w, "vector": scheme.dense_w}).scores
-    _, prev, nxt, code = st.links(threads, scheme.infer)
+    _, prev, nxt, code = st.links(threads, scheme.gap_minutes)
     pool = ranking.context(fused, prev=prev, nxt=nxt, thread=code, alpha=scheme.alpha, beta=scheme.beta,
                            top=scheme.top)
     scores = dict(zip(pool.ids.tolist(), pool.scores.tolist()))
@@ -308,8 +366,8 @@ def retrieve(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: 
         ids = np.array([i for i, _ in ranked], dtype=np.int64)
         s = np.array([v for _, v in ranked]) * crowding_factors(code[ids], scheme.crowding)
         order = np.lexsort((ids, -s))
-        return ids[order][: max(KS)].tolist()
-    return [i for i, _ in ranked[: max(KS)]]
+        return list(zip(ids[order].tolist(), s[order].tolist()))
+    return ranked
 
 
 def spans(conv: Conversation, ev: list[str]) -> int:
@@ -401,7 +459,7 @@ def main(argv=None) -> int:
            "(empty evidence counts 1, as in the paper). Category and span columns are R@10; *one session* / "
            "*several sessions* = questions whose evidence lies in one session / spans two or more. "
            f"`old default` = the shipped pipeline before issue 19 (no inferred episodes); "
-           f"`new default` = config/default.toml now (inferred episodes with a {EPISODE_GAP_S / 60:.0f}-minute gap). Without `thread` = every note remembered with content, time and scope only. "
+           f"`new default` = config/default.toml now (inferred episodes with a {new.gap_minutes:g}-minute gap). Without `thread` = every note remembered with content, time and scope only. "
            "Δ columns: paired bootstrap over questions (2,000 resamples, 95 % percentile interval) of the R@10 "
            "difference; * = the interval excludes 0.\n"]
     for path in files:
