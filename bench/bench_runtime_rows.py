@@ -2,6 +2,7 @@
 with and without ``thread``."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +35,7 @@ def runtime_rows(path: Path, convs: list[Any], baselines: dict, cats: np.ndarray
             out.append(f"| **{name}** | " + " | ".join(columns(r["rows"], cats, span)) + f" | {delta} |")
             stats.append(f"- {name}: ingest {r['ingest_notes_per_s']:,.0f} notes/s ({r['notes']} notes, import "
                          f"incl. entity linking); recall p50 {r['recall_p50_ms']:.1f} ms, p95 "
-                         f"{r['recall_p95_ms']:.1f} ms (including query embedding, through the runtime)")
+                         f"{r['recall_p95_ms']:.1f} ms (including query embedding, through the runtime); 1-min load "
+                         f"{os.getloadavg()[0]:.1f}")
             print(out[-1])
     return out + [""] + stats

@@ -1,7 +1,7 @@
 """LoCoMo dialog-level evidence recall for the memory pack's retrieval schemes (issue 19).
 
 Usage: python bench/locomo.py [--file PATH ...] [--embedder wordllama|minilm] [--out bench/results/locomo.md]
-                              [--no-runtime]
+                              [--no-runtime] [--speed N]
 
 Every turn of a conversation is one note: content ``"<speaker>: <text>"`` (+ ``" [image: <caption>]"``),
 scope = its conversation, occurred_at = the session date, and thread = its session *or nothing* (an agent that
@@ -396,6 +396,40 @@ def bootstrap_ci(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 19) ->
     return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+# ------------------------------------------------------------------ speed
+def speed(convs: list[Conversation], n: int) -> list[str]:
+    """What inferred episodes cost: the product's index (``MemoryIndex``, no embedding) fed ``n`` notes without a
+    thread (LoCoMo turns replicated into new scopes, a second apart), with inference off and on, side by side;
+    then BM25 top-200 + fusion + context over the 100k index for 300 questions."""
+    from packs.memory.index import MemoryIndex, NoteRow
+    base = [(c, t) for c in convs for t in c.turns]
+    rows = [NoteRow(i + 1, "ns", t.content, "episodic", None, f"{c.sid}#{i // len(base)}", None, [], 0.3, 0.02,
+                    t.occurred_at + dt.timedelta(seconds=i % len(base)), t.occurred_at)
+            for i, (c, t) in ((i, base[i % len(base)]) for i in range(n))]
+    qs = [q["q"] for c in convs for q in c.qa][:300]
+    out = [f"\n### Speed of inferred episodes ({n:,} notes without `thread`, index only)\n",
+           "| episodes | index ingest (tokenise + expansion + BM25, no embedding) | BM25 + fusion + context p50 | "
+           "load |", "|---|---|---|---|"]
+    for gap in (0.0, 1800.0):
+        idx = MemoryIndex(k1=1.2, b=0.75, max_query_terms=16, expansion_weight=0.5, episode_gap_seconds=gap)
+        t0 = time.perf_counter()
+        for s in range(0, n, 500):
+            idx.add(rows[s:s + 500], {})
+        ingest = n / (time.perf_counter() - t0)
+        lat = []
+        for q in qs:
+            s0 = time.perf_counter()
+            fused = fusion.weighted({"text": idx.bm25.search(q, POOL)}, {"text": 1.0}).scores
+            ranking.context(fused, prev=idx.cols["prev"], nxt=idx.cols["next"], thread=idx.cols["thread"],
+                            alpha=0.5, beta=0.5, top=3)
+            lat.append((time.perf_counter() - s0) * 1000)
+        out.append(f"| {'on (30 min)' if gap else 'off'} | {ingest:,.0f} notes/s | {statistics.median(lat):.2f} ms | "
+                   f"{__import__('os').getloadavg()[0]:.1f} |")
+    return out + ["\nWith inference on, a note without a thread costs what a threaded note always cost (its "
+                  "previous neighbour's bag is re-indexed); the product's ingest and recall at 100k are in "
+                  "memory_perf.md."]
+
+
 # ------------------------------------------------------------------- main
 ENVS = {(False, True): "one store per conversation, with `thread`",
         (False, False): "one store per conversation, without `thread`",
@@ -445,6 +479,7 @@ def main(argv=None) -> int:
     ap.add_argument("--file", action="append", help="LoCoMo-format file (repeatable; default: the shared dev file)")
     ap.add_argument("--embedder", default="wordllama", choices=["wordllama", "minilm"])
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "locomo.md"))
+    ap.add_argument("--speed", type=int, default=100_000, help="notes for the episode speed section (0 = skip)")
     ap.add_argument("--runtime", action=argparse.BooleanOptionalAction, default=True,
                     help="also run the product (pal import + memory.recall, old and new default config)")
     args = ap.parse_args(argv)
@@ -511,6 +546,8 @@ def main(argv=None) -> int:
             from bench_runtime_rows import runtime_rows
             out += runtime_rows(path, convs, {s.name: results[(True, True)][s.name] for s in BASELINES[:2]},
                                 cats, span, columns, HEADER)
+    if args.speed:
+        out += speed(load(files[0]), args.speed)
     text = "\n".join(out) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)

@@ -166,6 +166,33 @@ class MemoryIndex:
         for model, matrix in vectors.items():
             self.add_vectors(model, ids, matrix)
 
+    def reinfer_episodes(self) -> None:
+        """Infer every thread-less note's episode again, in id order (what a rebuild does), and re-link and
+        re-index the notes whose neighbours changed. Run when a thread-less note's scope is edited; O(notes)."""
+        self.episodes = Episodes(self.episodes.gap)
+        links, c = self.expander.links, self.cols
+        changed: set[int] = set()
+        for i in sorted(self.rows):
+            r = self.rows[i]
+            if r.thread is not None:
+                continue
+            key = self.episodes.key(i, r.namespace, r.scope, seconds(r.occurred_at))
+            if links.thread_of(i) == key:
+                continue
+            changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
+            links.remove(i)
+            links.add(i, key)
+            c["thread"][i] = self.threads.get(key)
+            changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
+        if not changed:
+            return
+        self.dirty = True
+        bags = {j: self.expander.bag(j) for j in changed}
+        self.bm25.add_weighted(list(bags), list(bags.values()))
+        for j in changed:
+            p, n = links.neighbours(j)
+            c["prev"][j], c["next"][j] = -1 if p is None else p, -1 if n is None else n
+
     def thread_key(self, r: NoteRow) -> Hashable | None:
         """A note's thread as the index links it: the caller's ``thread`` (per namespace), else the inferred
         episode of its scope (``threads.Episodes``; None when inference is off)."""
@@ -212,6 +239,8 @@ class MemoryIndex:
                 c["kind"][note_id] = KINDS.index(value) + 1 if value in KINDS else 0
             elif name == "scope":
                 c["scope"][note_id] = self.scopes.get(value)
+                if row.thread is None and self.episodes.gap > 0:
+                    self.reinfer_episodes()  # its episode came from its scope: infer as a rebuild would
 
     def set_archived(self, note_id: int, when: datetime | None) -> None:
         if note_id < self._cap:

@@ -132,3 +132,27 @@ def test_reopening_infers_the_same_episodes(tmp_path, snapshot_min):
         assert [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results] == before
     finally:
         rt.close()
+
+
+def test_moving_a_note_to_another_scope_relinks_as_a_rebuild_would(tmp_path):
+    path = str(tmp_path / "store.duckdb")
+    clock = Clock(T0)
+    rt = open_test_runtime(config=HASHING, clock=clock, path=path)
+    a, b, c = (_remember(rt, f"harbour note {x}", scope="s") for x in "abc")
+    d = _remember(rt, "harbour note d", scope="t")
+    prev, nxt, _ = _links(rt)
+    assert (nxt[a], nxt[b], prev[c]) == (b, c, b)
+    rt.call("memory.update", {"id": b, "scope": "t"})
+    live = _links(rt)
+    prev, nxt, thread = live
+    assert (nxt[a], prev[c]) == (c, a)  # b left scope s's episode…
+    assert (nxt[b], prev[d]) == (d, b) and thread[b] == thread[d]  # …and joined scope t's, in id order
+    query = {"query": "harbour note", "limit": 10}
+    before = [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results]
+    rt.close()
+    rt = open_test_runtime(config=HASHING, clock=clock, path=path)
+    try:
+        assert _links(rt)[:2] == live[:2]
+        assert [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results] == before
+    finally:
+        rt.close()
