@@ -532,6 +532,15 @@ def main(argv=None) -> int:
                 r = evaluate(st, s, env, emb, cache, qcache)
                 out.append(f"| {s.name} | " + " | ".join(columns(r, cats, span)) + f" | {ci_cell(r, base)} |")
                 print(out[-1], file=sys.stderr)
+        out += ["\n### Per conversation: the new default against the old, without `thread`\n",
+                "Nothing in the new default was chosen on any of these conversations (the episode gap is a product "
+                "choice; 1 minute to 1 day give the same figures), so each row is a held-out check of its own.\n",
+                "| conversation | questions | R@10 old default | R@10 new default | Δ |", "|---|---|---|---|---|"]
+        old_r, new_r = results[(False, False)][OLD.name], results[(False, False)][new.name]
+        for k, c in enumerate(convs):
+            sel = qconv == k
+            out.append(f"| {c.sid} | {int(sel.sum())} | {old_r[sel, 1].mean():.1f} | {new_r[sel, 1].mean():.1f} | "
+                       f"{ci_cell(new_r[sel], old_r[sel])} |")
         out += ["\n### Held out: leave one conversation out\n",
                 "Diversification (crowding) with its share chosen per conversation on the other conversations only "
                 "(grid 0.05 / 0.1 / 0.2 / 0.3, best R@10), then scored on the held-out conversation; Δ = that "

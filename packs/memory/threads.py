@@ -87,7 +87,7 @@ class Episodes:
 
     Notes remembered one after another in the same ``(namespace, scope)`` whose ``occurred_at`` lie within
     ``gap_seconds`` of the previous such note's are one episode, so they are thread neighbours (expansion,
-    smoothing, propagation and crowding all see them) exactly as if the caller had passed one ``thread``. A
+    smoothing and propagation all see them) exactly as if the caller had passed one ``thread``. A
     pause longer than the gap (or a note that went back in time by more than it) starts a new episode. A note
     with an explicit ``thread`` never joins an episode and does not break one. The key depends only on the notes
     before it in id order, so rebuilding the index from the table (id order) infers the same episodes.
