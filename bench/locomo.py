@@ -398,23 +398,28 @@ def bootstrap_ci(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 19) ->
 
 # ------------------------------------------------------------------ speed
 def speed(convs: list[Conversation], n: int) -> list[str]:
-    """What inferred episodes cost: the product's index (``MemoryIndex``, no embedding) fed ``n`` notes without a
-    thread (LoCoMo turns replicated into new scopes, a second apart), with inference off and on, side by side;
-    then BM25 top-200 + fusion + context over the 100k index for 300 questions."""
+    """What inferred episodes cost: the product's index (``MemoryIndex``, no embedding) fed ``n`` notes (LoCoMo
+    turns replicated into new scopes, a second apart) without a thread, inference off and on, and with their
+    sessions as threads, side by side; then BM25 top-200 + fusion + context over the index for 300 questions."""
     from packs.memory.index import MemoryIndex, NoteRow
     base = [(c, t) for c in convs for t in c.turns]
-    rows = [NoteRow(i + 1, "ns", t.content, "episodic", None, f"{c.sid}#{i // len(base)}", None, [], 0.3, 0.02,
-                    t.occurred_at + dt.timedelta(seconds=i % len(base)), t.occurred_at)
-            for i, (c, t) in ((i, base[i % len(base)]) for i in range(n))]
+    def rows(threads: bool) -> list:
+        return [NoteRow(i + 1, "ns", t.content, "episodic", None, f"{c.sid}#{i // len(base)}",
+                        f"{t.thread}#{i // len(base)}" if threads else None, [], 0.3, 0.02,
+                        t.occurred_at + dt.timedelta(seconds=i % len(base)), t.occurred_at)
+                for i, (c, t) in ((i, base[i % len(base)]) for i in range(n))]
     qs = [q["q"] for c in convs for q in c.qa][:300]
-    out = [f"\n### Speed of inferred episodes ({n:,} notes without `thread`, index only)\n",
-           "| episodes | index ingest (tokenise + expansion + BM25, no embedding) | BM25 + fusion + context p50 | "
+    out = [f"\n### Speed of inferred episodes ({n:,} notes, index only)\n",
+           "| notes | index ingest (tokenise + expansion + BM25, no embedding) | BM25 + fusion + context p50 | "
            "load |", "|---|---|---|---|"]
-    for gap in (0.0, 1800.0):
+    for label, gap, threads in (("no thread, inference off", 0.0, False), ("no thread, inference on (30 min)",
+                                                                           1800.0, False),
+                                ("with `thread` (sessions)", 1800.0, True)):
+        notes = rows(threads)
         idx = MemoryIndex(k1=1.2, b=0.75, max_query_terms=16, expansion_weight=0.5, episode_gap_seconds=gap)
         t0 = time.perf_counter()
         for s in range(0, n, 500):
-            idx.add(rows[s:s + 500], {})
+            idx.add(notes[s:s + 500], {})
         ingest = n / (time.perf_counter() - t0)
         lat = []
         for q in qs:
@@ -423,7 +428,7 @@ def speed(convs: list[Conversation], n: int) -> list[str]:
             ranking.context(fused, prev=idx.cols["prev"], nxt=idx.cols["next"], thread=idx.cols["thread"],
                             alpha=0.5, beta=0.5, top=3)
             lat.append((time.perf_counter() - s0) * 1000)
-        out.append(f"| {'on (30 min)' if gap else 'off'} | {ingest:,.0f} notes/s | {statistics.median(lat):.2f} ms | "
+        out.append(f"| {label} | {ingest:,.0f} notes/s | {statistics.median(lat):.2f} ms | "
                    f"{__import__('os').getloadavg()[0]:.1f} |")
     return out + ["\nWith inference on, a note without a thread costs what a threaded note always cost (its "
                   "previous neighbour's bag is re-indexed); the product's ingest and recall at 100k are in "
