@@ -40,9 +40,9 @@ from packs.memory.bm25 import BM25Index  # noqa: E402
 from packs.memory import ranking  # noqa: E402
 from packs.memory.context import (ThreadExpander, date_window_boost, query_date_windows,  # noqa: E402
                                   render_dated, speaker_boost)
-from packs.memory.threads import Episodes  # noqa: E402
-from packs.memory.embedders import EmbedderUnavailable, get_embedder  # noqa: E402
+from packs.memory.embedders import get_embedder  # noqa: E402
 from packs.memory.text import tokenize  # noqa: E402
+from packs.memory.threads import Episodes  # noqa: E402
 from packs.memory.vectors import VectorIndex  # noqa: E402
 
 DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo-dev5.json"
@@ -491,7 +491,7 @@ def main(argv=None) -> int:
     files = [Path(f) for f in (args.file or [DEFAULT_FILE])]
     emb = get_embedder(args.embedder)
     new = shipped()
-    out = [f"# LoCoMo dialog-level evidence recall (issue 19)\n",
+    out = ["# LoCoMo dialog-level evidence recall (issue 19)\n",
            f"Generated {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} by `python bench/locomo.py"
            + "".join(f" --file {f}" for f in (args.file or [])) + f"` (embedder `{emb.name}`), on "
            f"{__import__('platform').node()}; 1-min load average at the start {__import__('os').getloadavg()[0]:.1f}.\n",
@@ -532,7 +532,7 @@ def main(argv=None) -> int:
             out += [f"\n### Ablation of the new default, {ENVS[env]} (Δ = variant − new default)\n",
                     HEADER[0] + " Δ R@10 vs new default |", HEADER[1] + "---|"]
             base = results[env][new.name]
-            out.append(f"| **new default** | " + " | ".join(columns(base, cats, span)) + " | |")
+            out.append("| **new default** | " + " | ".join(columns(base, cats, span)) + " | |")
             for s in ablations(new):
                 r = evaluate(st, s, env, emb, cache, qcache)
                 out.append(f"| {s.name} | " + " | ".join(columns(r, cats, span)) + f" | {ci_cell(r, base)} |")

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from store_support import HASHING, T0, Clock
 
 from packs.memory.threads import Episodes
 from runtime import errors
 from runtime.testing import open_test_runtime
-from store_support import HASHING, T0, Clock
 
 GAP = 30 * 60.0
 
