@@ -1,26 +1,41 @@
-"""The product rows of the LoCoMo table: memory.recall through the runtime, default configuration."""
+"""The product rows of the LoCoMo table: memory.recall through the runtime, old and new default configuration,
+with and without ``thread``."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from locomo_runtime import evaluate_runtime
 
+# The pipeline before issue 19: no inferred episodes (everything else as config/default.toml).
+OLD_CONFIG = {"packs": {"memory": {"context": {"episode_gap_minutes": 0.0}}}}
 
-def runtime_rows(path: Path, convs: list[Any], baselines: dict, fmt_row: Callable, header: list[str]) -> list[str]:
-    out = ["\n## The product: `memory.recall` through the runtime (default configuration, WordLlama)\n",
-           "Imported with `pal import locomo`'s importer into a fresh DuckDB file; each question asked with "
-           "`memory.recall(query, scope=<conversation>, limit=50)`; same metric as above. `now` = the wall "
-           "clock (the conversations are from 2023, so salience and recency weigh ~0) or the day after the "
-           "conversation's last session (recency favours later sessions).\n", *header]
+
+def runtime_rows(path: Path, convs: list[Any], baselines: dict, cats: np.ndarray, span: np.ndarray,
+                 columns: Callable, header: list[str]) -> list[str]:
+    from locomo import ci_cell
+    out = ["\n### The product: `memory.recall` through the runtime\n",
+           "Imported with the importer's fields into a fresh DuckDB file (one namespace: the shared store), "
+           "or the same notes without `thread`; each question asked with `memory.recall(query, "
+           "scope=<conversation>, limit=50)`, `now` = the wall clock; same metric as above. The BM25 rows are "
+           "the shared-store baselines.\n", header[0] + " Δ R@10 new − old |", header[1] + "---|"]
     for name, r in baselines.items():
-        out.append(fmt_row(name, r))
+        out.append(f"| {name} | " + " | ".join(columns(r, cats, span)) + " | |")
     stats = []
-    for now in ("clock", "after"):
-        r = evaluate_runtime(path, convs, now=now)
-        out.append(fmt_row(f"**memory.recall (now = {now})**", r))
-        stats.append(f"- now = {now}: ingest {r['ingest_notes_per_s']:,.0f} notes/s ({r['notes']} notes, "
-                     f"import incl. entity linking); recall p50 {r['recall_p50_ms']:.1f} ms, "
-                     f"p95 {r['recall_p95_ms']:.1f} ms (including query embedding, through the runtime)")
-        print(out[-1])
+    for threads in (True, False):
+        res = {}
+        for label, config in (("old default", OLD_CONFIG), ("new default", None)):
+            r = evaluate_runtime(path, convs, now="clock", config=config, threads=threads)
+            res[label] = r
+            name = f"memory.recall, {label}, {'with' if threads else 'without'} `thread`"
+            delta = ci_cell(r["rows"], res["old default"]["rows"]) if label == "new default" else ""
+            out.append(f"| **{name}** | " + " | ".join(columns(r["rows"], cats, span)) + f" | {delta} |")
+            stats.append(f"- {name}: ingest {r['ingest_notes_per_s']:,.0f} notes/s ({r['notes']} notes, import "
+                         f"incl. entity linking); recall p50 {r['recall_p50_ms']:.1f} ms, p95 "
+                         f"{r['recall_p95_ms']:.1f} ms (including query embedding, through the runtime); 1-min load "
+                         f"{os.getloadavg()[0]:.1f}")
+            print(out[-1])
     return out + [""] + stats

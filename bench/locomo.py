@@ -1,16 +1,20 @@
-"""LoCoMo dialog-level evidence recall for the memory pack's retrieval schemes.
+"""LoCoMo dialog-level evidence recall for the memory pack's retrieval schemes (issue 19).
 
-Usage: python bench/locomo.py [--file PATH] [--embedder wordllama|minilm|all]
-                              [--out bench/results/locomo.md] [--perf N]
+Usage: python bench/locomo.py [--file PATH ...] [--embedder wordllama|minilm] [--out bench/results/locomo.md]
+                              [--no-runtime] [--speed N]
 
-Every turn of a conversation is one note: content ``"<speaker>: <text>"`` (+
-``" [image: <caption>]"``), thread = its session, occurred_at = the session
-date.  One index per conversation (the scope filter).  Evidence ids are
-normalised as ../shared/data/README.md says; questions whose evidence is empty
-after normalisation count as recall 1.  Nothing about a question but its text
-is used at retrieval time.
+Every turn of a conversation is one note: content ``"<speaker>: <text>"`` (+ ``" [image: <caption>]"``),
+scope = its conversation, occurred_at = the session date, and thread = its session *or nothing* (an agent that
+remembers content, time and scope only). Side by side in one run: plain BM25, dense, the old default and the new
+default, with and without ``thread``, one store per conversation and one shared store; per category and per
+evidence span (one session / several); ablations of the new default with a paired bootstrap interval over
+questions; a leave-one-conversation-out check of the one tunable tried; then the product itself through the
+runtime (``bench_runtime_rows.py``). Evidence ids are normalised as ../shared/data/README.md says; questions
+whose evidence is empty after normalisation count as recall 1. Nothing about a question but its text is used at
+retrieval time. ``--file`` takes any LoCoMo-format file (repeatable); the default is the shared dev file, which
+is for sanity only: the figures that count are on conversations nobody tuned on.
 
-Imports only the pure ``packs.memory`` modules (no runtime).
+The pure part imports only ``packs.memory`` modules (no runtime); its schemes mirror the product's stages.
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ sys.path.insert(0, str(ROOT))
 from packs.memory import fusion  # noqa: E402
 from packs.memory.bm25 import BM25Index  # noqa: E402
 from packs.memory import ranking  # noqa: E402
-from packs.memory.context import (ThreadExpander, ThreadLinks, date_window_boost, query_date_windows,  # noqa: E402
+from packs.memory.context import (ThreadExpander, date_window_boost, query_date_windows,  # noqa: E402
                                   render_dated, speaker_boost)
-from packs.memory.embedders import EmbedderUnavailable, get_embedder  # noqa: E402
+from packs.memory.embedders import get_embedder  # noqa: E402
 from packs.memory.text import tokenize  # noqa: E402
+from packs.memory.threads import Episodes  # noqa: E402
 from packs.memory.vectors import VectorIndex  # noqa: E402
 
 DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo-dev5.json"
@@ -119,300 +124,444 @@ def load(path: Path) -> list[Conversation]:
 
 # ---------------------------------------------------------------- schemes
 @dataclass(frozen=True)
-class ContextConfig:
-    """Weights of the query-time context signals. Defaults are the shipped configuration."""
-
-    neighbour_alpha: float = 0.5  # 0 disables neighbour smoothing
-    thread_beta: float = 0.5  # 0 disables thread propagation
-    thread_top: int = 3
-    date_gamma: float = 0.0  # query-date window boost (measured here only: within noise, not in recall)
-    speaker_gamma: float = 0.0  # speaker boost (measured here only: within noise, not in recall)
-
-
-def apply_context(fused, query, *, links: ThreadLinks, config: ContextConfig, occurred_at=None, speaker_of=None,
-                  person_names=()) -> dict[int, float]:
-    """Recall's context adjuster (``ranking.context``) over a conversation's thread links, then the optional
-    date-window and speaker boosts: the final score of every pooled note."""
-    ids = list(fused) + [j for i in fused for j in links.neighbours(i) if j is not None]
-    size = max(ids, default=0) + 1
-    prev, nxt, thread = np.full(size, -1), np.full(size, -1), np.zeros(size, dtype=np.int64)
-    codes: dict = {}
-    for i in set(ids):
-        p, n = links.neighbours(i)
-        prev[i], nxt[i] = (-1 if p is None else p), (-1 if n is None else n)
-        t = links.thread_of(i)
-        thread[i] = 0 if t is None else codes.setdefault(t, len(codes) + 1)
-    pool = ranking.context(fused, prev=prev, nxt=nxt, thread=thread, alpha=config.neighbour_alpha,
-                           beta=config.thread_beta, top=config.thread_top)
-    scores = dict(zip(pool.ids.tolist(), pool.scores.tolist()))
-    if config.date_gamma and occurred_at is not None:
-        scores, _ = date_window_boost(scores, occurred_at, query_date_windows(query), config.date_gamma)
-    if config.speaker_gamma and speaker_of is not None:
-        scores, _ = speaker_boost(scores, speaker_of, query, person_names, config.speaker_gamma)
-    return scores
-
-
-@dataclass(frozen=True)
 class Scheme:
+    """One retrieval scheme. The shipped defaults are ``NEW``; ``OLD`` is the default before issue 19."""
+
     name: str
     bm25_w: float = 0.7  # weight of the text leg in min-max fusion (0 = dense only)
     dense_w: float = 0.3  # weight of the vector leg (0 = BM25 only)
     fusion: str = "weighted"  # weighted | rrf
     dated: bool = True  # index "d Month YYYY: content"
     expansion: float = 0.5  # thread-neighbour document expansion weight (0 = off)
-    ctx: ContextConfig = ContextConfig()
+    alpha: float = 0.5  # neighbour smoothing (0 = off)
+    beta: float = 0.5  # thread propagation (0 = off)
+    top: int = 3
+    gap_minutes: float = 30.0  # notes without a thread: episodes of their scope (threads.Episodes); 0 = none
+    crowding: float = 0.0  # diversification share (crowding_factors, not shipped); 0 = off
+    gamma_date: float = 0.0  # query-date window boost (experimental, bench only)
+    gamma_speaker: float = 0.0  # speaker boost (experimental, bench only)
+    prf_docs: int = 0  # pseudo-relevance feedback from the top n notes (bench only); 0 = off
+    prf_terms: int = 10  # …adding this many terms to the query
+    prf_vector: float = 0.0  # …and this share of the top notes' mean vector to the query vector
+    prf_mix: float = 0.5  # final = (1 − mix)·first pass + mix·second pass (each over its best)
 
 
-OURS = Scheme("ours")
+
+
+def crowding_factors(threads: np.ndarray, share: float) -> np.ndarray:
+    """Diversification across threads, measured here and not shipped (it did not pay): over a ranking (thread
+    codes best first, 0 = none) a note keeps ``(1 − share)^m`` of its score, ``m`` = the better-ranked notes of
+    its thread."""
+    t = np.asarray(threads, dtype=np.int64)
+    m = np.zeros(t.size, dtype=np.int64)
+    if t.size:
+        order = np.argsort(t, kind="stable")
+        ts = t[order]
+        start = np.r_[0, np.flatnonzero(ts[1:] != ts[:-1]) + 1]
+        m[order] = np.arange(ts.size) - np.repeat(start, np.diff(np.r_[start, ts.size]))
+        m[t == 0] = 0
+    return (1.0 - share) ** m
+
+OLD = Scheme("old default", gap_minutes=0.0)
 BASELINES = [
-    Scheme("BM25 plain", 1, 0, dated=False, expansion=0, ctx=ContextConfig(0, 0)),
-    Scheme("BM25 dated", 1, 0, expansion=0, ctx=ContextConfig(0, 0)),
-    Scheme("dense plain", 0, 1, dated=False, expansion=0, ctx=ContextConfig(0, 0)),
-    Scheme("dense dated", 0, 1, expansion=0, ctx=ContextConfig(0, 0)),
-    Scheme("min-max 0.5/0.5 dated", 0.5, 0.5, expansion=0, ctx=ContextConfig(0, 0)),
-    Scheme("RRF k=60 dated", 1, 1, fusion="rrf", expansion=0, ctx=ContextConfig(0, 0)),
-]
-ABLATIONS = [
-    replace(OURS, name="ours − neighbour expansion (write time)", expansion=0.0),
-    replace(OURS, name="ours − neighbour smoothing (query time)", ctx=replace(OURS.ctx, neighbour_alpha=0.0)),
-    replace(OURS, name="ours − both neighbour signals", expansion=0.0, ctx=replace(OURS.ctx, neighbour_alpha=0.0)),
-    replace(OURS, name="ours − thread propagation", ctx=replace(OURS.ctx, thread_beta=0.0)),
-    replace(OURS, name="ours − all query-time context (expansion + fusion only)", ctx=ContextConfig(0, 0)),
-    replace(OURS, name="ours − date rendering (plain text)", dated=False),
-    replace(OURS, name="ours − dense leg (BM25 only)", bm25_w=1.0, dense_w=0.0),
-    replace(OURS, name="ours with 0.5/0.5 leg weights", bm25_w=0.5, dense_w=0.5),
-    replace(OURS, name="ours + query-date window (γ=0.2)", ctx=replace(OURS.ctx, date_gamma=0.2)),
-    replace(OURS, name="ours − date rendering + query-date window", dated=False,
-            ctx=replace(OURS.ctx, date_gamma=0.2)),
-    replace(OURS, name="ours + speaker boost (γ=0.1)", ctx=replace(OURS.ctx, speaker_gamma=0.1)),
+    Scheme("BM25 plain", 1, 0, dated=False, expansion=0, alpha=0, beta=0),
+    Scheme("BM25 dated", 1, 0, expansion=0, alpha=0, beta=0),
+    Scheme("dense dated", 0, 1, expansion=0, alpha=0, beta=0),
 ]
 
 
-# ---------------------------------------------------------------- indexes
+def shipped() -> Scheme:
+    """The new default, read from config/default.toml (the product's values)."""
+    import tomllib
+    cfg = tomllib.loads((ROOT / "config" / "default.toml").read_text())["packs"]["memory"]
+    c = cfg["context"]
+    return Scheme("new default", cfg["fusion_weights"]["text"], cfg["fusion_weights"]["vector"],
+                  expansion=c["expansion_weight"], alpha=c["neighbour_alpha"], beta=c["thread_beta"],
+                  top=c["thread_top"], gap_minutes=c["episode_gap_minutes"])
+
+
+def ablations(new: Scheme) -> list[Scheme]:
+    return [
+        replace(new, name="− inferred episodes", gap_minutes=0.0),
+        replace(new, name="episode gap 1 minute", gap_minutes=1.0),
+        replace(new, name="episode gap 1 day", gap_minutes=24 * 60.0),
+        replace(new, name="+ crowding 0.05 (diversification)", crowding=0.05),
+        replace(new, name="+ crowding 0.1", crowding=0.1),
+        replace(new, name="+ crowding 0.3", crowding=0.3),
+        replace(new, name="− neighbour expansion (write time)", expansion=0.0),
+        replace(new, name="− neighbour smoothing", alpha=0.0),
+        replace(new, name="− thread propagation", beta=0.0),
+        replace(new, name="− dense leg (BM25 only)", bm25_w=1.0, dense_w=0.0),
+        replace(new, name="− date rendering", dated=False),
+        replace(new, name="+ pseudo-relevance feedback (5 notes, 10 terms)", prf_docs=5),
+        replace(new, name="+ PRF, text and vector (Rocchio 0.5)", prf_docs=5, prf_vector=0.5),
+        replace(new, name="+ query-date window (γ=0.2)", gamma_date=0.2),
+        replace(new, name="+ speaker boost (γ=0.1)", gamma_speaker=0.1),
+    ]
+
+
+# ------------------------------------------------------------ the stores
 def indexed_text(t: Turn, dated: bool) -> str:
     return render_dated(t.content, t.occurred_at) if dated else t.content
 
 
-class ConvIndex:
-    """Per-conversation indexes, built lazily per (dated, expansion) and per (embedder, dated)."""
+def thread_keys(convs: list[Conversation], threads: bool, gap_minutes: float) -> dict[int, object]:
+    """Each turn's thread key as the product derives it: the session when the caller passes ``thread``; else
+    the inferred episode of its scope (the conversation), or none."""
+    if threads:
+        return {t.id: t.thread for c in convs for t in c.turns}
+    ep = Episodes(gap_minutes * 60.0)
+    return {t.id: ep.key(t.id, "bench", c.sid, t.occurred_at.timestamp() if t.occurred_at else 0.0)
+            for c in convs for t in c.turns}
 
-    def __init__(self, conv: Conversation):
-        self.conv = conv
-        self.links = ThreadLinks()
-        for t in conv.turns:
-            self.links.add(t.id, t.thread)
-        self.by_id = {t.id: t for t in conv.turns}
-        self._bm25: dict[tuple, BM25Index] = {}
-        self._vec: dict[tuple, VectorIndex] = {}
 
-    def bm25(self, dated: bool, expansion: float) -> BM25Index:
-        key = (dated, expansion)
+class Stores:
+    """The indexes of every (shared store?, threads?, episode gap, dated, expansion) setting, built lazily.
+
+    ``shared=False``: one BM25 index per conversation (its own statistics); ``shared=True``: one index over all
+    conversations (namespace-wide statistics, as the product's namespace) searched with the conversation as
+    the allowed set. Vectors need no statistics, so both stores share them."""
+
+    def __init__(self, convs: list[Conversation]):
+        self.convs = convs
+        self.n = sum(len(c.turns) for c in convs)
+        self.conv_of = np.zeros(self.n, dtype=np.int64)
+        for k, c in enumerate(convs):
+            for t in c.turns:
+                self.conv_of[t.id] = k
+        self.masks = [self.conv_of == k for k in range(len(convs))]
+        self._bm25: dict = {}
+        self._tokens: dict = {}
+        self.pos = {t.id: j for c in convs for j, t in enumerate(c.turns)}
+        self._links: dict = {}
+        self._vec: dict = {}
+
+    def tokens(self, k: int) -> tuple[dict[int, list[str]], dict[str, int]]:
+        """Conversation ``k``'s notes' own (dated) tokens and its document frequencies."""
+        if k not in self._tokens:
+            toks = {t.id: tokenize(indexed_text(t, True)) or [""] for t in self.convs[k].turns}
+            df: dict[str, int] = {}
+            for bag in toks.values():
+                for term in set(bag):
+                    df[term] = df.get(term, 0) + 1
+            self._tokens[k] = (toks, df)
+        return self._tokens[k]
+
+    def links(self, threads: bool, gap: float):
+        key = (threads, 0.0 if threads else gap)
+        if key not in self._links:
+            keys = thread_keys(self.convs, threads, gap)
+            ex = ThreadExpander(0.0)
+            prev, nxt, code = np.full(self.n, -1), np.full(self.n, -1), np.zeros(self.n, dtype=np.int64)
+            codes: dict = {}
+            for c in self.convs:
+                for t in c.turns:
+                    k = keys[t.id]
+                    ex.links.add(t.id, None if k is None else (c.sid, k))
+                    code[t.id] = 0 if k is None else codes.setdefault((c.sid, k), len(codes) + 1)
+            for i in range(self.n):
+                p, q = ex.links.neighbours(i)
+                prev[i], nxt[i] = (-1 if p is None else p), (-1 if q is None else q)
+            self._links[key] = (keys, prev, nxt, code)
+        return self._links[key]
+
+    def bm25(self, shared: bool, threads: bool, gap: float, dated: bool, expansion: float) -> list[BM25Index]:
+        """One index per conversation (``shared=False``) or the same shared index for each."""
+        key = (shared, threads, 0.0 if threads else gap, dated, expansion)
         if key not in self._bm25:
-            idx = BM25Index()
-            if expansion:
-                ex = ThreadExpander(expansion)
-                for t in self.conv.turns:  # the write-time path: incremental, in arrival order
-                    changed = ex.add(t.id, t.thread, tokenize(indexed_text(t, dated)))
-                    idx.add_weighted(list(changed), list(changed.values()))
-            else:
-                idx.add([t.id for t in self.conv.turns], [indexed_text(t, dated) for t in self.conv.turns])
-            self._bm25[key] = idx
+            keys = self.links(threads, gap)[0]
+            groups = [self.convs] if shared else [[c] for c in self.convs]
+            built = []
+            for g in groups:
+                idx, ex = BM25Index(), ThreadExpander(expansion)
+                for c in g:  # the write-time path: incremental, in arrival order
+                    for t in c.turns:
+                        k = keys[t.id]
+                        changed = ex.add(t.id, None if k is None else (c.sid, k), tokenize(indexed_text(t, dated)))
+                        idx.add_weighted(list(changed), list(changed.values()))
+                built.append(idx)
+            self._bm25[key] = built * len(self.convs) if shared else built
         return self._bm25[key]
 
-    def vectors(self, emb, dated: bool, cache: dict) -> VectorIndex:
+    def vectors(self, emb, dated: bool, cache: dict) -> list[VectorIndex]:
         key = (emb.name, dated)
         if key not in self._vec:
-            m = cache[key][self.conv.sid]
-            vi = VectorIndex(emb.dim)
-            vi.add([t.id for t in self.conv.turns], m)
-            self._vec[key] = vi
+            out = []
+            for c in self.convs:
+                vi = VectorIndex(emb.dim)
+                vi.add([t.id for t in c.turns], cache[key][c.sid])
+                out.append(vi)
+            self._vec[key] = out
         return self._vec[key]
 
 
-def retrieve(ci: ConvIndex, scheme: Scheme, query: str, qvec, emb, cache) -> list[int]:
+def prf_query(st: Stores, k: int, top: list[int], query: str, n_terms: int) -> str:
+    """Pseudo-relevance feedback (not shipped): the query plus the ``n_terms`` terms that weigh most in the top
+    notes' own text (tf / length × log(1 + N / df) over the conversation), excluding the query's own terms."""
+    toks, df = st.tokens(k)
+    own = set(tokenize(query))
+    n = len(st.convs[k].turns)
+    w: dict[str, float] = {}
+    for i in top:
+        bag = toks[i]
+        for term in set(bag):
+            if term not in own:
+                w[term] = w.get(term, 0.0) + bag.count(term) / len(bag) * math.log1p(n / df[term])
+    return query + " " + " ".join(sorted(w, key=lambda t: (-w[t], t))[:n_terms])
+
+
+def retrieve(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: str, qvec, emb, cache) -> list[int]:
+    first = retrieve_once(st, k, scheme, env, query, qvec, emb, cache)
+    if not scheme.prf_docs:
+        return [i for i, _ in first[: max(KS)]]
+    top = [i for i, _ in first[: scheme.prf_docs]]
+    q2 = prf_query(st, k, top, query, scheme.prf_terms)
+    v2 = qvec
+    if qvec is not None and scheme.prf_vector:  # Rocchio on the query vector with the top notes' vectors
+        vecs = st.vectors(emb, scheme.dated, cache)[k]
+        m = np.mean([cache[(emb.name, scheme.dated)][st.convs[k].sid][st.pos[i]] for i in top], axis=0)
+        v2 = qvec + scheme.prf_vector * m
+        v2 = v2 / (np.linalg.norm(v2) or 1.0)
+        del vecs
+    second = retrieve_once(st, k, scheme, env, q2, v2, emb, cache)
+    hi1, hi2 = (first[0][1] if first else 1.0) or 1.0, (second[0][1] if second else 1.0) or 1.0
+    mixed: dict[int, float] = {}
+    for i, v in first:
+        mixed[i] = (1 - scheme.prf_mix) * v / hi1
+    for i, v in second:
+        mixed[i] = mixed.get(i, 0.0) + scheme.prf_mix * v / hi2
+    return [i for i, _ in fusion.ranked(mixed, max(KS))]
+
+
+def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: str, qvec, emb, cache
+                  ) -> list[tuple[int, float]]:
+    """The pooled notes of one pass, best first, with their final scores."""
+    shared, threads = env
+    conv = st.convs[k]
+    allowed = st.masks[k] if shared else None
     legs = {}
     if scheme.bm25_w > 0:
-        legs["text"] = ci.bm25(scheme.dated, scheme.expansion).search(query, POOL)
+        legs["text"] = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k].search(
+            query, POOL, allowed=allowed)
     if scheme.dense_w > 0 and emb is not None:
-        legs["vector"] = ci.vectors(emb, scheme.dated, cache).search(qvec, POOL, min_cosine=0.10)
+        legs["vector"] = st.vectors(emb, scheme.dated, cache)[k].search(qvec, POOL, min_cosine=0.10)
     if scheme.fusion == "rrf":
         fused = fusion.rrf(legs, k=60).scores
     else:
         fused = fusion.weighted(legs, {"text": scheme.bm25_w, "vector": scheme.dense_w}).scores
-    if scheme.expansion == 0 and scheme.ctx.neighbour_alpha == 0 and scheme.ctx.thread_beta == 0 \
-            and scheme.ctx.date_gamma == 0 and scheme.ctx.speaker_gamma == 0:
-        scores = fused
-    else:
-        by_id = ci.by_id
-        scores = apply_context(
-            fused, query, links=ci.links,
-            occurred_at=lambda i: by_id[i].occurred_at if i in by_id else None,
-            speaker_of=lambda i: by_id[i].speaker if i in by_id else None,
-            person_names=ci.conv.speakers, config=scheme.ctx,
-        )
-    return [i for i, _ in fusion.ranked(scores, max(KS))]
+    _, prev, nxt, code = st.links(threads, scheme.gap_minutes)
+    pool = ranking.context(fused, prev=prev, nxt=nxt, thread=code, alpha=scheme.alpha, beta=scheme.beta,
+                           top=scheme.top)
+    scores = dict(zip(pool.ids.tolist(), pool.scores.tolist()))
+    if scheme.gamma_date or scheme.gamma_speaker:
+        by_id = {t.id: t for t in conv.turns}
+        if scheme.gamma_date:
+            scores, _ = date_window_boost(scores, lambda i: by_id[i].occurred_at if i in by_id else None,
+                                          query_date_windows(query), scheme.gamma_date)
+        if scheme.gamma_speaker:
+            scores, _ = speaker_boost(scores, lambda i: by_id[i].speaker if i in by_id else None, query,
+                                      conv.speakers, scheme.gamma_speaker)
+    ranked = fusion.ranked(scores, len(scores))
+    if scheme.crowding:  # diversification over the sorted pool (not shipped)
+        ids = np.array([i for i, _ in ranked], dtype=np.int64)
+        s = np.array([v for _, v in ranked]) * crowding_factors(code[ids], scheme.crowding)
+        order = np.lexsort((ids, -s))
+        return list(zip(ids[order].tolist(), s[order].tolist()))
+    return ranked
 
 
-def evaluate(convs, cis, scheme, emb, cache, qcache) -> dict:
+def spans(conv: Conversation, ev: list[str]) -> int:
+    """How many sessions a question's evidence spans (0 = no evidence)."""
+    return len({e.split(":")[0] for e in ev})
+
+
+def evaluate(st: Stores, scheme: Scheme, env, emb, cache, qcache) -> np.ndarray:
+    """Recall@KS of every question, (n_questions, len(KS)), in file order."""
     rows = []
-    for conv, ci in zip(convs, cis):
+    for k, conv in enumerate(st.convs):
         dia = {t.dia: t.id for t in conv.turns}
         for j, qa in enumerate(conv.qa):
             qvec = qcache[emb.name][conv.sid][j] if emb is not None else None
-            ranking = retrieve(ci, scheme, qa["q"], qvec, emb, cache)
+            got = retrieve(st, k, scheme, env, qa["q"], qvec, emb, cache)
             ev = {dia[e] for e in qa["ev"]}
-            rec = [1.0 if not ev else len(ev & set(ranking[:k])) / len(ev) for k in KS]
-            rows.append((qa["cat"], rec))
-    overall = np.mean([r for _, r in rows], axis=0) * 100
-    per_cat = {c: np.mean([r for cc, r in rows if cc == c], axis=0) * 100 for c in sorted({c for c, _ in rows})}
-    return {"overall": overall, "cat": per_cat, "n": len(rows)}
+            rows.append([1.0 if not ev else len(ev & set(got[:kk])) / len(ev) for kk in KS])
+    return np.array(rows) * 100
 
 
-# ------------------------------------------------------------------- perf
-def perf(convs, emb, n_notes: int, out: list[str]) -> None:
-    """Ingest and query latency of the shipped scheme at ``n_notes`` (turns replicated into new threads)."""
-    base = [t for c in convs for t in c.turns]
-    notes = []
-    for k in range(math.ceil(n_notes / len(base))):
-        for t in base:
-            if len(notes) == n_notes:
-                break
-            notes.append((len(notes), f"copy{k}/{t.thread}", render_dated(t.content, t.occurred_at)))
-    bm, ex, vi = BM25Index(), ThreadExpander(OURS.expansion), VectorIndex(emb.dim)
-    batch = 256
-    t0 = time.perf_counter()
-    emb_time = 0.0
-    for s in range(0, len(notes), batch):
-        chunk = notes[s : s + batch]
-        changed = {}
-        for i, th, text in chunk:
-            changed.update(ex.add(i, th, tokenize(text)))
-        bm.add_weighted(list(changed), list(changed.values()))
-        e0 = time.perf_counter()
-        m = emb.embed([text for _, _, text in chunk])
-        emb_time += time.perf_counter() - e0
-        vi.add([i for i, _, _ in chunk], m)
-    total = time.perf_counter() - t0
-    # single-note ingest on top of the full index (the interactive path)
-    single = []
-    for j in range(300):
-        i = len(notes) + j
-        text = render_dated(base[j].content, base[j].occurred_at)
-        s0 = time.perf_counter()
-        changed = ex.add(i, "live/thread", tokenize(text))
-        bm.add_weighted(list(changed), list(changed.values()))
-        vi.add([i], emb.embed([text]))
-        single.append((time.perf_counter() - s0) * 1000)
-    qs = [qa["q"] for c in convs for qa in c.qa][:300]
-    qv = emb.embed(qs)
-    lat, lat_t, lat_v = [], [], []
-    for q, v in zip(qs, qv):
-        s0 = time.perf_counter()
-        text = bm.search(q, POOL)
-        s1 = time.perf_counter()
-        vec = vi.search(v, POOL, min_cosine=0.10)
-        s2 = time.perf_counter()
-        fused = fusion.weighted({"text": text, "vector": vec}, {"text": OURS.bm25_w, "vector": OURS.dense_w}).scores
-        res = apply_context(fused, q, links=ex.links, config=OURS.ctx)
-        fusion.ranked(res, 10)
-        s3 = time.perf_counter()
-        lat.append((s3 - s0) * 1000)
-        lat_t.append((s1 - s0) * 1000)
-        lat_v.append((s2 - s1) * 1000)
-    p = lambda xs, q: float(np.percentile(xs, q))  # noqa: E731
-    out += [
-        f"\n## Speed at {len(notes):,} notes ({emb.name}, shipped scheme)\n",
-        f"Unscoped (no `allowed`), 2 shared cores, 1-min load average at the end {__import__('os').getloadavg()[0]:.1f} "
-        "(anything above ~1 means another process competed for the cores: compare runs side by side).\n",
-        "| measure | value |", "|---|---|",
-        f"| batch ingest (256/batch: tokenise + expansion + BM25 + embed + vector add) | {len(notes) / total:,.0f} notes/s |",
-        f"| of which embedding | {emb_time:.1f} s of {total:.1f} s |",
-        f"| single-note ingest p50 / p95 | {p(single, 50):.2f} / {p(single, 95):.2f} ms |",
-        f"| recall p50 / p95 (BM25 + vector + fusion + context, no query embedding) | {p(lat, 50):.2f} / {p(lat, 95):.2f} ms |",
-        f"| of which BM25 top-{POOL} p50 | {p(lat_t, 50):.2f} ms |",
-        f"| of which vector top-{POOL} p50 | {p(lat_v, 50):.2f} ms |",
-    ]
+def bootstrap_ci(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 19) -> tuple[float, float, float]:
+    """Mean of ``a − b`` (paired by question) and its 95 % percentile bootstrap interval."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, d.size, size=(n, d.size))].mean(axis=1)
+    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+# ------------------------------------------------------------------ speed
+def speed(convs: list[Conversation], n: int) -> list[str]:
+    """What inferred episodes cost: the product's index (``MemoryIndex``, no embedding) fed ``n`` notes (LoCoMo
+    turns replicated into new scopes, a second apart) without a thread, inference off and on, and with their
+    sessions as threads, side by side; then BM25 top-200 + fusion + context over the index for 300 questions."""
+    from packs.memory.index import MemoryIndex, NoteRow
+    base = [(c, t) for c in convs for t in c.turns]
+    def rows(threads: bool) -> list:
+        return [NoteRow(i + 1, "ns", t.content, "episodic", None, f"{c.sid}#{i // len(base)}",
+                        f"{t.thread}#{i // len(base)}" if threads else None, [], 0.3, 0.02,
+                        t.occurred_at + dt.timedelta(seconds=i % len(base)), t.occurred_at)
+                for i, (c, t) in ((i, base[i % len(base)]) for i in range(n))]
+    qs = [q["q"] for c in convs for q in c.qa][:300]
+    out = [f"\n### Speed of inferred episodes ({n:,} notes, index only)\n",
+           "| notes | index ingest (tokenise + expansion + BM25, no embedding) | BM25 + fusion + context p50 | "
+           "load |", "|---|---|---|---|"]
+    for label, gap, threads in (("no thread, inference off", 0.0, False), ("no thread, inference on (30 min)",
+                                                                           1800.0, False),
+                                ("with `thread` (sessions)", 1800.0, True)):
+        notes = rows(threads)
+        idx = MemoryIndex(k1=1.2, b=0.75, max_query_terms=16, expansion_weight=0.5, episode_gap_seconds=gap)
+        t0 = time.perf_counter()
+        for s in range(0, n, 500):
+            idx.add(notes[s:s + 500], {})
+        ingest = n / (time.perf_counter() - t0)
+        lat = []
+        for q in qs:
+            s0 = time.perf_counter()
+            fused = fusion.weighted({"text": idx.bm25.search(q, POOL)}, {"text": 1.0}).scores
+            ranking.context(fused, prev=idx.cols["prev"], nxt=idx.cols["next"], thread=idx.cols["thread"],
+                            alpha=0.5, beta=0.5, top=3)
+            lat.append((time.perf_counter() - s0) * 1000)
+        out.append(f"| {label} | {ingest:,.0f} notes/s | {statistics.median(lat):.2f} ms | "
+                   f"{__import__('os').getloadavg()[0]:.1f} |")
+    return out + ["\nWith inference on, a note without a thread costs what a threaded note always cost (its "
+                  "previous neighbour's bag is re-indexed); the product's ingest and recall at 100k are in "
+                  "memory_perf.md."]
 
 
 # ------------------------------------------------------------------- main
-def fmt_row(name, r):
-    o = r["overall"]
-    cats = " | ".join(f"{r['cat'][c][1]:.1f}" if c in r["cat"] else "–" for c in CATS)
-    return f"| {name} | {o[0]:.1f} | {o[1]:.1f} | {o[2]:.1f} | {o[3]:.1f} | {cats} |"
+ENVS = {(False, True): "one store per conversation, with `thread`",
+        (False, False): "one store per conversation, without `thread`",
+        (True, True): "one shared store, with `thread`",
+        (True, False): "one shared store, without `thread`"}
 
 
-HEADER = ["| scheme | R@5 | R@10 | R@25 | R@50 | " + " | ".join(f"R@10 {v}" for v in CATS.values()) + " |",
-          "|---|---|---|---|---|" + "---|" * len(CATS)]
+def columns(r: np.ndarray, cats: np.ndarray, span: np.ndarray) -> list[str]:
+    o = r.mean(axis=0)
+    cells = [f"{o[i]:.1f}" for i in range(len(KS))]
+    for c in CATS:
+        sel = cats == c
+        cells.append(f"{r[sel, 1].mean():.1f}" if sel.any() else "–")
+    for sel in (span == 1, span >= 2):
+        cells.append(f"{r[sel, 1].mean():.1f}" if sel.any() else "–")
+    return cells
+
+
+HEADER = ["| scheme | " + " | ".join(f"R@{k}" for k in KS) + " | " + " | ".join(f"{v}" for v in CATS.values())
+          + " | one session | several sessions |",
+          "|---|" + "---|" * (len(KS) + len(CATS) + 2)]
+
+
+def ci_cell(a: np.ndarray, b: np.ndarray) -> str:
+    m, lo, hi = bootstrap_ci(a[:, 1], b[:, 1])
+    mark = " *" if lo > 0 or hi < 0 else ""
+    return f"{m:+.1f} [{lo:+.1f}, {hi:+.1f}]{mark}"
+
+
+def loco(st: Stores, base: Scheme, grid: list[Scheme], env, emb, cache, qcache, qconv: np.ndarray) -> list[str]:
+    """Leave one conversation out: on each conversation, the grid setting that is best (R@10) on the other
+    four; its held-out R@10 against ``base`` on the same questions, with the paired bootstrap interval."""
+    res = {s.name: evaluate(st, s, env, emb, cache, qcache) for s in [base, *grid]}
+    chosen = np.zeros_like(res[base.name])
+    picks = []
+    for k, c in enumerate(st.convs):
+        train, test = qconv != k, qconv == k
+        best = max(grid, key=lambda s: res[s.name][train, 1].mean())
+        picks.append(f"{c.sid}: {best.name}")
+        chosen[test] = res[best.name][test]
+    return [f"| {ENVS[env]} | {'; '.join(picks)} | {res[base.name][:, 1].mean():.1f} | {chosen[:, 1].mean():.1f} | "
+            f"{ci_cell(chosen, res[base.name])} |"]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--file", default=str(DEFAULT_FILE))
-    ap.add_argument("--embedder", default="all", choices=["wordllama", "minilm", "all"])
+    ap.add_argument("--file", action="append", help="LoCoMo-format file (repeatable; default: the shared dev file)")
+    ap.add_argument("--embedder", default="wordllama", choices=["wordllama", "minilm"])
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "locomo.md"))
-    ap.add_argument("--perf", type=int, default=100_000, help="notes for the speed section (0 = skip)")
+    ap.add_argument("--speed", type=int, default=100_000, help="notes for the episode speed section (0 = skip)")
     ap.add_argument("--runtime", action=argparse.BooleanOptionalAction, default=True,
-                    help="also run the product (pal import + memory.recall, default config)")
+                    help="also run the product (pal import + memory.recall, old and new default config)")
     args = ap.parse_args(argv)
-
-    convs = load(Path(args.file))
-    n_q = sum(len(c.qa) for c in convs)
-    n_empty = sum(1 for c in convs for q in c.qa if not q["ev"])
-    names = ["wordllama", "minilm"] if args.embedder == "all" else [args.embedder]
-    embs, cache, qcache, speed, notes = [], {}, {}, {}, []
-    for name in names:
-        try:
-            e = get_embedder(name)
-        except EmbedderUnavailable as exc:
-            notes.append(f"- {name}: not available ({exc})")
-            continue
-        embs.append(e)
-        qcache[e.name] = {c.sid: e.embed([q["q"] for q in c.qa]) for c in convs}
-        for dated in (False, True):
-            t0 = time.perf_counter()
-            cache[(e.name, dated)] = {c.sid: e.embed([indexed_text(t, dated) for t in c.turns]) for c in convs}
-            speed[(e.name, dated)] = sum(len(c.turns) for c in convs) / (time.perf_counter() - t0)
-
-    cis = [ConvIndex(c) for c in convs]
-    out = [
-        f"# LoCoMo dialog-level evidence recall — `{Path(args.file).name}`\n",
-        f"{n_q} questions, {sum(len(c.turns) for c in convs)} turns, {len(convs)} conversations "
-        f"(one index each); {n_empty} questions with empty evidence count as recall 1. "
-        f"Candidates per leg: {POOL}; vector hits below cosine 0.10 dropped. "
-        "Per-category columns are R@10. A gap under ~3 points (999 questions) is noise.\n",
-        f"Generated {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} by `python bench/locomo.py`.\n",
-        *notes,
-    ]
-    t_start = time.perf_counter()
-    print(f"{n_q} questions", file=sys.stderr)
-    bm_only = [s for s in BASELINES if s.dense_w == 0]
-    res_bm = {s.name: evaluate(convs, cis, s, None, cache, qcache) for s in bm_only}
-    for e in embs:
-        out += [f"\n## Embedder `{e.name}` (dim {e.dim}; embeds {speed[(e.name, True)]:,.0f} turns/s here)\n",
-                "### Baselines and ours\n", *HEADER]
-        for s in bm_only:
-            out.append(fmt_row(s.name, res_bm[s.name]))
-        for s in [b for b in BASELINES if b.dense_w > 0] + [OURS]:
-            r = evaluate(convs, cis, s, e, cache, qcache)
-            out.append(fmt_row(f"**{s.name}**" if s is OURS else s.name, r))
-            print(out[-1], file=sys.stderr)
-        out += ["\n### Ablation (ours minus / plus one signal)\n", *HEADER]
-        out.append(fmt_row("**ours**", r))
-        for s in ABLATIONS:
-            out.append(fmt_row(s.name, evaluate(convs, cis, s, e, cache, qcache)))
-            print(out[-1], file=sys.stderr)
-    if args.runtime:
-        from bench_runtime_rows import runtime_rows
-        out += runtime_rows(Path(args.file), convs, res_bm, fmt_row, HEADER)
-    out += ["\n### Shipped scheme (`ours`)\n",
-            f"text leg: BM25 (k1 1.2, b 0.75) over `render_dated(content, occurred_at)` with thread-neighbour "
-            f"expansion {OURS.expansion}; vector leg: same text; min-max fusion {OURS.bm25_w}/{OURS.dense_w}; "
-            f"neighbour smoothing α={OURS.ctx.neighbour_alpha}; thread propagation β={OURS.ctx.thread_beta} "
-            f"(top-{OURS.ctx.thread_top} mean); date window and speaker boost off.",
-            f"\nEvaluation time: {time.perf_counter() - t_start:.1f} s."]
-    if args.perf and embs:
-        e = next((x for x in embs if x.name.startswith("wordllama")), embs[0])
-        perf(convs, e, args.perf, out)
+    files = [Path(f) for f in (args.file or [DEFAULT_FILE])]
+    emb = get_embedder(args.embedder)
+    new = shipped()
+    out = ["# LoCoMo dialog-level evidence recall (issue 19)\n",
+           f"Generated {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} by `python bench/locomo.py"
+           + "".join(f" --file {f}" for f in (args.file or [])) + f"` (embedder `{emb.name}`), on "
+           f"{__import__('platform').node()} ({__import__('os').cpu_count()} cores, shared); 1-min load average at the start {__import__('os').getloadavg()[0]:.1f}.\n",
+           "Recall@k of a question = the share of its evidence turns among the top k, averaged over questions "
+           "(empty evidence counts 1, as in the paper). Category and span columns are R@10; *one session* / "
+           "*several sessions* = questions whose evidence lies in one session / spans two or more. "
+           f"`old default` = the shipped pipeline before issue 19 (no inferred episodes); "
+           f"`new default` = config/default.toml now (inferred episodes with a {new.gap_minutes:g}-minute gap). Without `thread` = every note remembered with content, time and scope only. "
+           "Δ columns: paired bootstrap over questions (2,000 resamples, 95 % percentile interval) of the R@10 "
+           "difference; * = the interval excludes 0.\n"]
+    for path in files:
+        convs = load(path)
+        n_q = sum(len(c.qa) for c in convs)
+        qcache = {emb.name: {c.sid: emb.embed([q["q"] for q in c.qa]) for c in convs}}
+        cache = {(emb.name, d): {c.sid: emb.embed([indexed_text(t, d) for t in c.turns]) for c in convs}
+                 for d in (False, True)}
+        st = Stores(convs)
+        cats = np.array([q["cat"] for c in convs for q in c.qa])
+        span = np.array([spans(c, q["ev"]) for c in convs for q in c.qa])
+        qconv = np.array([k for k, c in enumerate(convs) for _ in c.qa])
+        out += [f"\n## `{path.name}`: {n_q} questions, {sum(len(c.turns) for c in convs)} turns, "
+                f"{len(convs)} conversations ({', '.join(c.sid for c in convs)}); {int((span == 1).sum())} questions "
+                f"with one-session evidence, {int((span >= 2).sum())} spanning sessions\n"]
+        t_start = time.perf_counter()
+        results = {}
+        for env, title in ENVS.items():
+            out += [f"\n### {title}\n", HEADER[0].replace("| scheme |", "| scheme |") + " Δ R@10 vs old default |",
+                    HEADER[1] + "---|"]
+            rows = [*BASELINES, OLD, new]
+            res = {s.name: evaluate(st, s, env, emb, cache, qcache) for s in rows}
+            results[env] = res
+            for s in rows:
+                name = f"**{s.name}**" if s is new else s.name
+                delta = "" if s is OLD else ci_cell(res[s.name], res[OLD.name])
+                out.append(f"| {name} | " + " | ".join(columns(res[s.name], cats, span)) + f" | {delta} |")
+            print("\n".join(out[-len(rows):]), file=sys.stderr)
+        for env in [(False, True), (False, False)]:
+            out += [f"\n### Ablation of the new default, {ENVS[env]} (Δ = variant − new default)\n",
+                    HEADER[0] + " Δ R@10 vs new default |", HEADER[1] + "---|"]
+            base = results[env][new.name]
+            out.append("| **new default** | " + " | ".join(columns(base, cats, span)) + " | |")
+            for s in ablations(new):
+                r = evaluate(st, s, env, emb, cache, qcache)
+                out.append(f"| {s.name} | " + " | ".join(columns(r, cats, span)) + f" | {ci_cell(r, base)} |")
+                print(out[-1], file=sys.stderr)
+        out += ["\n### Per conversation: the new default against the old, without `thread`\n",
+                "Nothing in the new default was chosen on any of these conversations (the episode gap is a product "
+                "choice; 1 minute to 1 day give the same figures), so each row is a held-out check of its own.\n",
+                "| conversation | questions | R@10 old default | R@10 new default | Δ |", "|---|---|---|---|---|"]
+        old_r, new_r = results[(False, False)][OLD.name], results[(False, False)][new.name]
+        for k, c in enumerate(convs):
+            sel = qconv == k
+            out.append(f"| {c.sid} | {int(sel.sum())} | {old_r[sel, 1].mean():.1f} | {new_r[sel, 1].mean():.1f} | "
+                       f"{ci_cell(new_r[sel], old_r[sel])} |")
+        out += ["\n### Held out: leave one conversation out\n",
+                "Diversification (crowding) with its share chosen per conversation on the other conversations only "
+                "(grid 0.05 / 0.1 / 0.2 / 0.3, best R@10), then scored on the held-out conversation; Δ = that "
+                "held-out R@10 − the new default (no crowding), same questions.\n",
+                "| store | chosen on the other conversations | R@10 new default | R@10 held-out choice | Δ |",
+                "|---|---|---|---|---|"]
+        grid = [replace(new, name=f"crowding {x}", crowding=x) for x in (0.05, 0.1, 0.2, 0.3)]
+        for env in [(False, True), (False, False)]:
+            out += loco(st, replace(new, name="no crowding", crowding=0.0), grid, env, emb, cache, qcache, qconv)
+        out.append(f"\nEvaluation time: {time.perf_counter() - t_start:.1f} s.")
+        if args.runtime:
+            from bench_runtime_rows import runtime_rows
+            out += runtime_rows(path, convs, {s.name: results[(True, True)][s.name] for s in BASELINES[:2]},
+                                cats, span, columns, HEADER)
+    if args.speed:
+        out += speed(load(files[0]), args.speed)
     text = "\n".join(out) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)

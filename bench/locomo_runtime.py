@@ -20,16 +20,22 @@ from runtime import Runtime
 KS = (5, 10, 25, 50)
 
 
-def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | None = None) -> dict:
-    """Recall@k of ``memory.recall`` over every question; ``now`` is "clock" or "after" (day after the last turn)."""
-    from packs.memory.commands import import_conversations
+def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | None = None,
+                     threads: bool = True) -> dict:
+    """Recall@k of ``memory.recall`` over every question (rows in file order under ``"rows"``); ``now`` is
+    "clock" or "after" (day after the last turn); ``threads=False`` imports every turn without its ``thread``
+    (an agent calling ``memory.remember`` with content, time and scope only)."""
     from packs.memory.importers import parse_locomo
 
     db = Path(tempfile.mkdtemp(prefix="pal-locomo-")) / "locomo.duckdb"
     with Runtime.open(db, config=config, env={"PALIMPSEST_CONFIG_DISABLED": "1"}) as rt:
         t0 = time.perf_counter()
         parsed = parse_locomo(path)
-        counts = import_conversations(rt, parsed, "locomo", None)
+        payload = [{"scope": c.scope, "speakers": c.speakers,
+                    "notes": [{k: v for k, v in n.items() if threads or k != "thread"} for n in c.notes("locomo")]}
+                   for c in parsed]
+        res = rt.call("memory.import_conversations", {"conversations": payload}, internal=True)
+        counts = {"created": res.created}
         ingest_s = time.perf_counter() - t0
         last = {c.scope: max(t.occurred_at for t in c.turns) for c in parsed}
         rows, lat = [], []
@@ -52,7 +58,7 @@ def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | N
                 rows.append((qa["cat"], rec))
     overall = np.mean([r for _, r in rows], axis=0) * 100
     per_cat = {c: np.mean([r for cc, r in rows if cc == c], axis=0) * 100 for c in sorted({c for c, _ in rows})}
-    return {"overall": overall, "cat": per_cat, "n": len(rows), "ingest_notes_per_s": counts["created"] / ingest_s,
+    return {"overall": overall, "cat": per_cat, "n": len(rows), "rows": np.array([r for _, r in rows]) * 100, "ingest_notes_per_s": counts["created"] / ingest_s,
             "recall_p50_ms": statistics.median(lat) * 1000,
             "recall_p95_ms": float(np.percentile(lat, 95)) * 1000, "notes": counts["created"],
             "generated": datetime.now().strftime("%Y-%m-%d %H:%M")}

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 BENCHES = [  # (results file, command)
-    ("locomo.md", ["bench/locomo.py", "--embedder", "all", "--perf", "0"]),
+    ("locomo.md", ["bench/locomo.py"]),
     ("memory_perf.md", ["bench/memory_perf.py", "--sizes", "10000,100000"]),
     ("memory_rss.md", ["bench/memory_rss.py", "--sizes", "10000,100000", "--profile"]),
     ("memory_graph.md", ["bench/memory_graph.py"]),

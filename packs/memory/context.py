@@ -1,6 +1,8 @@
 """Memory-context signals for recall: what a memory system knows that a flat retriever does not.
 
-Generic over *threads* (a chat session, a meeting, a work episode) - nothing here knows about LoCoMo.
+Generic over *threads* (a chat session, a meeting, a work episode) - nothing here knows about LoCoMo. A note
+remembered without a ``thread`` is in an inferred episode of its scope (``threads.Episodes``: consecutive notes
+within ``episode_gap_minutes``), so every signal below works without the caller's thread.
 The query-time formulas recall ranks with are in ``ranking.py`` (``ranking.context``, over numpy columns,
 ``context_arrays.py``); this module holds the write-time side and the experimental signals.
 

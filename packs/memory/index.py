@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 
 from packs.memory.bm25 import BM25Index
 from packs.memory.context import ThreadExpander, render_dated
 from packs.memory.text import tokenize
+from packs.memory.threads import Episodes
 from packs.memory.vectors import Prefilter, VectorIndex
 
 EPOCH = datetime(1970, 1, 1)
@@ -88,11 +89,12 @@ class MemoryIndex:
                "prev": np.int64, "next": np.int64}  # prev/next: thread neighbours, -1 for none
 
     def __init__(self, *, k1: float, b: float, max_query_terms: int, expansion_weight: float,
-                 prefix_chars: int = 0, prefilter: Prefilter = Prefilter()) -> None:
+                 prefix_chars: int = 0, prefilter: Prefilter = Prefilter(), episode_gap_seconds: float = 0.0) -> None:
         self.prefix_chars = prefix_chars  # near-duplicate detection: a hash of each note's opening characters
         self.prefilter = prefilter
         self.bm25 = BM25Index(k1=k1, b=b, max_query_terms=max_query_terms)
         self.expander = ThreadExpander(weight=expansion_weight, tokens_of=lambda i: self.tokens_of(self.rows[i]))
+        self.episodes = Episodes(episode_gap_seconds)  # the thread of a note remembered without one (ADR 0008)
         self.dirty = False  # changed since it was loaded: a snapshot (snapshot.py) is worth writing
         self.vectors: dict[str, VectorIndex] = {}
         self.namespaces, self.scopes, self.threads = Codes(), Codes(), Codes()
@@ -131,6 +133,7 @@ class MemoryIndex:
         self._grow(max(r.id for r in rows) + 1)
         c = self.cols
         ids = np.array([r.id for r in rows], dtype=np.int64)
+        keys = {r.id: self.thread_key(r) for r in rows}  # once per note: episode inference is stateful
         for r in rows:
             i = r.id
             c["alive"][i] = r.archived_at is None
@@ -139,7 +142,7 @@ class MemoryIndex:
             c["mtype"][i] = TYPES.index(r.memory_type) + 1
             c["kind"][i] = KINDS.index(r.kind) + 1 if r.kind in KINDS else 0
             c["scope"][i] = self.scopes.get(r.scope)
-            c["thread"][i] = self.threads.get(None if r.thread is None else f"{r.namespace}\x00{r.thread}")
+            c["thread"][i] = self.threads.get(keys[i])
             c["salience"][i], c["decay"][i] = r.salience, r.decay_factor
             c["occurred"][i], c["created"][i] = seconds(r.occurred_at), seconds(r.created_at)
             c["superseded"][i] = seconds(r.superseded_at)
@@ -149,20 +152,53 @@ class MemoryIndex:
             self.rows[i] = r
         links = self.expander.links
         if text_index:
-            bags = self.expander.add_many((r.id, None if r.thread is None else (r.namespace, r.thread),
-                                           self.tokens_of(r)) for r in rows)
+            bags = self.expander.add_many((r.id, keys[r.id], self.tokens_of(r)) for r in rows)
             self.bm25.add_weighted(list(bags), list(bags.values()))
             changed: Iterable[int] = bags
         else:
             changed = set()
             for r in rows:
-                links.add(r.id, None if r.thread is None else (r.namespace, r.thread))
+                links.add(r.id, keys[r.id])
                 changed.update(j for j in (r.id, *links.neighbours(r.id)) if j is not None)
         for j in changed:  # the notes whose thread neighbours may have changed
             p, n = links.neighbours(j)
             c["prev"][j], c["next"][j] = -1 if p is None else p, -1 if n is None else n
         for model, matrix in vectors.items():
             self.add_vectors(model, ids, matrix)
+
+    def reinfer_episodes(self) -> None:
+        """Infer every thread-less note's episode again, in id order (what a rebuild does), and re-link and
+        re-index the notes whose neighbours changed. Run when a thread-less note's scope is edited; O(notes)."""
+        self.episodes = Episodes(self.episodes.gap)
+        links, c = self.expander.links, self.cols
+        changed: set[int] = set()
+        for i in sorted(self.rows):
+            r = self.rows[i]
+            if r.thread is not None:
+                continue
+            key = self.episodes.key(i, r.namespace, r.scope, seconds(r.occurred_at))
+            if links.thread_of(i) == key:
+                continue
+            changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
+            links.remove(i)
+            links.add(i, key)
+            c["thread"][i] = self.threads.get(key)
+            changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
+        if not changed:
+            return
+        self.dirty = True
+        bags = {j: self.expander.bag(j) for j in changed}
+        self.bm25.add_weighted(list(bags), list(bags.values()))
+        for j in changed:
+            p, n = links.neighbours(j)
+            c["prev"][j], c["next"][j] = -1 if p is None else p, -1 if n is None else n
+
+    def thread_key(self, r: NoteRow) -> Hashable | None:
+        """A note's thread as the index links it: the caller's ``thread`` (per namespace), else the inferred
+        episode of its scope (``threads.Episodes``; None when inference is off)."""
+        if r.thread is not None:
+            return (r.namespace, r.thread)
+        return self.episodes.key(r.id, r.namespace, r.scope, seconds(r.occurred_at))
 
     @staticmethod
     def tokens_of(r: NoteRow) -> list[str]:
@@ -203,6 +239,8 @@ class MemoryIndex:
                 c["kind"][note_id] = KINDS.index(value) + 1 if value in KINDS else 0
             elif name == "scope":
                 c["scope"][note_id] = self.scopes.get(value)
+                if row.thread is None and self.episodes.gap > 0:
+                    self.reinfer_episodes()  # its episode came from its scope: infer as a rebuild would
 
     def set_archived(self, note_id: int, when: datetime | None) -> None:
         if note_id < self._cap:

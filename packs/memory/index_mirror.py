@@ -25,7 +25,8 @@ def index_options(s: MemorySettings) -> dict[str, Any]:
     pf = s.vector_prefilter
     return dict(k1=s.bm25_k1, b=s.bm25_b, max_query_terms=s.max_query_terms,
                 expansion_weight=s.context.expansion_weight, prefix_chars=s.near_duplicate_prefix,
-                prefilter=Prefilter(min_rows=pf.min_rows, dims=pf.dims, candidates=pf.candidates))
+                prefilter=Prefilter(min_rows=pf.min_rows, dims=pf.dims, candidates=pf.candidates),
+                episode_gap_seconds=s.context.episode_gap_minutes * 60.0)
 
 
 CHUNK = 8192  # rows per read at load: the whole table as Python tuples at once cost ~1 KB a note of heap that

@@ -55,6 +55,7 @@ class ContextSettings(BaseModel):
     thread_top: int = Field(ge=1)
     date_gamma: float = Field(ge=0)
     speaker_gamma: float = Field(ge=0)
+    episode_gap_minutes: float = Field(ge=0)  # notes without a thread: the gap that ends an inferred episode
 
 
 class VectorPrefilterSettings(BaseModel):

@@ -28,7 +28,8 @@ FORMAT = 1
 def signature(s: MemorySettings) -> str:
     """What the snapshot's BM25 bags depend on besides the notes themselves."""
     return json.dumps({"format": FORMAT, "tokenizer": TOKENIZER_VERSION, "k1": s.bm25_k1, "b": s.bm25_b,
-                       "expansion": s.context.expansion_weight}, sort_keys=True)
+                       "expansion": s.context.expansion_weight, "episode_gap": s.context.episode_gap_minutes},
+                      sort_keys=True)
 
 
 def restore(ctx: Context, index: MemoryIndex, notes: int, max_id: int) -> bool:

@@ -9,7 +9,7 @@ import bisect
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
-__all__ = ["ThreadExpander", "ThreadLinks", "expand_bag"]
+__all__ = ["Episodes", "ThreadExpander", "ThreadLinks", "expand_bag"]
 
 
 # ------------------------------------------------------------- thread links
@@ -79,6 +79,39 @@ class ThreadLinks:
     def neighbours(self, note_id: int) -> tuple[int | None, int | None]:
         """``(prev_id, next_id)`` inside the note's thread (None at the ends / no thread)."""
         return (self._prev.get(note_id), self._next.get(note_id))
+
+
+# ------------------------------------------------- inferred threads (episodes)
+class Episodes:
+    """The thread of a note remembered without one: an *episode* of its scope (ADR 0008).
+
+    Notes remembered one after another in the same ``(namespace, scope)`` whose ``occurred_at`` lie within
+    ``gap_seconds`` of the previous such note's are one episode, so they are thread neighbours (expansion,
+    smoothing and propagation all see them) exactly as if the caller had passed one ``thread``. A
+    pause longer than the gap (or a note that went back in time by more than it) starts a new episode. A note
+    with an explicit ``thread`` never joins an episode and does not break one. The key depends only on the notes
+    before it in id order, so rebuilding the index from the table (id order) infers the same episodes.
+    ``gap_seconds <= 0`` turns inference off (such notes have no thread, as before).
+    """
+
+    def __init__(self, gap_seconds: float) -> None:
+        self.gap = float(gap_seconds)
+        self._last: dict[Hashable, tuple[int, float, Hashable]] = {}  # (ns, scope) → (id, occurred, episode)
+
+    def key(self, note_id: int, namespace: str, scope: str | None, occurred_seconds: float) -> Hashable | None:
+        """The episode key of a note without a thread (None when inference is off)."""
+        if self.gap <= 0:
+            return None
+        where = (namespace, scope)
+        last = self._last.get(where)
+        if last is not None and note_id < last[0]:  # an older note seen late (out of order): its own episode
+            return ("~episode", namespace, scope, int(note_id))
+        if last is not None and abs(occurred_seconds - last[1]) <= self.gap:
+            episode = last[2]
+        else:
+            episode = ("~episode", namespace, scope, int(note_id))
+        self._last[where] = (int(note_id), float(occurred_seconds), episode)
+        return episode
 
 
 # -------------------------------------------------- write-time doc expansion

@@ -9,6 +9,11 @@ result whose text is the one JSON error shape.
 One MCP server serves one client session, for one actor: ``pal mcp --actor NAME`` makes every tool call for
 that actor (``Runtime.call(actor=)``), so recall ranks with the brain profile bound to it.
 
+An MCP session is a thread by default: a writing verb with a ``thread`` param (``memory.remember``) called
+without one gets ``mcp-<id>``, one label per client session (per server over stdio, per transport session
+id over streamable HTTP), so what an agent remembers in one session is
+linked as neighbours (ADR 0008); a ``thread`` the client passes wins.
+
 ``python -m runtime.adapters.mcp [--db PATH] [--http] [--actor NAME]`` serves the configured packs without the CLI.
 """
 from __future__ import annotations
@@ -18,6 +23,7 @@ import functools
 import json
 import logging
 import sys
+import uuid
 from typing import Any
 
 import anyio
@@ -68,6 +74,17 @@ def build_server(runtime: Runtime, *, actor: str | None = None) -> Server:
     public = {tool_name(spec.full_name): spec for spec in runtime.verbs()}
     tools = [tool_for(spec) for spec in public.values()]
     inputs = {tool.name: tool.input_schema for tool in tools}
+    server_thread = f"mcp-{uuid.uuid4().hex[:12]}"  # stdio: this server serves one client session
+    session_threads: dict[str, str] = {}  # streamable HTTP: the transport's session id → its thread
+
+    def session_thread(ctx: Any) -> str:
+        # The SDK builds its per-request context around a connection, which carries the transport's session id
+        # when there is one (streamable HTTP); otherwise the whole server is one session.
+        conn = getattr(getattr(ctx, "session", None), "_connection", None)
+        sid = getattr(conn, "session_id", None)
+        if not sid:
+            return server_thread
+        return session_threads.setdefault(sid, f"mcp-{uuid.uuid4().hex[:12]}")
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -83,6 +100,8 @@ def build_server(runtime: Runtime, *, actor: str | None = None) -> Server:
             return error_result(errors.Forbidden(
                 f"this MCP server acts for {actor!r}; the call names actor {named!r}", verb=spec.full_name,
                 details={"errors": [{"loc": ["actor"], "msg": "another actor than the server's"}]}))
+        if spec.writes and "thread" in spec.params_model.model_fields and arguments.get("thread") is None:
+            arguments["thread"] = session_thread(ctx)  # an MCP session is a thread unless the client names one
         call = functools.partial(runtime.call, spec.full_name, arguments, actor=actor)
         try:
             result = await anyio.to_thread.run_sync(call)

@@ -204,3 +204,31 @@ def test_a_server_bound_to_an_actor_refuses_calls_naming_another(tmp_path):
         assert rt._con.execute("SELECT count(*) FROM brain.bindings").fetchone() == (0,)  # bob bound nothing
     finally:
         rt.close()
+
+
+def test_an_mcp_session_is_a_thread_by_default(tmp_path):
+    """memory.remember without a thread gets its session's label (one per server over stdio); a thread the
+    client names wins (issue 19)."""
+    from runtime import Runtime
+
+    rt = Runtime.open(tmp_path / "t.db", env={"PALIMPSEST_CONFIG_DISABLED": "1"},
+                      config={"packs": {"memory": {"embedder": "hashing"}}})
+    seen: list = []
+
+    async def session() -> None:
+        async with Client(build_server(rt)) as client:  # a server per client session, as `pal mcp` over stdio
+            a = await call_ok(client, "memory_remember", {"content": "first note of a session"})
+            b = await call_ok(client, "memory_remember", {"content": "second note of a session"})
+            c = await call_ok(client, "memory_remember", {"content": "a named one", "thread": "standup"})
+            seen.append((a["note"]["thread"], b["note"]["thread"], c["note"]["thread"]))
+            await call_err(client, "memory_remember", {"content": ""}, "invalid_params")  # still validated
+
+    try:
+        run(session)
+        run(session)  # a second client session
+        (a1, b1, c1), (a2, b2, c2) = seen
+        assert a1 == b1 and a1.startswith("mcp-") and c1 == "standup"
+        assert a2 == b2 and a2 != a1 and c2 == "standup"
+        assert rt.call("memory.count", {}).count == 6  # the refused calls stored nothing
+    finally:
+        rt.close()

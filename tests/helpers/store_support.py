@@ -6,6 +6,10 @@ from typing import Any
 
 T0 = datetime(2026, 3, 2, 10, 0, 0)  # where the memory tests' clock starts
 HASHING = {"packs": {"memory": {"embedder": "hashing"}}}  # the deterministic test embedder: fast, no model load
+# For tests about the legs alone: notes remembered without a thread are not linked into inferred episodes, so
+# no neighbour joins the pool through context smoothing (ADR 0008).
+NO_EPISODES = {"episode_gap_minutes": 0.0}
+HASHING_NO_EPISODES = {"packs": {"memory": {"embedder": "hashing", "context": NO_EPISODES}}}
 
 
 class Clock:

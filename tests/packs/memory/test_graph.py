@@ -293,7 +293,8 @@ def test_walk_limits_are_typed_errors(built):
 
 def test_recall_expand_graph_adds_walked_neighbours():
     # only G (cosine .995) passes the vector leg's cut; B (cosine .80) is reached through G -supports-> B
-    with table_runtime({"min_cosine": 0.99}) as rt:
+    # (no inferred episodes: only the walk may add a note here, not neighbour smoothing)
+    with table_runtime({"min_cosine": 0.99, "context": {"episode_gap_minutes": 0.0}}) as rt:
         g, b, c = remember(rt, "note gkey"), remember(rt, "note bkey"), remember(rt, "note ckey")
         link(rt, g, b, "supports")
         link(rt, g, c, "supports")  # C is below the walk's cut: never added

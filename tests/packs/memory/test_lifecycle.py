@@ -153,7 +153,8 @@ def test_prune_by_decayed_salience_and_age(rt, clock):
     assert rt.call("memory.prune", {"min_salience": 0.5}).note_ids == [old, fresh]
     done = rt.call("memory.prune", {"min_salience": 0.1, "dry_run": False})
     assert done.note_ids == [old] and not done.dry_run
-    assert recall_ids(rt, "passing remark") == [fresh]
+    got = recall_ids(rt, "passing remark")  # (keep may follow: it is fresh's neighbour in an inferred episode)
+    assert got[0] == fresh and old not in got
     assert rt.call("memory.prune", {"min_salience": 0.1}).note_ids == []  # archived notes are not pruned twice
     assert keep not in rt.call("memory.prune", {"min_salience": 0.5}).note_ids
 

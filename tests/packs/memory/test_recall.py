@@ -6,9 +6,16 @@ import pytest
 
 from runtime import Act, Visibility, errors
 from runtime.testing import open_test_runtime
-from store_support import HASHING, T0, Clock, snapshot  # noqa: E402,F401
+from store_support import HASHING, HASHING_NO_EPISODES, NO_EPISODES, T0, Clock, snapshot  # noqa: E402,F401
 
 WORDLLAMA = {"packs": {"memory": {"embedder": "wordllama"}}}
+WORDLLAMA_NO_EPISODES = {"packs": {"memory": {"embedder": "wordllama", "context": NO_EPISODES}}}
+
+
+@pytest.fixture
+def legs_rt(make_pal_runtime, clock):  # type: ignore[no-untyped-def]
+    """Notes without threads stay unlinked: the test is about what the legs find."""
+    return make_pal_runtime(config=HASHING_NO_EPISODES, clock=clock)
 SUBHANDLERS = ["memory.recall_embed", "memory.recall_candidates", "memory.recall_fuse", "memory.recall_score",
                "memory.recall_rerank"]
 FUSIONS = ["rrf", "weighted", "union", "vector_only", "keyword_only"]
@@ -59,7 +66,8 @@ def test_subhandlers_are_refused_from_outside_without_internal(rt, verb, params)
     rt.call(verb, params, internal=True)  # the same call is fine for a debugging caller
 
 
-def test_the_pipeline_run_by_hand_matches_recall(rt):
+def test_the_pipeline_run_by_hand_matches_recall(legs_rt):
+    rt = legs_rt
     for text in ["Postgres is our database", "We moved the database to Postgres 16",
                  "The cat sleeps on the sofa", "Postgres replication lag alert"]:
         remember(rt, text)
@@ -109,7 +117,7 @@ def test_unknown_fusion_is_invalid(rt):
 
 
 def test_keyword_only_ignores_the_vector_leg(make_pal_runtime):
-    rt = make_pal_runtime(config=WORDLLAMA, clock=Clock(T0))
+    rt = make_pal_runtime(config=WORDLLAMA_NO_EPISODES, clock=Clock(T0))
     car = remember(rt, "We bought a car yesterday")
     auto = remember(rt, "The automobile needs new tyres before winter")  # no shared word, close in meaning
     vec = recall(rt, "car", fusion="vector_only", include_breakdown=True).results
@@ -122,7 +130,8 @@ def test_keyword_only_ignores_the_vector_leg(make_pal_runtime):
 
 @pytest.mark.parametrize("fusion,kept", [("vector_only", "vector"), ("keyword_only", "text"), ("rrf", "both"),
                                          ("weighted", "both"), ("union", "both")])
-def test_single_leg_fusions_use_only_their_leg(rt, fusion, kept):
+def test_single_leg_fusions_use_only_their_leg(legs_rt, fusion, kept):
+    rt = legs_rt
     for text in ["harbour one", "harbour two", "harbour three"]:
         remember(rt, text)
     legs = {"text": {"ids": [1, 2], "scores": [3.0, 1.0]}, "vector": {"ids": [3, 2], "scores": [0.9, 0.5]}}
@@ -362,7 +371,8 @@ def test_lifecycle_columns_are_honoured_on_reopen(tmp_path, clock):
         assert set(ids(rt, "Orion database", include_superseded=True)) == {old, new}
 
 
-def test_index_stays_in_step_without_a_rebuild(rt):
+def test_index_stays_in_step_without_a_rebuild(legs_rt):
+    rt = legs_rt
     index = rt._state["memory"].index
     words = ["zanzibar", "mombasa", "valparaiso", "reykjavik", "ushuaia", "tromso", "hobart", "nuuk"]
     seen = []
@@ -375,7 +385,8 @@ def test_index_stays_in_step_without_a_rebuild(rt):
         assert set(ids(rt, "ferry dawn", limit=50)) == set(seen)
 
 
-def test_many_notes_grow_the_index_past_its_initial_capacity(rt):
+def test_many_notes_grow_the_index_past_its_initial_capacity(legs_rt):
+    rt = legs_rt
     res = rt.call("memory.remember_many", {"notes": [{"content": f"note {i} harbour"} for i in range(1500)]})
     last = remember(rt, "the very last zanzibar note")
     assert ids(rt, "zanzibar")[0] == last
@@ -385,7 +396,7 @@ def test_many_notes_grow_the_index_past_its_initial_capacity(rt):
 
 
 # -- CJK --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("config", [HASHING, WORDLLAMA], ids=["hashing", "wordllama"])
+@pytest.mark.parametrize("config", [HASHING_NO_EPISODES, WORDLLAMA_NO_EPISODES], ids=["hashing", "wordllama"])
 def test_cjk_notes_are_found_by_cjk_queries_without_spaces(make_pal_runtime, config):
     rt = make_pal_runtime(config=config)
     zh = remember(rt, "我们决定把数据库迁移到新的服务器上")

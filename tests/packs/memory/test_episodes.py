@@ -1,0 +1,158 @@
+"""Inferred episodes: notes remembered without a thread, one after another in a scope within the gap, are thread
+neighbours (issue 19, ADR 0008)."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from store_support import HASHING, T0, Clock
+
+from packs.memory.threads import Episodes
+from runtime import errors
+from runtime.testing import open_test_runtime
+
+GAP = 30 * 60.0
+
+
+def test_episode_keys_follow_scope_and_gap():
+    ep = Episodes(GAP)
+    a = ep.key(1, "ns", "s", 0.0)
+    assert ep.key(2, "ns", "s", 60.0) == a  # a minute later, same scope: same episode
+    other_scope = ep.key(3, "ns", "t", 90.0)
+    assert other_scope != a  # another scope has its own episodes
+    assert ep.key(4, "ns", "s", 120.0 + GAP) != a  # a pause longer than the gap starts a new one
+    assert ep.key(5, "other", "s", 120.0 + GAP) not in (a, other_scope)  # namespaces never share one
+    assert ep.key(6, "ns", "t", 100.0) == other_scope  # notes of scope s in between do not break scope t's
+
+
+def test_episode_gap_is_measured_between_consecutive_notes_both_ways():
+    ep = Episodes(GAP)
+    a = ep.key(1, "ns", None, 10_000.0)
+    assert ep.key(2, "ns", None, 10_000.0 - GAP) == a  # back in time within the gap (same chat, clock skew)
+    assert ep.key(3, "ns", None, 10_000.0 - 2 * GAP - 1) != a
+
+
+def test_episodes_off_and_out_of_order_ids():
+    assert Episodes(0).key(1, "ns", "s", 0.0) is None
+    ep = Episodes(GAP)
+    a = ep.key(10, "ns", "s", 0.0)
+    late = ep.key(5, "ns", "s", 0.0)  # an older id seen after a newer one: its own episode, the run goes on
+    assert late != a and ep.key(11, "ns", "s", 1.0) == a
+
+
+def _runtime(clock, gap=None, path=":memory:"):
+    memory = dict(HASHING["packs"]["memory"])
+    if gap is not None:
+        memory["context"] = {"episode_gap_minutes": gap}
+    return open_test_runtime(config={"packs": {"memory": memory}}, clock=clock, path=path)
+
+
+def _remember(rt, content, **kw):
+    return rt.call("memory.remember", {"content": content, **kw}).note.id
+
+
+def _links(rt):
+    index = rt._state["memory"].index
+    n = max(index.rows) + 1
+    return index.cols["prev"][:n].tolist(), index.cols["next"][:n].tolist(), index.cols["thread"][:n].tolist()
+
+
+def test_notes_remembered_in_a_row_are_neighbours_in_recall():
+    clock = Clock(T0)
+    rt = _runtime(clock)
+    try:
+        a = _remember(rt, "Did you ever find the blue kayak?", scope="chat")
+        clock.now = T0 + timedelta(minutes=1)
+        b = _remember(rt, "Yes, last Tuesday, under the pier", scope="chat")
+        clock.now = T0 + timedelta(hours=3)  # after a pause: a new episode
+        c = _remember(rt, "Groceries: milk and eggs", scope="chat")
+        prev, nxt, thread = _links(rt)
+        assert (prev[b], nxt[a], nxt[b], prev[c]) == (a, b, -1, -1)
+        assert thread[a] == thread[b] != thread[c]
+        # the answer shares no word with the question, but it is the question's neighbour
+        res = rt.call("memory.recall", {"query": "blue kayak", "include_breakdown": True, "fusion": "keyword_only"})
+        got = [h.note.id for h in res.results]
+        assert got[:2] == [a, b] and c not in got
+        assert res.results[1].breakdown.context["neighbour"] > 0
+        # the note's own thread field is untouched: the episode is the index's inference, not stored data
+        assert rt.call("memory.get", {"ids": [b]}).notes[0].thread is None
+    finally:
+        rt.close()
+
+
+def test_an_explicit_thread_wins_and_does_not_break_the_episode():
+    clock = Clock(T0)
+    rt = _runtime(clock)
+    try:
+        a = _remember(rt, "first plain note", scope="s")
+        t = _remember(rt, "a note of a named thread", scope="s", thread="standup")
+        b = _remember(rt, "second plain note", scope="s")
+        prev, nxt, thread = _links(rt)
+        assert (nxt[a], prev[b]) == (b, a)  # the threaded note sits outside the episode
+        assert prev[t] == -1 and nxt[t] == -1 and thread[t] not in (0, thread[a])
+    finally:
+        rt.close()
+
+
+def test_gap_zero_turns_inference_off():
+    rt = _runtime(Clock(T0), gap=0.0)
+    try:
+        a, b = _remember(rt, "one note"), _remember(rt, "another note")
+        prev, nxt, thread = _links(rt)
+        assert (nxt[a], prev[b], thread[a], thread[b]) == (-1, -1, 0, 0)
+    finally:
+        rt.close()
+
+
+def test_a_negative_gap_is_a_config_error():
+    with pytest.raises(errors.ConfigError):
+        _runtime(Clock(T0), gap=-1.0)
+
+
+@pytest.mark.parametrize("snapshot_min", [0, 1_000_000], ids=["snapshot", "rebuild"])
+def test_reopening_infers_the_same_episodes(tmp_path, snapshot_min):
+    """A fresh load (from the BM25 snapshot or by re-tokenising) links the same notes as the live index did."""
+    path = str(tmp_path / "store.duckdb")
+    clock = Clock(T0)
+    config = {"packs": {"memory": {**HASHING["packs"]["memory"], "index_snapshot_min_notes": snapshot_min}}}
+    rt = open_test_runtime(config=config, clock=clock, path=path)
+    for i in range(12):
+        clock.now = T0 + timedelta(minutes=20 * i * (1 + i % 3))
+        _remember(rt, f"note {i} about harbour {i % 4}", scope=f"s{i % 2}", **({"thread": "x"} if i == 7 else {}))
+    live = _links(rt)
+    query = {"query": "harbour note", "limit": 12, "include_breakdown": True}
+    before = [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results]
+    rt.close()
+    rt = open_test_runtime(config=config, clock=clock, path=path)
+    try:
+        prev, nxt, thread = _links(rt)
+        assert (prev, nxt) == live[:2]
+        assert np.array_equal(np.unique(thread, return_inverse=True)[1], np.unique(live[2], return_inverse=True)[1])
+        assert [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results] == before
+    finally:
+        rt.close()
+
+
+def test_moving_a_note_to_another_scope_relinks_as_a_rebuild_would(tmp_path):
+    path = str(tmp_path / "store.duckdb")
+    clock = Clock(T0)
+    rt = open_test_runtime(config=HASHING, clock=clock, path=path)
+    a, b, c = (_remember(rt, f"harbour note {x}", scope="s") for x in "abc")
+    d = _remember(rt, "harbour note d", scope="t")
+    prev, nxt, _ = _links(rt)
+    assert (nxt[a], nxt[b], prev[c]) == (b, c, b)
+    rt.call("memory.update", {"id": b, "scope": "t"})
+    live = _links(rt)
+    prev, nxt, thread = live
+    assert (nxt[a], prev[c]) == (c, a)  # b left scope s's episode…
+    assert (nxt[b], prev[d]) == (d, b) and thread[b] == thread[d]  # …and joined scope t's, in id order
+    query = {"query": "harbour note", "limit": 10}
+    before = [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results]
+    rt.close()
+    rt = open_test_runtime(config=HASHING, clock=clock, path=path)
+    try:
+        assert _links(rt)[:2] == live[:2]
+        assert [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results] == before
+    finally:
+        rt.close()
