@@ -9,10 +9,11 @@ BUILT_IN_PUBLIC_VERBS = frozenset({
     "kg.assert_fact", "kg.assert_facts", "kg.centrality", "kg.centrality_scores", "kg.define_predicate",
     "kg.detect_entities", "kg.detect_entities_many", "kg.edges", "kg.entities", "kg.entity", "kg.fact_history",
     "kg.facts", "kg.graph_recall", "kg.link", "kg.link_many", "kg.list_edges", "kg.predicates", "kg.resolve",
-    "kg.retract_fact", "kg.unlink", "kg.upsert_entity",
+    "kg.retract_fact", "kg.stats", "kg.unlink", "kg.upsert_entity",
     "memory.archive", "memory.belief_history", "memory.centrality", "memory.consolidate", "memory.count",
     "memory.consolidation_candidates", "memory.edges", "memory.explain", "memory.get", "memory.history", "memory.link",
     "memory.link_many", "memory.list", "memory.prune", "memory.recall", "memory.reembed", "memory.remember", "memory.remember_many",
+    "memory.import_conversations", "memory.stats",
     "memory.unlink", "memory.update", "memory.upsert_belief", "memory.walk",
 })
 

@@ -115,7 +115,7 @@ def test_pal_mcp_command_serves_the_configured_catalog(tmp_path):
     hand, so a pack that fails to load fails this test instead of shrinking what it expects."""
     expected = {v.replace(".", "_") for v in BUILT_IN_PUBLIC_VERBS}
     params = StdioServerParameters(command=sys.executable, args=["-m", "runtime.adapters.cli", "--db",
-                                                                 str(tmp_path / "pal.db"), "mcp"],
+                                                                 str(tmp_path / "pal.db"), "mcp", "--tools", "all"],
                                    env=child_env(), cwd=str(REPO))
 
     async def scenario() -> None:

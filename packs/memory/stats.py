@@ -1,0 +1,37 @@
+"""``memory.stats``: what the store holds, across namespaces, and which embedder recall uses (``pal info``)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, Field
+
+from packs.memory.core import pack
+from packs.memory.settings import MemorySettings
+from runtime import Act, Context
+from runtime.params import Params
+
+
+class StatsParams(Params):
+    pass
+
+
+class NamespaceNotes(BaseModel):
+    namespace: str
+    notes: int = Field(description="Notes that are not archived.")
+    archived: int = Field(description="Archived notes (kept, left out of recall).")
+
+
+class MemoryStats(BaseModel):
+    embedder: str = Field(description="The embedder recall and remember use.")
+    cjk_embedder: Optional[str] = Field(description="The embedder for mostly-CJK text, if one is configured.")
+    namespaces: list[NamespaceNotes] = Field(description="Every namespace with notes, by name.")
+
+
+@pack.verb("stats", act=Act.ASSERTIVE)
+def stats(params: StatsParams, ctx: Context) -> MemoryStats:
+    """Count the notes of every namespace and name the embedder in use."""
+    s: MemorySettings = ctx.settings
+    rows = ctx.db.query("SELECT namespace, count(*) FILTER (WHERE archived_at IS NULL), "
+                        "count(*) FILTER (WHERE archived_at IS NOT NULL) FROM memory.notes GROUP BY 1 ORDER BY 1")
+    return MemoryStats(embedder=s.embedder, cjk_embedder=s.cjk_embedder or None,
+                       namespaces=[NamespaceNotes(namespace=n, notes=int(a), archived=int(b)) for n, a, b in rows])
