@@ -36,13 +36,50 @@ from runtime.adapters.serving import (
 log = logging.getLogger("palimpsest.mcp")
 
 
-def tool_for(spec: VerbSpec) -> types.Tool:
+def tool_for(spec: VerbSpec, *, output_schema: bool = True) -> types.Tool:
+    """The MCP tool of a verb. Its description is the params model's docstring when it has one (written for an
+    agent: what the tool is for and when to call it), else the first paragraph of the verb's docstring; the
+    input schema is the params model's, compacted (no titles, ``X | None`` as ``X``); the output schema (the
+    result model's) only when asked, since it is most of a tool's size and a client needs it only to
+    validate the structured result."""
+    schema = spec.params_model.model_json_schema()
+    description = " ".join((schema.pop("description", None) or first_paragraph(spec.doc) or spec.full_name).split())
     return types.Tool(
-        name=tool_name(spec.full_name), title=spec.full_name, description=spec.doc or spec.full_name,
-        input_schema=spec.params_model.model_json_schema(),
-        output_schema=spec.result_model.model_json_schema(mode="serialization"),
+        name=tool_name(spec.full_name), title=spec.full_name, description=description,
+        input_schema=compact_schema(schema),
+        output_schema=spec.result_model.model_json_schema(mode="serialization") if output_schema else None,
         annotations=types.ToolAnnotations(read_only_hint=not spec.writes, open_world_hint=False),
     )
+
+
+def first_paragraph(doc: str) -> str:
+    return " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else ""
+
+
+def compact_schema(schema: Any) -> Any:
+    """A JSON schema without what an agent does not read: ``title`` keywords, ``default: null``, and the
+    ``anyOf [X, null]`` pydantic writes for an optional field (a field left out is already "not given")."""
+    if isinstance(schema, list):
+        return [compact_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = compact_schema(value)
+    options = out.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if o != {"type": "null"}]
+        if len(kept) == 1 and len(kept) < len(options):
+            del out["anyOf"]
+            out = {**kept[0], **out}
+    return out
 
 
 def error_result(exc: PalimpsestError) -> types.CallToolResult:
@@ -87,18 +124,20 @@ INSTRUCTIONS = """palimpsest is your long-term memory: it keeps what you are tol
 
 
 def select_tools(specs: list[VerbSpec], choice: str | list[str] | None, config: Any) -> list[VerbSpec]:
-    """The tools to list: ``core`` (``[mcp] tools`` in config, plus every tool of a loaded pack that list does not
-    mention), ``all``, or verb / tool names (comma-separated text or a list). An unknown name is a ConfigError
+    """The tools to list: ``core`` (``[mcp] tools`` in config, plus every tool of a loaded pack neither that list
+    nor ``[mcp] packs_without_core_tools`` mentions: a pack you installed shows up until you choose), ``all``, or verb / tool names (comma-separated text or a list). An unknown name is a ConfigError
     that lists the known ones."""
     by_name = {s.full_name: s for s in specs} | {tool_name(s.full_name): s for s in specs}
     choice = CORE if choice is None else choice
     if isinstance(choice, str) and choice.strip() == ALL:
         return specs
     if isinstance(choice, str) and choice.strip() == CORE:
-        names = list((config.get("mcp") or {}).get("tools") or [])
+        section = config.get("mcp") or {}
+        names = list(section.get("tools") or [])
         if not names:
             return specs
         named_packs = {n.replace("_", ".", 1).split(".", 1)[0] for n in names}
+        named_packs |= set(section.get("packs_without_core_tools") or [])
         wanted = [n for n in names if n in by_name]  # a core tool of a pack that is not loaded is left out
         # a pack the list does not mention (one you installed) keeps all its tools until you name some
         wanted += [s.full_name for s in specs if s.pack not in named_packs]
@@ -117,13 +156,18 @@ def select_tools(specs: list[VerbSpec], choice: str | list[str] | None, config: 
     return list(chosen.values())
 
 
-def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[str] | None = ALL) -> Server:
+def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[str] | None = ALL,
+                 output_schemas: bool | None = None) -> Server:
     """A low-level MCP server over an open runtime, or a :class:`Forwarder` to a ``pal serve`` (the catalog is read
-    once, when built); every tool call is made for ``actor``. ``tools``: see :func:`select_tools`."""
+    once, when built); every tool call is made for ``actor``. ``tools``: see :func:`select_tools`;
+    ``output_schemas``: list each tool's output schema (default ``[mcp] output_schemas``)."""
     runtime.check_actor(actor)  # a bad --actor fails the start, not every call
-    chosen = select_tools(runtime.verbs(), tools, getattr(runtime, "config", {}))
+    config = getattr(runtime, "config", {}) or {}
+    chosen = select_tools(runtime.verbs(), tools, config)
+    if output_schemas is None:
+        output_schemas = bool((config.get("mcp") or {}).get("output_schemas", False))
     public = {tool_name(spec.full_name): spec for spec in chosen}
-    tool_list = [tool_for(spec) for spec in public.values()]
+    tool_list = [tool_for(spec, output_schema=output_schemas) for spec in public.values()]
     inputs = {tool.name: tool.input_schema for tool in tool_list}
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
