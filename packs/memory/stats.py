@@ -8,11 +8,11 @@ from pydantic import BaseModel, Field
 from packs.memory.core import pack
 from packs.memory.settings import MemorySettings
 from runtime import Act, Context
-from runtime.params import Params
+from runtime.params import NamespacedParams
 
 
-class StatsParams(Params):
-    pass
+class StatsParams(NamespacedParams):
+    all_namespaces: bool = Field(True, description="Count every namespace (false: only the call's namespace).")
 
 
 class NamespaceNotes(BaseModel):
@@ -32,6 +32,7 @@ def stats(params: StatsParams, ctx: Context) -> MemoryStats:
     """Count the notes of every namespace and name the embedder in use."""
     s: MemorySettings = ctx.settings
     rows = ctx.db.query("SELECT namespace, count(*) FILTER (WHERE archived_at IS NULL), "
-                        "count(*) FILTER (WHERE archived_at IS NOT NULL) FROM memory.notes GROUP BY 1 ORDER BY 1")
+                        "count(*) FILTER (WHERE archived_at IS NOT NULL) FROM memory.notes WHERE ? OR namespace = ? "
+                        "GROUP BY 1 ORDER BY 1", [params.all_namespaces, ctx.namespace])
     return MemoryStats(embedder=s.embedder, cjk_embedder=s.cjk_embedder or None,
                        namespaces=[NamespaceNotes(namespace=n, notes=int(a), archived=int(b)) for n, a, b in rows])

@@ -72,3 +72,14 @@ def test_recall_answers_short_queries_from_the_command_line(tmp_path: Path) -> N
         out = pal(tmp_path, "--json", "memory", "recall", query)
         assert out.returncode == 0, out.stdout + out.stderr
         assert isinstance(json.loads(out.stdout)["results"], list)
+
+
+def test_stats_verbs_count_every_namespace_or_one(tmp_path: Path) -> None:
+    pal(tmp_path, "-n", "a", "memory", "remember", "note in a")
+    pal(tmp_path, "-n", "b", "kg", "assert-fact", "Ada", "works_at", "Acme")
+    every = json.loads(pal(tmp_path, "--json", "memory", "stats").stdout)["namespaces"]
+    assert [n["namespace"] for n in every] == ["a"]
+    graph = json.loads(pal(tmp_path, "--json", "-n", "a", "kg", "stats", "--no-all-namespaces").stdout)
+    assert graph["namespaces"] == []
+    graph = json.loads(pal(tmp_path, "--json", "kg", "stats").stdout)
+    assert graph["namespaces"] == [{"namespace": "b", "entities": 2, "facts": 1}]
