@@ -31,7 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = ()
 
 # root options that take a value (how main() finds the command word without parsing everything)
 VALUE_OPTIONS = {"--db", "--namespace", "-n", "--actor", "--server", "--idempotency-key"}
-FIXED = {"packs", "verbs", "describe", "call", "info", "serve", "mcp"}
+FIXED = {"packs", "verbs", "describe", "call", "info", "check-pack", "serve", "mcp"}
 
 app = typer.Typer(help="palimpsest: a local-first memory runtime for AI agents.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False,
@@ -261,6 +261,24 @@ def info_cmd() -> None:
     print_info(data)
 
 
+@app.command("check-pack")
+def check_pack_cmd(name: str = typer.Argument(..., help="The pack's name (its entry point name).")) -> None:
+    """Check an installed pack as palimpsest's contract tests check the built-in ones (docstrings, params,
+    descriptions, migrations shipped as package data, a database opens); exit 1 when a check fails."""
+    from runtime.adapters.check import check_pack
+    from runtime.adapters.render import print_json, print_table
+
+    session = _session()
+    rows = check_pack(name)
+    if session.as_json:
+        print_json(rows)
+    else:
+        print_table([{**r, "ok": "ok" if r["ok"] else "FAIL"} for r in rows], title=f"check-pack {name}",
+                    keep=("ok",))
+    if not all(r["ok"] for r in rows):
+        raise typer.Exit(1)
+
+
 def _extra(module: str, extra: str) -> Any:
     """Import an adapter that needs an optional extra, or say how to install it."""
     import importlib
@@ -423,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cli = build_cli()
     try:
-        cli(args=args, prog_name="pal", standalone_mode=False)
+        rc = cli(args=args, prog_name="pal", standalone_mode=False)  # a typer.Exit(n) comes back as n
     except PalimpsestError as exc:
         from runtime.adapters.render import print_error
 
@@ -442,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             return int(exc.exit_code)
         raise
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 def run() -> None:

@@ -108,7 +108,8 @@ class Out:
 
 
 # -- tables ---------------------------------------------------------------------------------------------------
-def print_table(rows: list[dict[str, Any]], title: str | None = None, out: Out | None = None) -> None:
+def print_table(rows: list[dict[str, Any]], title: str | None = None, out: Out | None = None,
+                keep: tuple[str, ...] = ()) -> None:
     """A table of the rows: empty and (past two rows) constant columns are dropped and at most 8 shown.
 
     ``--json`` shows everything.
@@ -120,7 +121,7 @@ def print_table(rows: list[dict[str, Any]], title: str | None = None, out: Out |
         cols.extend(k for k in row if k not in cols)
     cols = [c for c in cols if any(r.get(c) not in (None, "", [], {}) for r in rows)]
     if len(rows) > 2:  # a column with one value for every row says nothing a table needs to repeat
-        cols = [c for c in cols if len({json.dumps(r.get(c), default=str) for r in rows}) > 1]
+        cols = [c for c in cols if c in keep or len({json.dumps(r.get(c), default=str) for r in rows}) > 1]
     cols = cols[:MAX_COLUMNS]
     if not out.terminal:  # plain, aligned columns: no borders, no colour
         cells = [[_cell(r.get(c, "")) for c in cols] for r in rows]
