@@ -1,4 +1,4 @@
-"""``kg.stats``: how many entities and facts each namespace holds (``pal info``)."""
+"""``kg.stats``: how many entities and facts the namespace holds (``pal info``)."""
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
@@ -9,7 +9,7 @@ from runtime.params import NamespacedParams
 
 
 class StatsParams(NamespacedParams):
-    all_namespaces: bool = Field(True, description="Count every namespace (false: only the call's namespace).")
+    pass
 
 
 class NamespaceGraph(BaseModel):
@@ -19,14 +19,14 @@ class NamespaceGraph(BaseModel):
 
 
 class GraphStats(BaseModel):
-    namespaces: list[NamespaceGraph] = Field(description="Every namespace with entities or facts, by name.")
+    namespaces: list[NamespaceGraph] = Field(description="The namespace's counts (empty: it holds nothing).")
 
 
 @pack.verb("stats", act=Act.ASSERTIVE)
 def stats(params: StatsParams, ctx: Context) -> GraphStats:
-    """Count the entities and facts of every namespace."""
+    """Count the entities and facts of the namespace (like every verb, it sees no other namespace)."""
     rows = ctx.db.query(
         "SELECT namespace, sum(e), sum(f) FROM (SELECT namespace, count(*) AS e, 0 AS f FROM kg.entities GROUP BY 1 "
         "UNION ALL SELECT namespace, 0, count(DISTINCT fact_id) FROM kg.facts GROUP BY 1) "
-        "WHERE ? OR namespace = ? GROUP BY 1 ORDER BY 1", [params.all_namespaces, ctx.namespace])
+        "WHERE namespace = ? GROUP BY 1 ORDER BY 1", [ctx.namespace])
     return GraphStats(namespaces=[NamespaceGraph(namespace=n, entities=int(e), facts=int(f)) for n, e, f in rows])

@@ -3,7 +3,9 @@
 The runtime part (version, database path, backend, size on disk, packs and their schema versions) comes from the
 open runtime; what a pack holds comes from its own ``<pack>.stats`` verb when it has one (a convention, not a
 requirement: ``memory.stats`` names the embedder and counts notes per namespace, ``kg.stats`` counts entities
-and facts), so ``pal --server URL info`` asks the server the same questions.
+and facts, each for one namespace); the namespaces in use come from the store's owner view
+(:func:`runtime.info.store_namespaces`). ``pal --server URL info`` asks the server the same questions for the
+call's namespace (a server lists no namespaces: no verb sees across them).
 """
 from __future__ import annotations
 
@@ -34,18 +36,25 @@ def gather(session: Any) -> dict[str, Any]:
         data["packs"] = [{"pack": p.name, "version": p.version, "schema": versions.get(p.name)}
                          for p in rt.catalog.packs.values()]
         verbs = [v.full_name for v in rt.verbs()]
-    stats: dict[str, Any] = {}
-    for pack in (p["pack"] for p in data["packs"]):
-        if f"{pack}.stats" in verbs:
-            stats[pack] = session.call(f"{pack}.stats", {})
-    namespaces: dict[str, dict[str, Any]] = {}
-    for pack, st in stats.items():
-        for row in st.get("namespaces", []) if isinstance(st, dict) else []:
-            counts = {k: v for k, v in row.items() if k != "namespace"}
-            namespaces.setdefault(row["namespace"], {}).update(counts)
-    data["namespaces"] = [{"namespace": n, **c} for n, c in sorted(namespaces.items())]
-    embedder = (stats.get("memory") or {}).get("embedder") if isinstance(stats.get("memory"), dict) else None
-    data["embedder"] = embedder
+    stat_packs = [p["pack"] for p in data["packs"] if f"{p['pack']}.stats" in verbs]
+    if session.server:  # a server answers for the call's namespace only: verbs never see another one
+        names = [session.namespace or "default"]
+    else:
+        from runtime.info import store_namespaces
+
+        names = store_namespaces(rt)
+    namespaces, embedder = [], None
+    for ns in names:
+        row: dict[str, Any] = {"namespace": ns}
+        for pack in stat_packs:
+            st = session.call(f"{pack}.stats", {"namespace": ns})
+            for counts in st.get("namespaces", []) if isinstance(st, dict) else []:
+                row.update({k: v for k, v in counts.items() if k != "namespace"})
+            embedder = embedder or (st.get("embedder") if isinstance(st, dict) else None)
+        namespaces.append(row)
+    if embedder is None and "memory" in stat_packs:
+        embedder = session.call("memory.stats", {}).get("embedder")
+    data["namespaces"], data["embedder"] = namespaces, embedder
     return data
 
 

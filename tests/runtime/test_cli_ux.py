@@ -74,12 +74,12 @@ def test_recall_answers_short_queries_from_the_command_line(tmp_path: Path) -> N
         assert isinstance(json.loads(out.stdout)["results"], list)
 
 
-def test_stats_verbs_count_every_namespace_or_one(tmp_path: Path) -> None:
+def test_stats_verbs_count_one_namespace_and_info_lists_them_all(tmp_path: Path) -> None:
     pal(tmp_path, "-n", "a", "memory", "remember", "note in a")
     pal(tmp_path, "-n", "b", "kg", "assert-fact", "Ada", "works_at", "Acme")
-    every = json.loads(pal(tmp_path, "--json", "memory", "stats").stdout)["namespaces"]
-    assert [n["namespace"] for n in every] == ["a"]
-    graph = json.loads(pal(tmp_path, "--json", "-n", "a", "kg", "stats", "--no-all-namespaces").stdout)
-    assert graph["namespaces"] == []
-    graph = json.loads(pal(tmp_path, "--json", "kg", "stats").stdout)
+    assert json.loads(pal(tmp_path, "--json", "-n", "b", "memory", "stats").stdout)["namespaces"] == []
+    graph = json.loads(pal(tmp_path, "--json", "-n", "b", "kg", "stats").stdout)
     assert graph["namespaces"] == [{"namespace": "b", "entities": 2, "facts": 1}]
+    info = json.loads(pal(tmp_path, "--json", "info").stdout)["namespaces"]
+    assert [n["namespace"] for n in info] == ["a", "b"]
+    assert info[0]["notes"] == 1 and info[1]["facts"] == 1
