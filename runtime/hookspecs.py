@@ -30,11 +30,16 @@ def palimpsest_dispatch(call: "CallInfo") -> Any:
 
 
 @hookspec
-def palimpsest_register_commands(cli: Any, invocation: Any) -> None:
+def palimpsest_register_commands(cli: Any, invocation: Any, groups: Any) -> None:
     """Add commands to the ``pal`` command line (llm-style), e.g. ``pal import locomo FILE``.
 
-    ``cli`` is the root ``typer.Typer``; add commands or sub-apps to it. ``invocation()`` returns the running
-    command's session, with ``.runtime()`` (the Runtime honouring ``--db``), ``.namespace``, ``.actor`` and
-    ``.as_json``.
-    Commands must do their work through verbs (``session.runtime().call(...)``), never behind them.
+    ``cli`` is the root ``typer.Typer``; add commands or sub-apps to it. ``groups`` maps each loaded pack's name to
+    its verb group (``groups["kg"]`` is ``pal kg``), to add a command beside the generated ones; an implementation
+    may leave this argument out. ``invocation()`` returns the running command's session:
+    ``.call(verb, params)`` runs a verb locally or through ``--server`` and returns its JSON data (timestamps in
+    UTC), ``.show(data)`` prints it as every command does (JSON with ``--json``), ``.server`` is the server URL
+    or None, ``.namespace``, ``.actor``, ``.as_json``; ``.runtime()`` is the local Runtime (``--db``), for work
+    that must run in-process (it raises a ConfigError under ``--server``).
+    Commands must do their work through verbs (``session.call(...)``), never behind them, so they work through a
+    server too.
     """

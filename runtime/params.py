@@ -5,7 +5,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-NAMESPACE_DOC = "Namespace (defaults to the call's namespace)."
+NAMESPACE_DOC = ("A separate memory space, e.g. one per user or team; leave it out to use the default one.")
 
 
 class Params(BaseModel):

@@ -90,7 +90,8 @@ class Catalog:
             )
         return spec
 
-    def register_cli_commands(self, cli: Any, invocation: Any) -> None:
+    def register_cli_commands(self, cli: Any, invocation: Any, groups: Any = None) -> None:
         """Let packs add their own CLI commands (the ``palimpsest_register_commands`` hook)."""
         if self.plugin_manager is not None:
-            self.plugin_manager.hook.palimpsest_register_commands(cli=cli, invocation=invocation)
+            self.plugin_manager.hook.palimpsest_register_commands(cli=cli, invocation=invocation,
+                                                                  groups=dict(groups or {}))

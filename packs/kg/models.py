@@ -119,29 +119,37 @@ def valid_to_after_start(cls: Any, value: datetime | None, info: ValidationInfo)
 
 
 class FactInput(Params):
-    """One fact to assert."""
+    """One fact: subject, predicate, object, and when it held."""
 
-    subject: Name = Field(description="Subject entity name or alias (created if unknown).")
-    predicate: Predicate = Field(description="Predicate, lower snake_case (works_at).")
-    object: ObjectText = Field(description="Object: an entity name or alias (created if unknown), or a literal "
-                                           "value when literal=true.")
-    literal: bool = Field(False, description="Treat object as a literal value (a number, date, text), not an entity.")
-    valid_from: When | None = Field(None, description="When it became true in the world. Omitted: unknown start "
-                                                      "for a first fact, now when it changes a known one.")
-    valid_to: When | None = Field(None, description="When it stopped being true (exclusive). Omitted: until a "
-                                                    "successor fact starts, or open.")
-    confidence: float | None = Field(None, ge=0, le=1, description="Confidence in [0,1]; default from config.")
-    source_id: SourceId | None = Field(None, description="Id of the memory note that grounds the fact.")
-    allow_coexisting: bool = Field(False, description="Keep this value beside the current one(s) even if the "
-                                                      "predicate's cardinality is 'one'.")
-    subject_kind: Kind | None = Field(None, description="Kind for the subject entity if it is created.")
-    object_kind: Kind | None = Field(None, description="Kind for the object entity if it is created.")
+    subject: Name = Field(description="Who or what the fact is about, e.g. 'Ada' or 'Orion' (created if new).")
+    predicate: Predicate = Field(description="The relation, in lower_snake_case, e.g. 'works_at', "
+                                             "'uses_database', 'lives_in'.")
+    object: ObjectText = Field(description="The value: another person, project or thing, e.g. 'Acme' (created if "
+                                           "new), or plain text when literal is true.")
+    literal: bool = Field(False, description="True when the object is a plain value (a number, date or text such as"
+                                             " '42' or 'blue') rather than a person, project or thing.")
+    valid_from: When | None = Field(None, description="When it became true, e.g. '2023-06-01', '2023-06' or "
+                                                      "'2023'. Leave out if unknown.")
+    valid_to: When | None = Field(None, description="When it stopped being true, if known. Usually left out: the "
+                                                    "next value ends it.")
+    confidence: float | None = Field(None, ge=0, le=1, description="How sure you are, from 0 to 1 (default from "
+                                                                   "config).")
+    source_id: SourceId | None = Field(None, description="The note the fact comes from, as 'm:<note id>' (e.g. "
+                                                         "'m:12'), so it can be traced back.")
+    allow_coexisting: bool = Field(False, description="True when this value holds beside the current one instead "
+                                                      "of replacing it (e.g. a second language someone speaks).")
+    subject_kind: Kind | None = Field(None, description="What the subject is if it is new, e.g. 'person', "
+                                                        "'project', 'organization'.")
+    object_kind: Kind | None = Field(None, description="What the object is if it is new, e.g. 'person', 'project',"
+                                                       " 'organization'.")
 
     _after_start = field_validator("valid_to")(valid_to_after_start)
 
 
 class AssertFactParams(FactInput, NamespacedParams):
-    pass
+    """Record a fact that can change over time, as subject, predicate, object: ('Ada', 'works_at', 'Acme'). A new
+    value for the same subject and predicate ends the old one where the new one starts, so the history of who
+    worked where, or which database a project used, is kept."""
 
 
 class AssertFactsParams(NamespacedParams):

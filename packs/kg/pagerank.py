@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import datetime
 
 import numpy as np
-import scipy.sparse as sp
 
 from runtime import Context
 
@@ -60,6 +59,8 @@ def pagerank_scores(ctx: Context, relations: list[str] | None, node_types: list[
                    "SELECT dst FROM e) ORDER BY node", args)
     nodes = [r[0] for r in ctx.db.fetchall()]
     n = len(nodes)
+    import scipy.sparse as sp  # here, not at import: loading the pack stays cheap (`pal mcp` starts faster)
+
     adj = sp.csr_matrix((w.astype(np.float64), (src.astype(np.int64), dst.astype(np.int64))), shape=(n, n))
     out = np.asarray(adj.sum(axis=1)).ravel()
     dangling = out == 0

@@ -14,18 +14,21 @@ from packs.kg.models import FactOut, Name, Predicate, When
 from packs.kg.reads import entity_by_ref, read_facts, tx_filter, valid_filter
 from packs.kg.store import KgStore
 
-AS_OF_DOC = "Valid time: facts true in the world at this time. Default: known_at if given, else now."
-KNOWN_AT_DOC = "Transaction time: answer with what was recorded (and not yet retracted) at this time. Default: now."
+AS_OF_DOC = ("The facts true at this time, e.g. '2021-06-01', '2021-06' or '2021'. Default: now (or known_at, "
+             "when given).")
+KNOWN_AT_DOC = ("Answer as the memory stood at this time (what had been recorded then, ISO 8601). Default: now.")
 
 
 class FactsParams(NamespacedParams):
-    subject: Name | None = Field(None, description="Subject name or alias.")
-    predicate: Predicate | None = Field(None, description="Predicate.")
-    object: Name | None = Field(None, description="Object entity name/alias or literal value.")
+    """Look up facts: what is true now, or on a given date, about a subject, a relation or a value. Give any of
+    subject, predicate and object; e.g. subject 'Orion' and predicate 'uses_database'."""
+
+    subject: Name | None = Field(None, description="Who or what the facts are about, e.g. 'Orion'.")
+    predicate: Predicate | None = Field(None, description="The relation, e.g. 'uses_database'.")
+    object: Name | None = Field(None, description="The value, e.g. 'Postgres' (who or what has this value).")
     as_of: When | None = Field(None, description=AS_OF_DOC)
     known_at: When | None = Field(None, description=KNOWN_AT_DOC)
-    include_superseded: bool = Field(False, description="Also return facts no longer (or not yet) true: ignore "
-                                                        "valid time unless as_of is given.")
+    include_superseded: bool = Field(False, description="Also return facts that are no longer (or not yet) true.")
     limit: int = Field(1000, ge=1, description="Most facts returned.")
 
 
@@ -34,10 +37,14 @@ class FactsResult(BaseModel):
 
 
 class HistoryParams(NamespacedParams):
-    subject: Name = Field(description="Subject name or alias.")
-    predicate: Predicate = Field(description="Predicate.")
+    """Every value a fact has had over time, oldest first, with when each held: e.g. every database Orion has
+    used, or every company Ada has worked at."""
+
+    subject: Name = Field(description="Who or what the fact is about, e.g. 'Orion'.")
+    predicate: Predicate = Field(description="The relation, e.g. 'uses_database'.")
     known_at: When | None = Field(None, description=KNOWN_AT_DOC)
-    include_versions: bool = Field(False, description="Also list every stored version (transaction-time log).")
+    include_versions: bool = Field(False, description="Also list every recorded change, in the order it was "
+                                                      "recorded (for auditing).")
 
 
 class HistoryResult(BaseModel):

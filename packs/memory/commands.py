@@ -1,18 +1,21 @@
 """``pal import locomo FILE`` and ``pal import jsonl FILE``: the memory pack's CLI commands (a pack hook).
 
-Each import is one call of the sub-handler ``memory.import_file``, hence one transaction: a file rejected at
-any line writes nothing (issue 16, item 2; ADR 0008, "Imports").
+Each import is one call, hence one transaction: a file rejected at any line writes nothing (issue 16, item 2;
+ADR 0008, "Imports"). Locally it is the sub-handler ``memory.import_file`` (it streams the file); with ``--server``
+the file is parsed here and its conversations sent to the server's ``memory.import_conversations`` (the server
+never reads a path named by its caller; the request is bounded by the server's ``[adapters] max_body_bytes``).
 """
 from __future__ import annotations
 
 import json
+import sys
 from contextlib import nullcontext
 from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
 
-from packs.memory.importers import Conversation
+from packs.memory.importers import Conversation, parse_jsonl, parse_locomo
 from runtime import hookimpl
 
 
@@ -42,11 +45,16 @@ def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]
     def run(file: str, fmt: str, scope: Optional[str] = None) -> None:
         session = invocation()
         params = {"path": file, "format": fmt, **({"scope": scope} if scope is not None else {})}
+        quiet = session.as_json or not sys.stderr.isatty()
         with Console(stderr=True).status(f"importing {file} (one transaction: all or nothing)",
-                                         spinner="dots") if not session.as_json else nullcontext():
-            res = session.runtime().call("memory.import_file", params, namespace=session.namespace,
-                                         actor=session.actor, internal=True)
-        counts = {"conversations": res.conversations, "created": res.created, "replayed": res.replayed}
+                                         spinner="dots") if not quiet else nullcontext():
+            if session.server:
+                convs = parse_locomo(file) if fmt == "locomo" else parse_jsonl(file, scope)
+                payload = [{"scope": c.scope, "speakers": c.speakers, "notes": c.notes(fmt)} for c in convs]
+                res = session.call("memory.import_conversations", {"conversations": payload})
+            else:
+                res = session.call("memory.import_file", params, internal=True)
+        counts = {"conversations": res["conversations"], "created": res["created"], "replayed": res["replayed"]}
         print(json.dumps(counts) if session.as_json else
               f"{counts['created']} notes created, {counts['replayed']} already there, "
               f"from {counts['conversations']} conversation(s)")

@@ -3,9 +3,11 @@
 An import is all or nothing (issue 16, item 2). ``memory.import_file`` reads the file itself — a verb call is
 one transaction and params cannot be a stream — in two passes: the first validates every note (streaming, line
 by line for JSONL; nothing is written), the second registers speakers and scopes in the kg and stores the notes
-in batches, all inside the call's transaction. Any error, in either pass, leaves the store as it was. Both verbs
-are sub-handlers: no server exposes them (a server must not read files named by a remote caller); ``pal import``
-calls them in-process with ``internal=True``. See ADR 0008, "Imports".
+in batches, all inside the call's transaction. Any error, in either pass, leaves the store as it was.
+``memory.import_file`` is a sub-handler: no server exposes it (a server must not read files named by a remote
+caller); ``pal import`` calls it in-process with ``internal=True``. ``memory.import_conversations`` takes the
+parsed conversations themselves and is public, so ``pal --server URL import jsonl FILE`` parses the file where it
+is and sends it in one call (one transaction on the server). See ADR 0008, "Imports".
 """
 from __future__ import annotations
 
@@ -205,7 +207,7 @@ def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
     return res
 
 
-@pack.verb("import_conversations", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
+@pack.verb("import_conversations", act=Act.COMMISSIVE)
 def import_conversations(params: ImportConversationsParams, ctx: Context) -> ImportResult:
     """Import parsed conversations (speakers, notes), all or nothing, in this call's one transaction."""
     convs = params.conversations

@@ -26,20 +26,31 @@ UtcDateTime = Annotated[datetime, AfterValidator(utc_naive)]
 
 
 class NoteIn(Params):
-    """One note to remember. Type defaults for salience and decay come from config."""
+    """One note to save, word for word. Type defaults for salience and decay come from config."""
 
-    content: str = Field(description="The note, stored verbatim.")
-    memory_type: MemoryType = Field("episodic", description="episodic (an event) or semantic (a lasting fact).")
-    salience: Optional[float] = Field(None, ge=0, le=1, description="Importance in [0,1] (type default if unset).")
-    decay_factor: Optional[float] = Field(None, ge=0, description="Per-day decay of salience (type default).")
-    occurred_at: Optional[UtcDateTime] = Field(None, description="When it was said or happened (default: now).")
-    tags: list[str] = Field(default_factory=list, description="Free tags.")
-    scope: Optional[str] = Field(None, description="The project or person the note belongs to (a 'wing').")
-    thread: Optional[str] = Field(None, description="A contiguous episode it belongs to (e.g. a chat session).")
-    kind: Optional[Kind] = Field(None, description="decision|milestone|problem|preference|emotional|none "
-                                                   "(classified from the content when unset).")
-    source_id: Optional[str] = Field(None, description="Where it came from (message id, file, URL).")
-    key: Optional[str] = Field(None, min_length=1, max_length=256, description="Idempotency key.")
+    content: str = Field(description="The text to remember, stored exactly as given. Make it understandable on "
+                                     "its own, e.g. 'We chose Postgres for Orion because invoices need strict "
+                                     "transactions'.")
+    memory_type: MemoryType = Field("episodic", description="'episodic' for something that happened (the default),"
+                                                            " 'semantic' for a lasting fact or rule.")
+    salience: Optional[float] = Field(None, ge=0, le=1, description="How important it is, from 0 to 1 (e.g. 0.9 "
+                                                                     "for a key decision). Leave out for the default.")
+    decay_factor: Optional[float] = Field(None, ge=0, description="How fast its importance fades per day (0: never)."
+                                                                  " Leave out for the default.")
+    occurred_at: Optional[UtcDateTime] = Field(None, description="When it was said or happened, ISO 8601 (e.g. "
+                                                                 "'2026-03-01' or '2026-03-01T14:30:00Z'). Default: "
+                                                                 "now.")
+    tags: list[str] = Field(default_factory=list, description="Short labels to filter by later, e.g. ['billing', "
+                                                              "'db'].")
+    scope: Optional[str] = Field(None, description="The project, person or topic the note belongs to, e.g. 'orion'. "
+                                                   "Recall can be limited to it.")
+    thread: Optional[str] = Field(None, description="The conversation or session it came from, e.g. a chat id.")
+    kind: Optional[Kind] = Field(None, description="decision, milestone, problem, preference, emotional or none. "
+                                                   "Guessed from the text when left out.")
+    source_id: Optional[str] = Field(None, description="Where it came from: a message id, file name or URL.")
+    key: Optional[str] = Field(None, min_length=1, max_length=256, description="A unique key of your choice: "
+                                                                              "saving again with the same key "
+                                                                              "does not create a duplicate.")
 
     @field_validator("content")
     @classmethod
@@ -69,7 +80,8 @@ class NoteIn(Params):
 
 
 class RememberParams(NoteIn, NamespacedParams):
-    pass
+    """Save one note to long-term memory, word for word. Write one self-contained idea per note: a decision and
+    its reason, a preference, a fact about a person or project, a problem and its fix."""
 
 
 class Note(BaseModel):
@@ -109,27 +121,40 @@ class RememberManyResult(BaseModel):
 
 
 class RecallFilters(Params):
-    memory_type: Optional[MemoryType] = None
-    kind: Optional[Kind] = None
-    scope: Optional[str] = None
-    tags: list[str] = Field(default_factory=list)
-    tag_mode: Literal["any", "all"] = "any"
-    min_salience: Optional[float] = Field(None, ge=0, le=1)
-    created_after: Optional[UtcDateTime] = None
-    created_before: Optional[UtcDateTime] = None
-    as_of: Optional[UtcDateTime] = Field(None, description="Recall only what existed then.")
-    include_superseded: bool = False
+    memory_type: Optional[MemoryType] = Field(None, description="Only 'episodic' (events) or only 'semantic' "
+                                                                "(lasting facts) notes.")
+    kind: Optional[Kind] = Field(None, description="Only notes of this kind, e.g. 'decision'.")
+    scope: Optional[str] = Field(None, description="Only notes of this project, person or topic, e.g. 'orion'.")
+    tags: list[str] = Field(default_factory=list, description="Only notes with these tags (see tag_mode).")
+    tag_mode: Literal["any", "all"] = Field("any", description="'any': a note needs one of the tags; 'all': every "
+                                                               "tag.")
+    min_salience: Optional[float] = Field(None, ge=0, le=1, description="Only notes at least this important "
+                                                                        "(0 to 1).")
+    created_after: Optional[UtcDateTime] = Field(None, description="Only notes saved after this time (ISO 8601).")
+    created_before: Optional[UtcDateTime] = Field(None, description="Only notes saved before this time (ISO 8601).")
+    as_of: Optional[UtcDateTime] = Field(None, description="Recall memory as it was at this time (ISO 8601): "
+                                                           "notes saved later are left out.")
+    include_superseded: bool = Field(False, description="Also return old versions that a newer note replaced.")
 
 
 class RecallParams(RecallFilters, NamespacedParams):
-    query: str = Field(description="What to recall.")
-    limit: int = Field(10, ge=1, le=200)
-    min_score: Optional[float] = Field(None, ge=0, le=1)
-    include_breakdown: bool = Field(False, description="Return each result's score components.")
-    fusion: Optional[Fusion] = Field(None, description="Override the configured fusion (rrf|weighted|union|…).")
-    now: Optional[UtcDateTime] = Field(None, description="The 'now' ages are measured to (default: the clock).")
-    expand_graph: bool = Field(False, description="Also walk memory edges from the best candidates and add the "
-                                                  "notes reached (memory.recall_expand, ADR 0012).")
+    """Search long-term memory for the notes that best answer a question, best first. Matches by meaning and by
+    words; recent and important notes rank higher. Call it before answering anything about past work, people
+    or preferences; an empty list means nothing relevant was saved."""
+
+    query: str = Field(description="What you want to know, in plain words, e.g. 'which database does Orion use?'."
+                                   " Short queries work too.")
+    limit: int = Field(10, ge=1, le=200, description="Most notes returned (default 10).")
+    min_score: Optional[float] = Field(None, ge=0, le=1, description="Leave out notes scoring below this "
+                                                                     "(0 to 1).")
+    include_breakdown: bool = Field(False, description="Also return the numbers each note was ranked by "
+                                                       "(for debugging).")
+    fusion: Optional[Fusion] = Field(None, description="How word and meaning matches are combined; leave out for "
+                                                       "the configured one.")
+    now: Optional[UtcDateTime] = Field(None, description="Treat this time as now when weighing how recent notes "
+                                                         "are (default: the current time).")
+    expand_graph: bool = Field(False, description="Also return notes linked to the best matches (e.g. the note a "
+                                                  "decision supersedes).")
 
 
 class Breakdown(BaseModel):

@@ -11,16 +11,22 @@ from runtime.params import NamespacedParams
 
 
 class ExplainParams(NamespacedParams):
+    """Answer a 'why' or 'what happened' question with evidence: the notes that explain it (decisions first),
+    the known facts about the people and projects it names, with when each fact held and which note it came
+    from. Use it when you need the reasons behind an answer, not just matching notes."""
+
     query: str = Field(description="The question, e.g. 'why did we choose Postgres for Orion?'.")
-    scope: Optional[str] = Field(None, min_length=1, description="Search this scope; default: inferred from a "
-                                                                  "detected entity that owns a scope.")
-    kind: Optional[Kind] = Field(None, description="Only notes of this kind (e.g. decision).")
-    as_of: Optional[UtcDateTime] = Field(None, description="Valid time of the KG facts (default: now). Memories "
-                                                           "are recalled as they are now.")
-    include_kg: bool = Field(True, description="Look up the detected entities' facts and their source notes.")
-    include_tunnels: bool = Field(False, description="List the topics (tags, kinds) the scope shares with other "
-                                                     "scopes.")
-    limit: int = Field(5, ge=1, le=50, description="Most memories returned.")
+    scope: Optional[str] = Field(None, min_length=1, description="Search only this project or topic; default: "
+                                                                  "the one the question names, if any.")
+    kind: Optional[Kind] = Field(None, description="Only notes of this kind, e.g. 'decision'.")
+    as_of: Optional[UtcDateTime] = Field(None, description="Which facts to show: those true at this time (ISO "
+                                                           "8601; default: now). Notes are searched as they are "
+                                                           "now.")
+    include_kg: bool = Field(True, description="Also show the facts known about the people and projects the "
+                                               "question names, and the notes they came from.")
+    include_tunnels: bool = Field(False, description="Also list the topics (tags, kinds) this project shares with "
+                                                     "other projects.")
+    limit: int = Field(5, ge=1, le=50, description="Most notes returned (default 5).")
 
     @field_validator("scope")
     @classmethod

@@ -242,7 +242,11 @@ class CandidatesGroupResult(BaseModel):
 
 
 class ArchiveParams(NamespacedParams):
-    ids: list[int] = Field(min_length=1, description="Notes to archive.")
+    """Forget notes that are wrong or no longer wanted: they leave search results but stay readable by id and in
+    the history (nothing is erased)."""
+
+    ids: list[int] = Field(min_length=1, description="The ids of the notes to forget, as returned by remember or "
+                                                     "recall, e.g. [12, 15].")
 
 
 class ArchiveResult(BaseModel):

@@ -18,20 +18,23 @@ from packs.memory.models import (Candidates, CandidatesParams, CandidatesResult,
                                  ScoreResult)
 from packs.memory.core import pack
 from packs.memory.settings import MemorySettings
-from packs.memory.text import cjk_ratio, is_meaningless_query
+from packs.memory.text import cjk_ratio, has_content
 from runtime import Act, Context, Visibility, errors
 
 SUB = {"act": Act.ASSERTIVE, "visibility": Visibility.SUBHANDLER}
 
 
 def check_query(query: str, s: MemorySettings, verb: str) -> None:
+    """Only an empty query (no letter or digit) or an over-long one is an error. A short or stop-word-only query
+    ("hello", "what", "a") is an ordinary question: the vector leg still ranks by meaning, the keyword leg finds
+    what it can, and no result is an answer too (issue 20, item 4)."""
     if len(query) > s.max_query_chars:
         raise errors.LimitExceeded(f"query is {len(query)} characters; the limit is {s.max_query_chars}",
                                    verb=verb, details={"errors": [{"loc": ["query"], "msg": "query too long"}]})
-    if is_meaningless_query(query):
+    if not has_content(query):
         raise errors.InvalidParams(
-            f"query {query!r} has nothing to search for (fewer than 2 letters, one repeated character, "
-            "or only stop words)", verb=verb, details={"errors": [{"loc": ["query"], "msg": "meaningless query"}]})
+            f"query {query!r} is empty: it has no letter or digit to search for", verb=verb,
+            details={"errors": [{"loc": ["query"], "msg": "empty query"}]})
 
 
 # -- the stages as plain functions --------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ __all__ = [
     "STOPWORDS",
     "cjk_ratio",
     "is_cjk_char",
+    "has_content",
     "is_meaningless_query",
     "tokenize",
     "tokenize_query",
@@ -175,6 +176,11 @@ def tokenize_query(text: str, max_terms: int = 16) -> list[str]:
             if len(seen) >= max_terms:
                 break
     return list(seen)
+
+
+def has_content(q: str) -> bool:
+    """Whether a query has anything to search with: at least one letter or digit (CJK counts)."""
+    return any(unicodedata.category(ch)[0] in "LN" for ch in unicodedata.normalize("NFKC", q))
 
 
 def is_meaningless_query(q: str) -> bool:

@@ -26,13 +26,20 @@ METADATA = ("tags", "salience", "decay_factor", "kind", "scope")
 
 
 class UpdateParams(NamespacedParams):
-    id: NoteId = Field(description="The note to change.")
-    content: Optional[str] = Field(None, description="New text: stored as a new version that supersedes this one.")
-    tags: Optional[list[str]] = Field(None, description="Replace the tags.")
-    salience: Optional[float] = Field(None, ge=0, le=1, description="New salience.")
-    decay_factor: Optional[float] = Field(None, ge=0, allow_inf_nan=False, description="New decay per day.")
-    kind: Optional[Kind] = Field(None, description="New kind (decision, milestone, problem, …).")
-    scope: Optional[str] = Field(None, min_length=1, description="Move the note to this scope.")
+    """Correct or change a saved note. New text becomes a new version that replaces the old one in search (the
+    old one stays in the history); tags, importance, kind and scope are changed in place. Give only what
+    changes."""
+
+    id: NoteId = Field(description="The id of the note to change, as returned by remember or recall.")
+    content: Optional[str] = Field(None, description="The corrected text, in full (it replaces the old text in "
+                                                     "search).")
+    tags: Optional[list[str]] = Field(None, description="The new list of tags (replaces the old list).")
+    salience: Optional[float] = Field(None, ge=0, le=1, description="New importance, from 0 to 1.")
+    decay_factor: Optional[float] = Field(None, ge=0, allow_inf_nan=False, description="How fast its importance "
+                                                                                       "fades per day (0: never).")
+    kind: Optional[Kind] = Field(None, description="New kind: decision, milestone, problem, preference, emotional "
+                                                   "or none.")
+    scope: Optional[str] = Field(None, min_length=1, description="Move the note to this project, person or topic.")
 
     @field_validator("content")
     @classmethod

@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
 from runtime.adapters import web
 from runtime.adapters.serving import (
-    ACTOR_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, run_uvicorn,
+    ACTOR_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
     stop_on_signals, success, tool_name, url_of,
 )
 
@@ -160,7 +160,7 @@ def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], bod
         except Exception as exc:  # a bug: answer in the one shape, keep the traceback in the log
             log.exception("%s failed", spec.full_name)
             return error_response(errors.InternalError(f"unexpected {type(exc).__name__}: {exc}", verb=spec.full_name))
-        return JSONResponse(success(spec.full_name, result.model_dump(mode="json")))
+        return JSONResponse(success(spec.full_name, result_data(result)))
 
     sig: list[inspect.Parameter] = [inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request)]
     for placeholder, target in path_params.items():

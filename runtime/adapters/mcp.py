@@ -19,6 +19,7 @@ linked as neighbours (ADR 0008); a ``thread`` the client passes wins.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import logging
@@ -31,49 +32,149 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server
 
-from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
+from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors, load_catalog
 from runtime.adapters.mcp_stdio import checked_stdio_server
 from runtime.adapters.serving import (
     AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
-    run_uvicorn, stop_on_signals, success, tool_name, url_of,
+    result_data, run_uvicorn, stop_on_signals, success, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.mcp")
 
 
-def tool_for(spec: VerbSpec) -> types.Tool:
+def tool_for(spec: VerbSpec, *, output_schema: bool = True) -> types.Tool:
+    """The MCP tool of a verb. Its description is the params model's docstring when it has one (written for an
+    agent: what the tool is for and when to call it), else the first paragraph of the verb's docstring; the
+    input schema is the params model's, compacted (no titles, ``X | None`` as ``X``); the output schema (the
+    result model's) only when asked, since it is most of a tool's size and a client needs it only to
+    validate the structured result."""
+    schema = spec.params_model.model_json_schema()
+    description = " ".join((schema.pop("description", None) or first_paragraph(spec.doc) or spec.full_name).split())
     return types.Tool(
-        name=tool_name(spec.full_name), title=spec.full_name, description=spec.doc or spec.full_name,
-        input_schema=spec.params_model.model_json_schema(),
-        output_schema=spec.result_model.model_json_schema(mode="serialization"),
+        name=tool_name(spec.full_name), title=spec.full_name, description=description,
+        input_schema=compact_schema(schema),
+        output_schema=spec.result_model.model_json_schema(mode="serialization") if output_schema else None,
         annotations=types.ToolAnnotations(read_only_hint=not spec.writes, open_world_hint=False),
     )
+
+
+def first_paragraph(doc: str) -> str:
+    return " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else ""
+
+
+def compact_schema(schema: Any) -> Any:
+    """A JSON schema without what an agent does not read: ``title`` keywords, ``default: null``, and the
+    ``anyOf [X, null]`` pydantic writes for an optional field (a field left out is already "not given")."""
+    if isinstance(schema, list):
+        return [compact_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = compact_schema(value)
+    options = out.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if o != {"type": "null"}]
+        if len(kept) == 1 and len(kept) < len(options):
+            del out["anyOf"]
+            out = {**kept[0], **out}
+    return out
 
 
 def error_result(exc: PalimpsestError) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=json.dumps(exc.to_dict()))], is_error=True)
 
 
-def _refusal(runtime: Runtime, name: str) -> PalimpsestError:
-    """Why a tool name is not callable: a sub-handler (refused) or no such tool."""
+def _refusal(runtime: Any, name: str, listed: Any = None) -> PalimpsestError:
+    """Why a tool name is not callable: a sub-handler (refused), a verb this server does not list, or no such
+    tool."""
+    listed = set(listed) if listed is not None else {tool_name(s.full_name) for s in runtime.verbs()}
     for spec in runtime.verbs(include_subhandlers=True):
         if name in (spec.full_name, tool_name(spec.full_name)):
             if spec.visibility.value != "public":
                 return errors.Forbidden(f"{spec.full_name} is a sub-handler of pack {spec.pack!r}; it is not exposed "
                                         "over MCP", verb=spec.full_name)
+            if tool_name(spec.full_name) not in listed:
+                return errors.VerbNotFound(f"tool {tool_name(spec.full_name)!r} is not served here (start the "
+                                           "server with --tools all, or name it in --tools)", verb=spec.full_name)
             return errors.VerbNotFound(f"no tool named {name!r}; did you mean {tool_name(spec.full_name)!r}?",
                                        verb=spec.full_name)
-    known = sorted(tool_name(s.full_name) for s in runtime.verbs())
+    known = sorted(listed)
     return errors.VerbNotFound(f"no tool named {name!r}", details={"known": known})
 
 
-def build_server(runtime: Runtime, *, actor: str | None = None) -> Server:
-    """A low-level MCP server over an open runtime (the catalog is read once, when built); every tool call is
-    made for ``actor``."""
+CORE = "core"
+ALL = "all"
+INSTRUCTIONS = """palimpsest is your long-term memory: it keeps what you are told across conversations.
+
+- Save what will matter later with memory_remember: decisions and why, preferences, facts about people and
+  projects, problems and their fixes. One idea per note, written so it makes sense alone ("We chose Postgres for
+  Orion because invoices need strict transactions", not "ok, that one"). Give a scope (the project or topic) and
+  an occurred_at when the event did not happen just now.
+- Before answering a question about past work, people or preferences, call memory_recall with a short natural
+  question; use memory_explain when you need the reasons and the facts behind an answer. An empty result means
+  nothing was saved about it: say so rather than guess.
+- When something changes, do not delete the old note: memory_update records a new version (the old one stays in
+  the history), memory_archive hides a note that is wrong or no longer wanted.
+- Facts that change over time (who works where, which database a project uses) go to kg_assert_fact with a
+  valid_from date; a new value for the same subject and predicate closes the old one. kg_facts answers "what is
+  true now / on that date"; kg_fact_history shows every value over time.
+- Times are ISO 8601 in UTC (2026-03-01 or 2026-03-01T14:30:00Z)."""
+
+
+def select_tools(specs: list[VerbSpec], choice: str | list[str] | None, config: Any) -> list[VerbSpec]:
+    """The tools to list: ``core`` (``[mcp] tools`` in config, plus every tool of a loaded pack neither that list
+    nor ``[mcp] packs_without_core_tools`` mentions: a pack you installed shows up until you choose), ``all``, or verb / tool names (comma-separated text or a list). An unknown name is a ConfigError
+    that lists the known ones."""
+    by_name = {s.full_name: s for s in specs} | {tool_name(s.full_name): s for s in specs}
+    choice = CORE if choice is None else choice
+    if isinstance(choice, str) and choice.strip() == ALL:
+        return specs
+    if isinstance(choice, str) and choice.strip() == CORE:
+        section = config.get("mcp") or {}
+        names = list(section.get("tools") or [])
+        if not names:
+            return specs
+        named_packs = {n.replace("_", ".", 1).split(".", 1)[0] for n in names}
+        named_packs |= set(section.get("packs_without_core_tools") or [])
+        wanted = [n for n in names if n in by_name]  # a core tool of a pack that is not loaded is left out
+        # a pack the list does not mention (one you installed) keeps all its tools until you name some
+        wanted += [s.full_name for s in specs if s.pack not in named_packs]
+    else:
+        names = [n.strip() for n in choice.split(",")] if isinstance(choice, str) else list(choice)
+        names = [n for n in names if n]
+        unknown = [n for n in names if n not in by_name]
+        if unknown or not names:
+            raise errors.ConfigError(f"--tools: unknown tool(s) {', '.join(unknown) or '(none given)'}; use core, "
+                                     f"all, or names from: {', '.join(sorted(s.full_name for s in specs))}",
+                                     details={"unknown": unknown})
+        wanted = names
+    chosen: dict[str, VerbSpec] = {}
+    for n in wanted:
+        chosen.setdefault(by_name[n].full_name, by_name[n])
+    return list(chosen.values())
+
+
+def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[str] | None = ALL,
+                 output_schemas: bool | None = None) -> Server:
+    """A low-level MCP server over an open runtime, or a :class:`Forwarder` to a ``pal serve`` (the catalog is read
+    once, when built); every tool call is made for ``actor``. ``tools``: see :func:`select_tools`;
+    ``output_schemas``: list each tool's output schema (default ``[mcp] output_schemas``)."""
     runtime.check_actor(actor)  # a bad --actor fails the start, not every call
-    public = {tool_name(spec.full_name): spec for spec in runtime.verbs()}
-    tools = [tool_for(spec) for spec in public.values()]
-    inputs = {tool.name: tool.input_schema for tool in tools}
+    config = getattr(runtime, "config", {}) or {}
+    chosen = select_tools(runtime.verbs(), tools, config)
+    if output_schemas is None:
+        output_schemas = bool((config.get("mcp") or {}).get("output_schemas", False))
+    public = {tool_name(spec.full_name): spec for spec in chosen}
+    tool_list = [tool_for(spec, output_schema=output_schemas) for spec in public.values()]
+    inputs = {tool.name: tool.input_schema for tool in tool_list}
     server_thread = f"mcp-{uuid.uuid4().hex[:12]}"  # stdio: this server serves one client session
     session_threads: dict[str, str] = {}  # streamable HTTP: the transport's session id → its thread
 
@@ -87,12 +188,12 @@ def build_server(runtime: Runtime, *, actor: str | None = None) -> Server:
         return session_threads.setdefault(sid, f"mcp-{uuid.uuid4().hex[:12]}")
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=tool_list)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = public.get(params.name)
         if spec is None:
-            return error_result(_refusal(runtime, params.name))
+            return error_result(_refusal(runtime, params.name, public))
         arguments = dict(params.arguments or {})
         named = arguments.get("actor")
         if actor is not None and named is not None and named != actor:
@@ -110,29 +211,97 @@ def build_server(runtime: Runtime, *, actor: str | None = None) -> Server:
         except Exception as exc:  # a bug: still the one error shape; the traceback goes to the log
             log.exception("%s failed", spec.full_name)
             return error_result(errors.InternalError(f"unexpected {type(exc).__name__}: {exc}", verb=spec.full_name))
-        data = result.model_dump(mode="json")
+        data = result_data(result)
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(success(spec.full_name, data)))],
                                     structured_content=data)
 
-    return Server("palimpsest", version=__version__, instructions="palimpsest memory: one tool per verb.",
+    return Server("palimpsest", version=__version__, instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool,
                   get_tool_input_schema=lambda name: inputs.get(name))
 
 
-def serve_stdio(runtime: Runtime, *, actor: str | None = None) -> None:
+class Forwarder:
+    """Stands in for a runtime when another process holds the database and serves it over HTTP: the tools are
+    the local catalog's (the same packs are installed), every call goes to that server (``RemoteClient``)."""
+
+    path = None
+
+    def __init__(self, url: str, catalog: Any, config: Any) -> None:
+        from runtime.adapters.remote import RemoteClient
+
+        self.url, self.catalog, self.config = url, catalog, config
+        self.client = RemoteClient(url)
+
+    def verbs(self, *, include_subhandlers: bool = False) -> list[VerbSpec]:
+        return self.catalog.verbs(include_subhandlers=include_subhandlers)
+
+    @staticmethod
+    def check_actor(actor: str | None) -> str | None:
+        return Runtime.check_actor(actor)
+
+    def call(self, verb: str, params: dict[str, Any], *, actor: str | None = None) -> Any:
+        return self.client.call(verb, params, actor=actor)
+
+
+def forward_url(exc: PalimpsestError) -> str | None:
+    """The URL of the ``pal serve`` that holds a locked database (from its ``<db>.server.json``), else None."""
+    holder = (exc.details or {}).get("holder") if isinstance(exc.details, dict) else None
+    if isinstance(holder, dict) and holder.get("kind") == "http" and holder.get("url"):
+        return str(holder["url"])
+    return None
+
+
+def open_or_forward(db: str | None, server: str | None) -> tuple[Any, bool]:
+    """``(runtime or Forwarder, opened here)``: the database itself, or, when ``server`` is given or a
+    ``pal serve`` holds the database, a forwarder to that server."""
+    if not server:
+        try:
+            return Runtime.open(db), True
+        except errors.StorageError as exc:
+            exc = explain_locked(exc)
+            server = forward_url(exc)
+            if server is None:
+                raise exc from None
+            pid = exc.details.get("holder", {}).get("pid")
+            print(f"palimpsest: the database is held by `pal serve` (process {pid}); the MCP tools forward their "
+                  f"calls to {server}", file=sys.stderr, flush=True)
+    catalog, config = load_catalog()
+    return Forwarder(server, catalog, config), False
+
+
+def serve_from_cli(session: Any, *, over_http: bool, host: str | None, port: int | None, token: str | None,
+                   actor: str | None, tools: str | None) -> None:
+    """``pal mcp``: open (or forward), then serve over stdio or streamable HTTP."""
+    target, opened = open_or_forward(session.db, session.server)
+    try:
+        if over_http:
+            serve_http(target, host=host, port=port, token=token, actor=actor, tools=tools)
+        else:
+            serve_stdio(target, actor=actor, tools=tools)
+    finally:
+        if opened:
+            target.close()
+
+
+def serve_stdio(runtime: Any, *, actor: str | None = None, tools: str | list[str] | None = ALL) -> None:
     """Serve MCP over stdin/stdout until the client closes it (stdout carries only the protocol)."""
-    server = build_server(runtime, actor=actor)
+    server = build_server(runtime, actor=actor, tools=tools)
 
     async def main() -> None:
         async with checked_stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    with stop_on_signals(), ServerInfo(runtime.path, "mcp-stdio", None):
+    with stop_on_signals(), _info(runtime, "mcp-stdio", None):
         anyio.run(main)
 
 
-def serve_http(runtime: Runtime, *, host: str | None = None, port: int | None = None, token: str | None = None,
-               actor: str | None = None) -> None:
+def _info(runtime: Any, kind: str, url: str | None) -> Any:
+    """The server info file beside the database; none when forwarding (the server that holds it wrote one)."""
+    return ServerInfo(runtime.path, kind, url) if runtime.path else contextlib.nullcontext()
+
+
+def serve_http(runtime: Any, *, host: str | None = None, port: int | None = None, token: str | None = None,
+               actor: str | None = None, tools: str | list[str] | None = ALL) -> None:
     """Serve MCP over streamable HTTP (loopback unless a token is set) until interrupted; every client's calls
     are made for ``actor``."""
     settings = AdapterSettings.from_config(runtime.config)
@@ -141,12 +310,12 @@ def serve_http(runtime: Runtime, *, host: str | None = None, port: int | None = 
     check_bind(host, token)
     sock = bind_socket(host, settings.mcp_port if port is None else port)
     url = url_of(sock, settings.mcp_path)
-    app = build_server(runtime, actor=actor).streamable_http_app(
+    app = build_server(runtime, actor=actor, tools=tools).streamable_http_app(
         streamable_http_path=settings.mcp_path, host=host, max_request_body_size=settings.max_body_bytes)
     guarded = Guard(app, token=token, max_body_bytes=settings.max_body_bytes,
                     allowed_hosts=loopback_hosts(sock.getsockname()[1]) if is_loopback(host) else None)
-    with stop_on_signals(), ServerInfo(runtime.path, "mcp-http", url):
-        print(f"palimpsest: serving MCP for {runtime.path} at {url}", file=sys.stderr, flush=True)
+    with stop_on_signals(), _info(runtime, "mcp-http", url):
+        print(f"palimpsest: serving MCP for {runtime.path or runtime.url} at {url}", file=sys.stderr, flush=True)
         run_uvicorn(guarded, sock, settings)
 
 
@@ -157,13 +326,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
     parser.add_argument("--actor", help="who every tool call is made for")
+    parser.add_argument("--tools", default=CORE, help="core (default), all, or comma-separated tool names")
+    parser.add_argument("--server", help="forward every call to this `pal serve` URL")
     args = parser.parse_args(argv)
     try:
-        with Runtime.open(args.db) as runtime:
+        target, opened = open_or_forward(args.db, args.server)
+        try:
             if args.http:
-                serve_http(runtime, host=args.host, port=args.port, actor=args.actor)
+                serve_http(target, host=args.host, port=args.port, actor=args.actor, tools=args.tools)
             else:
-                serve_stdio(runtime, actor=args.actor)
+                serve_stdio(target, actor=args.actor, tools=args.tools)
+        finally:
+            if opened:
+                target.close()
     except PalimpsestError as exc:
         exc = explain_locked(exc)
         print(json.dumps(exc.to_dict()), file=sys.stderr)

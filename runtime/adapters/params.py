@@ -1,9 +1,10 @@
 """Turn a verb's pydantic params model into a typer command signature, field by field.
 
 Required scalars become positional arguments (in field order); other scalars typed options; enums and
-literals choices; booleans ``--x/--no-x`` flags; lists of scalars repeatable options; dates text that pydantic
-parses; anything nested (objects, lists of objects) JSON text. Every option defaults to "not given", so the
-params model's own defaults apply.
+literals choices; booleans ``--x/--no-x`` flags; lists of scalars repeatable options that also split on commas
+(``--tags a,b`` and ``--tags a --tags b`` are the same two tags); dates text that pydantic parses; anything nested
+(objects, lists of objects) JSON text. Every option defaults to "not given", so the params model's own defaults
+apply. A text value given as ``-`` is read from stdin (``echo … | pal memory remember -``).
 """
 from __future__ import annotations
 
@@ -56,8 +57,8 @@ def _cli_type(name: str, tp: Any) -> tuple[Any, str]:
         inner_choice = _choice_enum(name, inner)
         if inner_choice is not None:
             return list[inner_choice], "enum_list"  # type: ignore[valid-type]
-        if inner in SCALARS:
-            return list[inner], "list"  # type: ignore[valid-type]
+        if inner in SCALARS:  # typed as text so "1,2" splits before pydantic converts each item
+            return list[str], "list"
     return str, "json"
 
 
@@ -78,6 +79,10 @@ def _parameter(name: str, field: FieldInfo, kinds: dict[str, str]) -> inspect.Pa
     cli_tp, kind = _cli_type(name, tp)
     kinds[name] = kind
     help_ = (field.description or "") + (" (JSON)" if kind == "json" else "")
+    if kind == "list":
+        help_ += " (repeat the option or separate values with commas)"
+    elif tp is str:
+        help_ += " ('-' reads it from stdin)" if field.is_required() else ""
     flag = "--" + name.replace("_", "-")
     if field.is_required() and kind in ("plain", "enum") and tp is not bool:
         return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -102,7 +107,9 @@ def collect(model: type[BaseModel], kinds: dict[str, str], values: dict[str, Any
         elif kind == "enum_list":
             value = [v.value for v in value]
         elif kind == "list":
-            value = list(value)
+            value = [part.strip() for v in value for part in str(v).split(",") if part.strip()]
+        elif value == "-" and isinstance(value, str):
+            value = read_stdin(key, verb)
         elif kind == "json":
             try:
                 value = json.loads(value)
@@ -111,6 +118,24 @@ def collect(model: type[BaseModel], kinds: dict[str, str], values: dict[str, Any
                                            details={"errors": [{"loc": [key], "msg": str(exc)}]}) from None
         out[key] = value
     return out
+
+
+_stdin_used: list[str] = []
+
+
+def read_stdin(key: str, verb: str) -> str:
+    """The text of ``-``: all of stdin, once per command (a second ``-`` cannot be told apart)."""
+    import sys
+
+    if _stdin_used:
+        raise errors.InvalidParams(f"only one value can be read from stdin ('-'); {_stdin_used[0]} already was",
+                                   verb=verb, details={"errors": [{"loc": [key], "msg": "stdin already read"}]})
+    _stdin_used.append(key)
+    if sys.stdin is None or sys.stdin.isatty():
+        raise errors.InvalidParams(f"{key} is '-' (read from stdin) but stdin is a terminal, not a pipe or file",
+                                   verb=verb, details={"errors": [{"loc": [key], "msg": "nothing piped in"}]})
+    text = sys.stdin.read()
+    return text[:-1] if text.endswith("\n") else text
 
 
 def make_command(model: type[BaseModel], verb: str, run: Callable[[dict[str, Any]], None]) -> Callable[..., None]:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hmac
 import ipaddress
 import json
@@ -23,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Mapping
 
-from runtime import PalimpsestError, errors, load_catalog
+from runtime import errors
+from runtime.errors import PalimpsestError
 
 INFO_SUFFIX = ".server.json"
 TOKEN_ENV = "PALIMPSEST_TOKEN"
@@ -35,6 +37,28 @@ LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 def tool_name(verb: str) -> str:
     """The MCP tool / OpenAPI operation name of a verb: ``memory.recall`` → ``memory_recall``."""
     return verb.replace(".", "_")
+
+
+def result_data(result: Any) -> Any:
+    """The JSON data of a verb's result, as every adapter outputs it: a timestamp always carries its zone.
+
+    Packs keep times as naive UTC datetimes (the house rule); every output says UTC (``…T09:30:00Z``), found
+    as datetime objects in the model's Python dump (never by looking at strings, so a note whose text looks like a
+    time is left alone). Python callers of ``Runtime.call`` still get the naive UTC datetimes."""
+    from pydantic_core import to_jsonable_python
+
+    data = result.model_dump(mode="python") if hasattr(result, "model_dump") else result
+    return to_jsonable_python(_utc(data), inf_nan_mode="null")
+
+
+def _utc(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+    if isinstance(value, dict):
+        return {k: _utc(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_utc(v) for v in value]
+    return value
 
 
 def success(verb: str, data: Any) -> dict[str, Any]:
@@ -73,6 +97,8 @@ class AdapterSettings:
 
 def client_settings() -> AdapterSettings:
     """Adapter settings for a process that opens no runtime (the ``--server`` client): config only, no packs."""
+    from runtime import load_catalog
+
     env = {k: v for k, v in os.environ.items() if k not in ("PALIMPSEST_PACKS", "PALIMPSEST_DISABLE_PACKS")}
     _, config = load_catalog(config={"runtime": {"packs": [], "disabled": []}}, env=env, discover_packs=False)
     return AdapterSettings.from_config(config, env)
@@ -137,7 +163,7 @@ class ServerInfo:
     def __init__(self, db: str | Path, kind: str, url: str | None) -> None:
         self.path = info_path(db)
         self.data = {"pid": os.getpid(), "kind": kind, "url": url, "database": str(db),
-                     "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                     "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
     def __enter__(self) -> "ServerInfo":
         if self.path is not None:

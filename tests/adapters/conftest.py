@@ -44,6 +44,9 @@ def child_env(**extra: str) -> dict[str, str]:
     """The environment of a child process: no user config, no stray PALIMPSEST_* settings, our paths importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
     env.update(ISOLATED)
+    from runtime.testing import ISOLATED_ENV  # the session's packs: an unrelated installed pack stays out
+
+    env.update({k: v for k, v in ISOLATED_ENV.items() if k == "PALIMPSEST_DISABLE_PACKS"})
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(EXAMPLE_DIR), str(HERE)])
     env.update(extra)
     return env

@@ -12,7 +12,8 @@ BUILT_IN_PUBLIC_VERBS = frozenset({
     "kg.retract_fact", "kg.stats", "kg.timeline", "kg.unlink", "kg.upsert_entity",
     "memory.archive", "memory.belief_history", "memory.centrality", "memory.consolidate", "memory.count",
     "memory.consolidation_candidates", "memory.edges", "memory.explain", "memory.get", "memory.history", "memory.link",
-    "memory.link_many", "memory.list", "memory.namespaces", "memory.prune", "memory.recall", "memory.reembed", "memory.remember", "memory.remember_many",
+    "memory.link_many", "memory.list", "memory.prune", "memory.recall", "memory.reembed", "memory.remember", "memory.remember_many",
+    "memory.import_conversations", "memory.namespaces", "memory.stats",
     "memory.unlink", "memory.update", "memory.upsert_belief", "memory.walk",
 })
 

@@ -18,8 +18,9 @@ CONFIG = {"packs": {"memory": {"embedder": "hashing"}}}
 
 @pytest.fixture
 def client(tmp_path):
-    rt = Runtime.open(tmp_path / "pal.db", discover_packs=True, config=CONFIG,
-                      env={"PALIMPSEST_CONFIG_DISABLED": "1"})
+    from runtime.testing import ISOLATED_ENV  # the built-in packs only, whatever else is installed
+
+    rt = Runtime.open(tmp_path / "pal.db", discover_packs=True, config=CONFIG, env=ISOLATED_ENV)
     try:
         yield TestClient(create_app(rt), raise_server_exceptions=False)
     finally:

@@ -63,7 +63,12 @@ def test_stdio_server_lists_tools_and_calls_verbs(tmp_path):
             assert note.description == "Write a note down."
             import palimpsest_example
 
-            assert note.input_schema == palimpsest_example.NoteParams.model_json_schema()
+            from runtime.adapters.mcp import compact_schema
+
+            schema = palimpsest_example.NoteParams.model_json_schema()
+            schema.pop("description", None)  # a params model's docstring becomes the tool's description
+            assert note.input_schema == compact_schema(schema)
+            assert set(note.input_schema["properties"]) == set(schema["properties"])
             assert note.annotations.read_only_hint is False and tools["example_notes"].annotations.read_only_hint
 
             assert await call_ok(client, "example_note", {"text": "hello"}) == {"id": 1, "text": "hello"}
@@ -115,7 +120,7 @@ def test_pal_mcp_command_serves_the_configured_catalog(tmp_path):
     hand, so a pack that fails to load fails this test instead of shrinking what it expects."""
     expected = {v.replace(".", "_") for v in BUILT_IN_PUBLIC_VERBS}
     params = StdioServerParameters(command=sys.executable, args=["-m", "runtime.adapters.cli", "--db",
-                                                                 str(tmp_path / "pal.db"), "mcp"],
+                                                                 str(tmp_path / "pal.db"), "mcp", "--tools", "all"],
                                    env=child_env(), cwd=str(REPO))
 
     async def scenario() -> None:
@@ -127,7 +132,7 @@ def test_pal_mcp_command_serves_the_configured_catalog(tmp_path):
 
 def test_in_process_server_refuses_subhandlers(fake_rt):
     async def scenario() -> None:
-        async with Client(build_server(fake_rt)) as client:
+        async with Client(build_server(fake_rt, output_schemas=True)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert "zeta_secret" not in tools and "zeta_ping" in tools
             assert tools["zeta_ping"].output_schema["properties"]["echo"]["type"] == "string"

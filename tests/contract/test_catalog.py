@@ -13,10 +13,12 @@ import pytest
 from runtime import Visibility, load_catalog
 from runtime.config import default_config_path, pack_settings
 from runtime.pack import Pack
+from runtime.testing import ISOLATED_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT_IN = ("kg", "memory", "brain")
-CATALOG, CONFIG = load_catalog(env={"PALIMPSEST_CONFIG_DISABLED": "1"})
+# the built-in packs, plus an installed pack only when asked (`pytest --pal-pack NAME`, or `pal check-pack NAME`)
+CATALOG, CONFIG = load_catalog(env=ISOLATED_ENV)
 VERBS = CATALOG.verbs(include_subhandlers=True)
 BUILT_IN_PACKS: list[Pack] = [p for n, p in CATALOG.packs.items() if n in BUILT_IN]
 TEST_TEXT = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("*.py"))

@@ -87,7 +87,9 @@ def test_packs_use_no_dispatch_wrapper_and_no_retired_after_commit_path(pack: st
 
 
 def test_every_verb_params_model_derives_from_the_runtime_params_base() -> None:
-    catalog, _ = load_catalog(env={"PALIMPSEST_CONFIG_DISABLED": "1"})
+    from runtime.testing import ISOLATED_ENV
+
+    catalog, _ = load_catalog(env=ISOLATED_ENV)
     for spec in catalog.verbs(include_subhandlers=True):
         if spec.pack in PACKS:
             assert issubclass(spec.params_model, Params), f"{spec.full_name}: {spec.params_model.__name__}"

@@ -39,7 +39,7 @@ def test_a_config_error_is_reported_by_pack_commands_not_no_such_command(tmp_pat
 
 def test_deeply_nested_json_params_are_invalid_params(tmp_path) -> None:  # type: ignore[no-untyped-def]
     deep = "[" * 20_000 + "]" * 20_000
-    proc = pal(tmp_path, "--json", "call", "kg.entities", "--json", '{"kind": ' + deep + "}")
+    proc = pal(tmp_path, "--json", "call", "kg.entities", "--params", '{"kind": ' + deep + "}")
     assert proc.returncode == 2 and error_of(proc)["code"] == "invalid_params"
     proc = pal(tmp_path, "--json", "call", "kg.entities", "-p", f"kind={deep}")
     assert proc.returncode == 2 and error_of(proc)["code"] == "invalid_params"

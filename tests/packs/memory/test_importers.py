@@ -196,7 +196,7 @@ def test_pal_import_jsonl_end_to_end(tmp_path):
     top = res["results"][0]["note"]
     assert top["content"] == "Ada: We go with Postgres because the team already knows it."
     assert (top["scope"], top["thread"], top["key"]) == ("team-chat", "kickoff", "jsonl:team-chat:L1")
-    assert top["occurred_at"] == "2026-03-02T10:15:00"
+    assert top["occurred_at"] == "2026-03-02T10:15:00Z"  # every output says UTC (issue 20)
     vpn = json.loads(run_pal(db, "--json", "memory", "recall", "VPN for the harbour office").stdout)
     assert vpn["results"][0]["note"]["content"].startswith("Bob: Then the harbour office needs a new VPN")
 

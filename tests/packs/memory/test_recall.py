@@ -234,15 +234,33 @@ def test_response_budget_truncates(make_pal_runtime):
     assert sum(len(h.note.content) for h in res.results) <= 100
 
 
-# -- refused queries --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("query", ["a", "aaaa", "the of and", "??", "", "   ", "AAAA a"])
-def test_meaningless_queries_are_refused(rt, query):
+# -- refused queries: only empty (no letter or digit) or over-long ones (issue 20, item 4) --------------------
+@pytest.mark.parametrize("query", ["", "   ", "??", "!?.,", "\n\t"])
+def test_empty_queries_are_refused_and_write_nothing(rt, query):
     remember(rt, "aaaa the of and a ??")
+    before = rt.call("memory.count", {}).count
     with pytest.raises(errors.InvalidParams) as exc:
         recall(rt, query)
     assert type(exc.value) is errors.InvalidParams
     assert exc.value.verb == "memory.recall"
     assert ["query"] in [e["loc"] for e in exc.value.details["errors"]]
+    assert rt.call("memory.count", {}).count == before
+
+
+@pytest.mark.parametrize("query", ["hello", "what", "a", "aaaa", "the of and", "AAAA a", "東"])
+def test_short_and_stop_word_queries_answer(rt, query):
+    """An ordinary short question is answered, never refused; an empty result list is an answer too."""
+    remember(rt, "hello there, the kettle is broken")
+    res = recall(rt, query)
+    assert isinstance(res.results, list)
+
+
+def test_a_greeting_finds_the_greeting_note(make_pal_runtime):
+    """"hello" is a stop word (no keyword hit) but the shipped embedder's vector leg still finds the note."""
+    rt = make_pal_runtime(config={"packs": {"memory": {"embedder": "wordllama"}}})
+    remember(rt, "hello there, the kettle is broken")
+    remember(rt, "Quarterly invoices are due on the fifth")
+    assert recall(rt, "hello").results[0].note.content.startswith("hello there")
 
 
 def test_query_too_long_is_a_limit(make_pal_runtime):
