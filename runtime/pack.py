@@ -16,6 +16,10 @@ from runtime.errors import PackLoadError
 from runtime.events import Subscription
 from runtime.mirror import NoState
 
+# A pack's migration file: NNN_title.sql (portable), or NNN_title.postgres.sql / .duckdb.sql replacing it on that
+# backend (ADR 0016). The one definition: storage applies them, `pal check-pack` checks a pack's files by it.
+MIGRATION_FILE = re.compile(r"^(\d{3,})_[a-z0-9_]+(?:\.(duckdb|postgres))?\.sql$")
+
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 

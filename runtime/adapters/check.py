@@ -10,14 +10,13 @@ database opens with it (settings validated against your config, migrations appli
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from runtime import Params, Runtime, errors, load_catalog
+from runtime.pack import MIGRATION_FILE
 
-MIGRATION = re.compile(r"^\d{3}_[a-z0-9_]+\.sql$")
 
 
 def check_pack(name: str) -> list[dict[str, Any]]:
@@ -62,7 +61,7 @@ def check_pack(name: str) -> list[dict[str, Any]]:
     if pack.migrations is not None:
         folder = Path(pack.migrations)
         files = sorted(p.name for p in folder.glob("*.sql")) if folder.is_dir() else []
-        bad = [f for f in files if not MIGRATION.match(f)]
+        bad = [f for f in files if not MIGRATION_FILE.match(f)]
         if not files:
             add("migrations installed", False, f"{folder} has no .sql files: ship sql/*.sql as package data "
                 "(setuptools: [tool.setuptools.package-data] yourpack = [\"sql/*.sql\"])")

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from runtime.storage import duck, postgres
-from runtime.storage.base import (DB_ERRORS, DIALECTS, META_SCHEMA, MIGRATION_RE, READ_ONLY_STATEMENTS, BackendError,
+from runtime.storage.base import (DB_ERRORS, DIALECTS, META_SCHEMA, READ_ONLY_STATEMENTS, BackendError,
                                   Database, TransactionFrame, begin, dialect_of, discover_migrations, migrate,
                                   rollback_quietly, schema_versions, statement_kinds)
 from runtime.storage.duck import CATALOG, migrate_meta
 
 __all__ = [
-    "CATALOG", "DB_ERRORS", "DIALECTS", "META_SCHEMA", "MIGRATION_RE", "READ_ONLY_STATEMENTS", "BackendError",
+    "CATALOG", "DB_ERRORS", "DIALECTS", "META_SCHEMA", "READ_ONLY_STATEMENTS", "BackendError",
     "Database", "TransactionFrame", "begin", "connect", "describe", "dialect_of", "discover_migrations", "is_shared",
     "migrate", "migrate_meta", "opened", "rollback_quietly", "schema_versions", "seal", "statement_kinds",
 ]

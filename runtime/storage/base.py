@@ -10,9 +10,10 @@ from typing import Any, Iterable, Protocol, Sequence
 import duckdb
 
 from runtime.errors import ReadOnlyViolation, StorageError
+from runtime.pack import MIGRATION_FILE
 
 # NNN_title.sql is portable SQL; NNN_title.<dialect>.sql beside it replaces it on that backend (ADR 0016).
-MIGRATION_RE = re.compile(r"^(\d{3,})_[a-z0-9_]+(?:\.(duckdb|postgres))?\.sql$")
+
 DIALECTS = ("duckdb", "postgres")
 META_SCHEMA = "_palimpsest"
 # Statement kinds an assertive (read-only) verb may run; everything else is refused before the database sees it.
@@ -46,7 +47,7 @@ def discover_migrations(folder: Path | None, dialect: str = "duckdb") -> list[tu
     for f in sorted(folder.iterdir()):
         if f.suffix != ".sql":
             continue
-        m = MIGRATION_RE.match(f.name)
+        m = MIGRATION_FILE.match(f.name)
         if not m:
             raise StorageError(f"migration {f} must be named NNN_title.sql (or NNN_title.postgres.sql)")
         version = int(m.group(1))

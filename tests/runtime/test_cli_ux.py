@@ -42,7 +42,8 @@ def test_info_names_the_database_backend_packs_namespaces_and_embedder(tmp_path:
     assert data["database"] == str(tmp_path / "u.duckdb") and data["backend"] == "duckdb"
     assert data["size_bytes"] > 0 and data["embedder"] == "hashing"
     assert {"memory", "kg", "brain"} <= {p["pack"] for p in data["packs"]}
-    assert {"namespace": "work", "notes": 1, "archived": 0} in data["namespaces"]
+    work = next(n for n in data["namespaces"] if n["namespace"] == "work")
+    assert (work["notes"], work["archived"], work["superseded"], work["facts"]) == (1, 0, 0, 0)
     text = pal(tmp_path, "info").stdout
     assert str(tmp_path / "u.duckdb") in text and "hashing" in text and "work" in text
 
@@ -77,9 +78,12 @@ def test_recall_answers_short_queries_from_the_command_line(tmp_path: Path) -> N
 def test_stats_verbs_count_one_namespace_and_info_lists_them_all(tmp_path: Path) -> None:
     pal(tmp_path, "-n", "a", "memory", "remember", "note in a")
     pal(tmp_path, "-n", "b", "kg", "assert-fact", "Ada", "works_at", "Acme")
-    assert json.loads(pal(tmp_path, "--json", "-n", "b", "memory", "stats").stdout)["namespaces"] == []
+    empty = json.loads(pal(tmp_path, "--json", "-n", "b", "memory", "stats").stdout)
+    assert (empty["notes"], empty["archived"], empty["last_write"]) == (0, 0, None)
     graph = json.loads(pal(tmp_path, "--json", "-n", "b", "kg", "stats").stdout)
-    assert graph["namespaces"] == [{"namespace": "b", "entities": 2, "facts": 1}]
+    assert (graph["entities"], graph["facts"], graph["versions"]) == (2, 1, 1)
+    assert json.loads(pal(tmp_path, "--json", "-n", "a", "kg", "stats").stdout)["facts"] == 0  # b's stays in b
+    pal(tmp_path, "-n", "b", "memory", "remember", "note in b")
     info = json.loads(pal(tmp_path, "--json", "info").stdout)["namespaces"]
-    assert [n["namespace"] for n in info] == ["a", "b"]
-    assert info[0]["notes"] == 1 and info[1]["facts"] == 1
+    assert [n["namespace"] for n in info] == ["a", "b"]  # namespaces that hold notes (memory.namespaces)
+    assert (info[0]["notes"], info[0]["facts"]) == (1, 0) and (info[1]["notes"], info[1]["facts"]) == (1, 1)
