@@ -318,11 +318,11 @@ class VectorIndex:
         if cand.size == 0:
             return []
         if cand.size > k:
-            kth = -np.partition(-sc, k - 1)[k - 1]
+            kth = sc[np.argpartition(sc, cand.size - k)[cand.size - k]]  # the k-th best score
             keep = sc >= kth  # every tie at the boundary, so the id tie-break is deterministic
             cand, sc = cand[keep], sc[keep]
         order = np.lexsort((self._ids[cand], -sc))[:k]
-        return [(int(self._ids[cand[i]]), float(sc[i])) for i in order]
+        return list(zip(self._ids[cand[order]].tolist(), sc[order].tolist()))
 
     def score_ids(self, qvec: np.ndarray, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Cosine of ``qvec`` with each of ``ids`` (0.0 for unknown ids)."""
