@@ -182,6 +182,53 @@ def run(kind: str, corpus: str, size: int, path: Path, queries: int) -> dict:
     raise SystemExit(f"{kind} {corpus} {size} failed:\n{proc.stderr[-3000:]}")
 
 
+def render(rows: list[dict], cmd: str, when: str) -> list[str]:
+
+    def f(r: dict, k: str, fmt: str = "{:.2f}") -> str:
+        return fmt.format(r[k]) if k in r else "—"
+
+    lines = [
+        "# Speed at every size (issue 18)\n",
+        f"Generated {when} by `{cmd}` on {platform.machine()}, Python "
+        f"{platform.python_version()}, 2 shared cores (other agents' jobs ran meanwhile: the 1-minute load average "
+        "is beside each figure). Default config (WordLlama 256-d, weighted fusion, context signals, limit 10). "
+        "Medians over the LoCoMo questions; recall excludes the query embedding (cached); its CPU time (the calling "
+        "thread's) is less sensitive to the load than wall time, so the legs and the baselines are timed in CPU time "
+        "(a wall-clock timing of a sub-millisecond call on a box this loaded mostly measures the scheduler). Baselines run in the "
+        "same process over the same texts and vectors: bm25s top-10 (its own tokenizer, English stop words, one "
+        "thread), an exact numpy top-10 (one matvec + argpartition), faiss-cpu HNSWFlat top-10 (M 32, "
+        "efConstruction 40, efSearch 64, one thread).\n",
+        "| corpus | notes | recall p50 / p95 ms | recall CPU p50 ms | bm25s CPU ms | exact numpy CPU ms | "
+        "faiss HNSW CPU ms | "
+        "load |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['corpus']} | {r['size']:,} | {r['recall_p50']:.2f} / {r['recall_p95']:.2f} | "
+                     f"{f(r, 'recall_cpu_p50')} | {r['bm25s_p50']:.2f} | {r['numpy_p50']:.2f} | {r['faiss_p50']:.2f} | "
+                     f"{r['load_recall']} / {r['load_baselines']} |")
+    lines += ["", "The vector leg alone (top-200 over the namespace, as recall asks it) against the exact scan of the "
+              "same vectors (`search_exact`):", "",
+              "| corpus | notes | graph | leg CPU p50 ms | exact scan CPU p50 ms | exact top-200 found |",
+              "|---|---:|---|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['corpus']} | {r['size']:,} | {'HNSW' if r['graph'] else 'none (exact)'} | "
+                     f"{r['leg_p50']:.2f} | {r['leg_exact_p50']:.2f} | {r['leg_found']:.2f} % |")
+    lines += ["", "Ingest (`memory.remember_many`, batches of 5,000, WordLlama embedding included), reopen and close "
+              "(fresh process; the snapshots restored), memory:", "",
+              "| corpus | notes | ingest notes/s overall / median batch / last batch | load | close after ingest s | "
+              "reopen s | close s | RSS after reopen MB (empty process) | peak RSS MB | file MB |",
+              "|---|---:|---|---|---:|---:|---:|---|---:|---:|"]
+    for r in rows:
+        lines.append(
+            f"| {r['corpus']} | {r['size']:,} | {f(r, 'ingest_overall', '{:,.0f}')} / "
+            f"{f(r, 'ingest_median_batch', '{:,.0f}')} / {f(r, 'ingest_last_batch', '{:,.0f}')} | "
+            f"{r.get('load_before_ingest', '—')} → {r.get('load_after_ingest', '—')} | "
+            f"{f(r, 'close_after_ingest_s')} | {r['reopen_s']:.2f} | {r['close_s']:.2f} | "
+            f"{r['rss_open_mb']:,.0f} ({r['rss_base_mb']:,.0f}) | {r['peak_rss_mb']:,.0f} | {r['file_mb']:,.0f} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
@@ -220,49 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.keep:
         shutil.rmtree(args.store_dir, ignore_errors=True)
     cmd = f"python bench/speed.py --sizes {args.sizes} --corpus {args.corpus} --queries {args.queries}"
-
-    def f(r: dict, k: str, fmt: str = "{:.2f}") -> str:
-        return fmt.format(r[k]) if k in r else "—"
-
-    lines = [
-        "# Speed at every size (issue 18)\n",
-        f"Generated {datetime.now():%Y-%m-%d %H:%M} by `{cmd}` on {platform.machine()}, Python "
-        f"{platform.python_version()}, 2 shared cores (other agents' jobs ran meanwhile: the 1-minute load average "
-        "is beside each figure). Default config (WordLlama 256-d, weighted fusion, context signals, limit 10). "
-        "Medians over the LoCoMo questions; recall excludes the query embedding (cached); its CPU time (the calling "
-        "thread's) is less sensitive to the load than wall time, so the legs and the baselines are timed in CPU time "
-        "(a wall-clock timing of a sub-millisecond call on a box this loaded mostly measures the scheduler). Baselines run in the "
-        "same process over the same texts and vectors: bm25s top-10 (its own tokenizer, English stop words, one "
-        "thread), an exact numpy top-10 (one matvec + argpartition), faiss-cpu HNSWFlat top-10 (M 32, "
-        "efConstruction 40, efSearch 64, one thread).\n",
-        "| corpus | notes | recall p50 / p95 ms | recall CPU p50 ms | bm25s CPU ms | exact numpy CPU ms | "
-        "faiss HNSW CPU ms | "
-        "load |",
-        "|---|---:|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(f"| {r['corpus']} | {r['size']:,} | {r['recall_p50']:.2f} / {r['recall_p95']:.2f} | "
-                     f"{f(r, 'recall_cpu_p50')} | {r['bm25s_p50']:.2f} | {r['numpy_p50']:.2f} | {r['faiss_p50']:.2f} | "
-                     f"{r['load_recall']} / {r['load_baselines']} |")
-    lines += ["", "The vector leg alone (top-200 over the namespace, as recall asks it) against the exact scan of the "
-              "same vectors (`search_exact`):", "",
-              "| corpus | notes | graph | leg CPU p50 ms | exact scan CPU p50 ms | exact top-200 found |",
-              "|---|---:|---|---:|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['corpus']} | {r['size']:,} | {'HNSW' if r['graph'] else 'none (exact)'} | "
-                     f"{r['leg_p50']:.2f} | {r['leg_exact_p50']:.2f} | {r['leg_found']:.2f} % |")
-    lines += ["", "Ingest (`memory.remember_many`, batches of 5,000, WordLlama embedding included), reopen and close "
-              "(fresh process; the snapshots restored), memory:", "",
-              "| corpus | notes | ingest notes/s overall / median batch / last batch | load | close after ingest s | "
-              "reopen s | close s | RSS after reopen MB (empty process) | peak RSS MB | file MB |",
-              "|---|---:|---|---|---:|---:|---:|---|---:|---:|"]
-    for r in rows:
-        lines.append(
-            f"| {r['corpus']} | {r['size']:,} | {f(r, 'ingest_overall', '{:,.0f}')} / "
-            f"{f(r, 'ingest_median_batch', '{:,.0f}')} / {f(r, 'ingest_last_batch', '{:,.0f}')} | "
-            f"{r.get('load_before_ingest', '—')} → {r.get('load_after_ingest', '—')} | "
-            f"{f(r, 'close_after_ingest_s')} | {r['reopen_s']:.2f} | {r['close_s']:.2f} | "
-            f"{r['rss_open_mb']:,.0f} ({r['rss_base_mb']:,.0f}) | {r['peak_rss_mb']:,.0f} | {r['file_mb']:,.0f} |")
+    lines = render(rows, cmd, f"{datetime.now():%Y-%m-%d %H:%M}")
     text = "\n".join(lines) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)
