@@ -20,6 +20,7 @@ RESULTS = ROOT / "bench" / "results"
 BENCHES = [  # (results file, command)
     ("locomo.md", ["bench/locomo.py"]),
     ("memory_perf.md", ["bench/memory_perf.py", "--sizes", "10000,100000"]),
+    ("speed.md", ["bench/speed.py", "--sizes", "10000,100000"]),
     ("memory_rss.md", ["bench/memory_rss.py", "--sizes", "10000,100000", "--profile"]),
     ("memory_graph.md", ["bench/memory_graph.py"]),
     ("explain.md", ["bench/explain_locomo.py"]),
@@ -33,8 +34,8 @@ ON_REQUEST = [("kg_scale", ["bench/kg_scale.py", "--facts", "1000000", "--edges"
 # goals.md is written by hand from the reports below (the issues' goals next to what was reached): update it when
 # a figure it quotes moves.
 # house.md compares two trees (`python bench/house_compare.py --base DIR`), so it too is run by hand.
-REPORTS = ["goals.md", "house.md", "locomo.md", "memory_perf.md", "memory_rss.md", "memory_graph.md", "explain.md",
-           "brain.md", "brain_ledger.md", "kg.md", "reliability.md", "startup.md"]
+REPORTS = ["goals.md", "house.md", "locomo.md", "speed.md", "memory_perf.md", "memory_rss.md", "memory_graph.md",
+           "explain.md", "brain.md", "brain_ledger.md", "kg.md", "reliability.md", "startup.md"]
 
 
 def machine() -> str:

@@ -37,6 +37,7 @@ def reembed(params: ReembedParams, ctx: Context) -> ReembedResult:
     embedders.get(model)  # fail early, with the reason, if the model is unavailable (a missing extra)
     rows = ctx.db.query("SELECT id, content, occurred_at FROM memory.notes ORDER BY id")
     ctx.db.execute("DELETE FROM memory.vectors WHERE model = ?", [model])
+    snapshot.drop_graphs(ctx)  # the saved HNSW graphs were built from the vectors this replaces
     if not rows:
         return ReembedResult(model=model, embedded=0)
     matrix = embedders.embed(model, [index_text(c, t) for _, c, t in rows])
@@ -59,11 +60,12 @@ class SaveIndexResult(BaseModel):
 
 @pack.verb("save_index", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
 def save_index(params: SaveIndexParams, ctx: Context) -> SaveIndexResult:
-    """Write the full-text index snapshot if the index changed since it was loaded (the runtime's close calls it)."""
+    """Write the full-text index snapshot, and the vector graphs that changed, if the index changed since it was
+    loaded (the runtime's close calls it)."""
     s: MemorySettings = ctx.settings
     index: IndexMirror = ctx.state.index
     if not index.dirty or len(index.rows) < s.index_snapshot_min_notes:
         return SaveIndexResult(saved=False, notes=len(index.rows), bytes=0)
-    size = snapshot.write(ctx, index)
+    size = snapshot.write(ctx, index) + snapshot.write_graphs(ctx, index)
     record(ctx, SnapshotSaved())
     return SaveIndexResult(saved=True, notes=len(index.rows), bytes=size)

@@ -19,7 +19,7 @@ from packs.memory.bm25 import BM25Index
 from packs.memory.context import ThreadExpander, render_dated
 from packs.memory.text import tokenize
 from packs.memory.threads import Episodes
-from packs.memory.vectors import Prefilter, VectorIndex
+from packs.memory.vectors import Ann, VectorIndex
 
 EPOCH = datetime(1970, 1, 1)
 KINDS = ("decision", "milestone", "problem", "preference", "emotional")
@@ -89,9 +89,9 @@ class MemoryIndex:
                "prev": np.int64, "next": np.int64}  # prev/next: thread neighbours, -1 for none
 
     def __init__(self, *, k1: float, b: float, max_query_terms: int, expansion_weight: float,
-                 prefix_chars: int = 0, prefilter: Prefilter = Prefilter(), episode_gap_seconds: float = 0.0) -> None:
+                 prefix_chars: int = 0, ann: Ann = Ann(), episode_gap_seconds: float = 0.0) -> None:
         self.prefix_chars = prefix_chars  # near-duplicate detection: a hash of each note's opening characters
-        self.prefilter = prefilter
+        self.ann = ann
         self.bm25 = BM25Index(k1=k1, b=b, max_query_terms=max_query_terms)
         self.expander = ThreadExpander(weight=expansion_weight, tokens_of=lambda i: self.tokens_of(self.rows[i]))
         self.episodes = Episodes(episode_gap_seconds)  # the thread of a note remembered without one (ADR 0008)
@@ -205,11 +205,11 @@ class MemoryIndex:
         """The BM25 tokens of a note's own text (dated), before thread expansion."""
         return tokenize(index_text(r.content, r.occurred_at))
 
-    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
+    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True) -> None:
         index = self.vectors.get(model)
         if index is None:
-            index = self.vectors[model] = VectorIndex(matrix.shape[1], prefilter=self.prefilter)
-        index.add(ids, matrix)
+            index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
+        index.add(ids, matrix, build=build)
 
     def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
         if note_id < self._cap:

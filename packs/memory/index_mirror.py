@@ -1,5 +1,5 @@
 """The search index as a mirror of the store (runtime/mirror.py): loaded from the notes and vectors tables (BM25
-from its snapshot when that is current), fed with committed changes, snapshotted at close.
+and the HNSW graphs from their snapshots when those are current), fed with committed changes, snapshotted at close.
 
 Readers use it as a plain :class:`~packs.memory.index.MemoryIndex` (``ctx.state.index``); only the runtime
 calls ``load``, ``apply`` and ``close``.
@@ -15,17 +15,16 @@ from packs.memory.changes import (Archived, MetadataEdited, NotesAdded, Snapshot
                                   VectorsReplaced)
 from packs.memory.index import FULL_COLUMNS, MemoryIndex, NoteRow
 from packs.memory.settings import MemorySettings
-from packs.memory.vectors import Prefilter
+from packs.memory.vectors import Ann
 from runtime import Context
 from runtime.mirror import Change, Mirror
 
 
 def index_options(s: MemorySettings) -> dict[str, Any]:
     """The index's construction arguments from the pack's settings."""
-    pf = s.vector_prefilter
     return dict(k1=s.bm25_k1, b=s.bm25_b, max_query_terms=s.max_query_terms,
                 expansion_weight=s.context.expansion_weight, prefix_chars=s.near_duplicate_prefix,
-                prefilter=Prefilter(min_rows=pf.min_rows, dims=pf.dims, candidates=pf.candidates),
+                ann=Ann(**s.vector_index.model_dump()),
                 episode_gap_seconds=s.context.episode_gap_minutes * 60.0)
 
 
@@ -92,7 +91,11 @@ class IndexMirror(MemoryIndex, Mirror):
             if len(ids) < len(rows):
                 ctx.log.warning("%d notes have no %s vector; run memory.reembed", len(rows) - len(ids), model)
             if len(ids):
-                self.add_vectors(model, ids, matrix)
+                self.add_vectors(model, ids, matrix, build=False)
+                vi = self.vectors[model]
+                if not snapshot.restore_graph(ctx, vi, model):  # a saved HNSW graph, else build it now
+                    vi.build_graph()
+                    self.dirty = self.dirty or vi.has_graph
 
     def apply(self, changes: Sequence[Change]) -> None:
         for change in changes:
@@ -110,8 +113,11 @@ class IndexMirror(MemoryIndex, Mirror):
             elif isinstance(c, VectorsReplaced):
                 self.vectors.pop(c.model, None)
                 self.add_vectors(c.model, c.ids, c.matrix)
+                self.dirty = True  # a new graph (when large): the snapshot at close saves it
             elif isinstance(c, SnapshotSaved):
                 self.dirty = False
+                for vi in self.vectors.values():
+                    vi.graph_dirty = False
 
     def close(self, ctx: Context) -> None:
         """Snapshot the full-text index while the store is still open (a no-op when nothing changed)."""

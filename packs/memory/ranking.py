@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -46,6 +47,8 @@ def fuse_legs(text: Sequence[tuple[int, float]], vector: Sequence[tuple[int, flo
     else:
         only = "vector" if fusion == "vector_only" else "text"
         fused = fusion_fns.weighted({only: legs[only]}, {only: 1.0})
+    if fusion in ("weighted", "union"):  # their per-leg columns are these min-max scores already (0 = missed)
+        return fused, fused.per_leg
     return fused, {name: fusion_fns.minmax(leg) for name, leg in legs.items()}
 
 
@@ -67,8 +70,8 @@ def candidates(pool: PoolScores, keep: np.ndarray, per_leg: Mapping[str, Mapping
     zeros = [0.0] * len(ids)
     return Candidates.model_construct(
         ids=ids, relevance=(raw / top if top > 0 else raw * 0).tolist(),
-        text_match=[per_leg["text"].get(i, 0.0) for i in ids],
-        vector_match=[per_leg["vector"].get(i, 0.0) for i in ids],
+        text_match=list(map(per_leg["text"].get, ids, repeat(0.0))),  # 0 where the leg missed the note
+        vector_match=list(map(per_leg["vector"].get, ids, repeat(0.0))),
         context={"neighbour": pool.neighbour[keep].tolist(), "thread": pool.thread[keep].tolist(),
                  "date": zeros, "speaker": list(zeros)})
 

@@ -58,13 +58,16 @@ class ContextSettings(BaseModel):
     episode_gap_minutes: float = Field(ge=0)  # notes without a thread: the gap that ends an inferred episode
 
 
-class VectorPrefilterSettings(BaseModel):
-    """The vector leg's prefilter for large scans (packs/memory/vectors.py, ADR 0008)."""
+class VectorIndexSettings(BaseModel):
+    """The vector leg's HNSW graph for large scans (packs/memory/vectors.py, ADR 0008)."""
 
     model_config = ConfigDict(extra="forbid")
-    min_rows: int = Field(ge=0)  # scans of fewer rows are exact; 0 = always exact
-    dims: int = Field(ge=1)
-    candidates: int = Field(ge=1)
+    min_rows: int = Field(ge=0)  # scans of fewer rows are exact; 0 = always exact (no graph)
+    connectivity: int = Field(ge=2, le=64)
+    expansion_add: int = Field(ge=1)
+    expansion_search: int = Field(ge=1)
+    oversample: float = Field(ge=1)
+    max_ask: int = Field(ge=1)
 
 
 class RelationFactors(BaseModel):
@@ -109,7 +112,7 @@ class MemorySettings(BaseModel):
     rrf_k: float = Field(gt=0)
     fusion_weights: dict[str, float]
     min_cosine: float = Field(ge=-1, le=1)
-    vector_prefilter: VectorPrefilterSettings
+    vector_index: VectorIndexSettings
     index_snapshot_min_notes: int = Field(ge=0)  # smaller stores rebuild the full-text index on open
     candidates_per_limit: int = Field(ge=1)
     candidates_min: int = Field(ge=1)

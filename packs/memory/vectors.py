@@ -1,4 +1,4 @@
-"""Cosine vector index over integer note ids (numpy): exact, with a measured prefilter for large scans.
+"""Cosine vector index over integer note ids (numpy), with an HNSW index (usearch) for large scans.
 
 Rows are stored in one float32 matrix with amortised (doubling) growth, so an
 insert copies only the new rows.  Rows must be L2-normalised (``add``
@@ -7,26 +7,32 @@ a matrix-vector product; top-k uses ``argpartition``.  Removal tombstones a
 row; more than a third dead rows triggers compaction.
 
 A scan is memory-bound: 100k x 256 float32 is 100 MB, ~10 ms on one core here.
-When a query would scan at least ``Prefilter.min_rows`` rows, the index first
-ranks them by a ``dims``-dimensional PCA projection (a quarter of the bytes),
-keeps the best ``candidates`` and scores those exactly; the returned cosines
-are always exact, only the candidate set is approximate (ADR 0008 records its
-measured recall against the exact scan).  Below the threshold every search is
-exact.
+Once the index holds ``Ann.min_rows`` rows it also keeps an HNSW graph
+(usearch, int8-quantised vectors, keyed by note id) and a query that may see
+at least that many rows asks the graph for ``oversample`` times the rows it
+needs (more when a filter hides part of the index), keeps the allowed ones and
+scores them exactly on the float32 matrix: the returned cosines are always
+exact, only the candidate set is approximate (ADR 0008 records its measured
+recall against the exact scan).  Below the threshold, and for filters narrow
+enough that the graph would have to be asked for too many rows, every search
+is exact.  The graph is saved with the store (``snapshot.py``) and restored on
+open, so a reopen does not rebuild it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
+from usearch.index import Index as HNSW
 
 from .bm25 import _allowed_filter
 
-__all__ = ["Prefilter", "VectorIndex", "l2_normalize"]
+__all__ = ["Ann", "VectorIndex", "l2_normalize"]
 
 
 _BLAS = ThreadpoolController()
@@ -53,32 +59,36 @@ def l2_normalize(m: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Prefilter:
-    """When and how a large scan is prefiltered (``min_rows = 0`` turns it off: always exact)."""
+class Ann:
+    """When and how a large scan goes through the HNSW graph (``min_rows = 0`` turns it off: always exact)."""
 
     min_rows: int = 0
-    dims: int = 64
-    candidates: int = 4000
-    fit_sample: int = 20000
+    connectivity: int = 16  # graph edges per node (usearch's M)
+    expansion_add: int = 128  # candidate list while inserting (efConstruction)
+    expansion_search: int = 256  # candidate list while searching (efSearch)
+    oversample: float = 2.0  # the graph is asked for oversample x k rows, rescored exactly
+    max_ask: int = 20000  # a filter that would need more rows from the graph than this scans exactly
+
+    def signature(self) -> dict:
+        return {"connectivity": self.connectivity, "expansion_add": self.expansion_add}
 
 
 class VectorIndex:
     """Cosine search; see module docstring."""
 
-    def __init__(self, dim: int, initial_capacity: int = 1024, prefilter: Prefilter = Prefilter()) -> None:
+    def __init__(self, dim: int, initial_capacity: int = 1024, ann: Ann = Ann()) -> None:
         if dim <= 0:
             raise ValueError("dim must be positive")
         self.dim = int(dim)
-        self.prefilter = prefilter
-        self._proj: np.ndarray | None = None  # (dim, dims) PCA basis, fitted once the index is large
-        self._mean = np.zeros(self.dim, dtype=np.float32)
-        self._low = np.zeros((0, 0), dtype=np.float32)  # rows projected on the basis, row-aligned with _mat
-        self._fit_rows = 0
+        self.ann = ann
+        self._graph: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
+        self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
         cap = max(16, int(initial_capacity))
         self._mat = np.zeros((cap, self.dim), dtype=np.float32)
         self._ids = np.zeros(cap, dtype=np.int64)
         self._alive = np.zeros(cap, dtype=bool)
         self._row_of: dict[int, int] = {}
+        self._row_by_id = np.full(0, -1, dtype=np.int64)  # note id -> row (-1: none), for the graph's answers
         self._n_rows = 0
         self._n_dead = 0
 
@@ -100,13 +110,18 @@ class VectorIndex:
         alive = np.zeros(new, dtype=bool)
         alive[: self._n_rows] = self._alive[: self._n_rows]
         self._mat, self._ids, self._alive = mat, ids, alive
-        if self._proj is not None:
-            low = np.zeros((new, self._proj.shape[1]), dtype=np.float32)
-            low[: self._n_rows] = self._low[: self._n_rows]
-            self._low = low
 
-    def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray) -> None:
-        """Add rows (an existing id is replaced)."""
+    def _map_rows(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        top = int(ids.max()) + 1 if ids.size else 0
+        if top > self._row_by_id.size:
+            grown = np.full(max(top, 2 * self._row_by_id.size), -1, dtype=np.int64)
+            grown[: self._row_by_id.size] = self._row_by_id
+            self._row_by_id = grown
+        self._row_by_id[ids] = rows
+
+    def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray, *, build: bool = True) -> None:
+        """Add rows (an existing id is replaced). ``build=False``: do not build the graph yet even if the index is
+        now large enough (a load first tries to restore a saved one; see :meth:`build_graph`)."""
         m = np.asarray(matrix, dtype=np.float32)
         if m.ndim == 1:
             m = m[None, :]
@@ -128,36 +143,55 @@ class VectorIndex:
             self._ids[start + j] = i
             self._alive[start + j] = True
         self._n_rows += len(ids)
-        if self._proj is not None:
-            self._low[start : self._n_rows] = self._project(m)
-        self._maybe_fit()
+        id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
+        self._map_rows(id_arr, np.arange(start, self._n_rows, dtype=np.int64))
+        if self._graph is not None:
+            # a duplicated id inside the batch: the graph takes its last vector, as the matrix does
+            last = {int(i): j for j, i in enumerate(id_arr.tolist())}
+            keep = np.fromiter(last.values(), dtype=np.int64, count=len(last))
+            self._graph.add(id_arr[keep], m[keep], threads=0)
+            self.graph_dirty = True
+        elif build:
+            self.build_graph()
 
-    # -- the prefilter's projection --------------------------------------------------------------------------
-    def _project(self, m: np.ndarray) -> np.ndarray:
-        with single_blas_thread():
-            return ((m - self._mean) @ self._proj).astype(np.float32, copy=False)
+    # -- the HNSW graph ----------------------------------------------------------------------------------------
+    def _new_graph(self) -> HNSW:
+        a = self.ann
+        return HNSW(ndim=self.dim, metric="ip", dtype="i8", connectivity=a.connectivity,
+                    expansion_add=a.expansion_add, expansion_search=a.expansion_search)
 
-    def _maybe_fit(self) -> None:
-        """Fit the PCA basis when the index first reaches ``min_rows`` and again each time it doubles."""
-        pf, live = self.prefilter, len(self._row_of)
-        if not pf.min_rows or live < pf.min_rows or pf.dims >= self.dim or live < 2 * self._fit_rows:
+    def build_graph(self) -> None:
+        """Build the graph over every live row once the index holds ``min_rows`` of them."""
+        if self._graph is not None or not self.ann.min_rows or len(self._row_of) < self.ann.min_rows:
             return
         rows = np.flatnonzero(self._alive[: self._n_rows])
-        if rows.size > pf.fit_sample:  # a seeded sample: the same rows give the same basis
-            rows = np.sort(np.random.default_rng(0).choice(rows, pf.fit_sample, replace=False))
-        sample = self._mat[rows].astype(np.float64)
-        mean = sample.mean(axis=0)
-        centred = sample - mean
-        # the principal axes from the dim x dim covariance (eigh): the same subspace as an SVD of the sample,
-        # ~30x faster (an SVD of 20,000 x 256 took 1.5 s of every open)
-        _, vecs = np.linalg.eigh(centred.T @ centred)
-        basis = vecs[:, ::-1][:, : pf.dims]  # eigh sorts ascending: the largest variances last
-        self._mean, self._proj = mean.astype(np.float32), np.ascontiguousarray(basis, dtype=np.float32)
-        self._low = np.zeros((self._mat.shape[0], pf.dims), dtype=np.float32)
-        for start in range(0, self._n_rows, 65536):  # chunks: no 100k x 256 temporary
-            stop = min(start + 65536, self._n_rows)
-            self._low[start:stop] = self._project(self._mat[start:stop])
-        self._fit_rows = live
+        graph = self._new_graph()
+        for start in range(0, rows.size, 65536):  # chunks: no second copy of the whole matrix
+            part = rows[start:start + 65536]
+            graph.add(self._ids[part], self._mat[part], threads=0)
+        self._graph, self.graph_dirty = graph, True
+
+    @property
+    def has_graph(self) -> bool:
+        return self._graph is not None
+
+    def graph_bytes(self) -> bytes | None:
+        """The graph serialised (``snapshot.py`` stores it), or None below the threshold."""
+        return None if self._graph is None else bytes(self._graph.save())
+
+    def restore_graph(self, data: bytes) -> bool:
+        """Take a saved graph instead of building one; False (and nothing changed) when it does not hold exactly
+        this index's ids."""
+        try:
+            graph = self._new_graph()
+            graph.load(data)  # usearch reads the buffer into its own memory
+        except (RuntimeError, ValueError):  # unreadable: the caller builds from the vectors instead
+            return False
+        if len(graph) != len(self._row_of) or graph.ndim != self.dim:
+            return False
+        graph.expansion_search = self.ann.expansion_search
+        self._graph, self.graph_dirty = graph, False
+        return True
 
     def remove(self, ids: Iterable[int], _compact: bool = True) -> int:
         n = 0
@@ -165,8 +199,12 @@ class VectorIndex:
             r = self._row_of.pop(int(i), None)
             if r is not None:
                 self._alive[r] = False
+                self._row_by_id[int(i)] = -1
                 self._n_dead += 1
                 n += 1
+                if self._graph is not None:
+                    self._graph.remove(int(i))
+                    self.graph_dirty = True
         if _compact and self._n_dead > 1024 and self._n_dead * 3 > self._n_rows:
             self._compact()
         return n
@@ -175,20 +213,23 @@ class VectorIndex:
         live = np.flatnonzero(self._alive[: self._n_rows])
         n = live.size
         self._mat[:n] = self._mat[live]
-        if self._proj is not None:
-            self._low[:n] = self._low[live]
         self._ids[:n] = self._ids[live]
         self._alive[:n] = True
         self._alive[n:] = False
         self._n_rows = n
         self._n_dead = 0
         self._row_of = {int(i): r for r, i in enumerate(self._ids[:n].tolist())}
+        self._row_by_id[:] = -1
+        self._map_rows(self._ids[:n], np.arange(n, dtype=np.int64))
 
     def digest(self) -> tuple:
         """The ids held and a hash of their (normalised, rounded) vectors, in id order."""
         ids = sorted(self._row_of)
         rows = np.round(self._mat[[self._row_of[i] for i in ids]], 5) if ids else np.zeros((0, self.dim))
         return tuple(ids), hashlib.sha1(rows.astype(np.float32).tobytes()).hexdigest()
+
+    def max_id(self) -> int:
+        return max(self._row_of) if self._row_of else 0
 
     def get(self, note_id: int) -> np.ndarray | None:
         r = self._row_of.get(int(note_id))
@@ -201,7 +242,7 @@ class VectorIndex:
         return q
 
     def search(
-        self, qvec: np.ndarray, k: int = 10, allowed=None, min_cosine: float | None = 0.10
+        self, qvec: np.ndarray, k: int = 10, allowed=None, min_cosine: float | None = 0.10, _exact: bool = False
     ) -> list[tuple[int, float]]:
         """Top-``k`` ``(id, cosine)`` best first, dropping cosines below ``min_cosine``.
 
@@ -231,15 +272,16 @@ class VectorIndex:
         if count == 0:
             return []
         q = self._query(qvec)
-        pf = self.prefilter
+        a = self.ann
+        if self._graph is not None and count >= a.min_rows and count > k and not _exact:
+            # ask the graph for enough rows that ~oversample x k of them pass the filter
+            ask = math.ceil(a.oversample * k * len(self._row_of) / count)
+            if ask <= a.max_ask:
+                found = self._from_graph(q, k, ask, ok, count, min_cosine)
+                if found is not None:
+                    return found
         with single_blas_thread():
-            if self._proj is not None and count >= pf.min_rows and count > max(pf.candidates, k):
-                low = self._low[:n] @ ((q - self._mean) @ self._proj)  # approximate, a quarter of the bytes
-                if count < n:
-                    low[~ok] = -np.inf
-                cand = np.argpartition(low, n - pf.candidates)[n - pf.candidates:]  # the best, unordered
-                sc = self._mat[cand] @ q  # exact cosines of the survivors
-            elif count * 4 <= n:  # a narrow filter: score only its rows
+            if count * 4 <= n:  # a narrow filter: score only its rows
                 cand = np.flatnonzero(ok)
                 sc = self._mat[cand] @ q
             else:
@@ -250,24 +292,37 @@ class VectorIndex:
             cand, sc = cand[keep], sc[keep]
         return self._top(cand, sc, k)
 
+    def _from_graph(self, q: np.ndarray, k: int, ask: int, ok: np.ndarray, count: int,
+                    min_cosine: float | None) -> list[tuple[int, float]] | None:
+        """The top-``k`` among the graph's ``ask`` nearest allowed rows, cosines exact; None when fewer than
+        ``k`` of them are allowed (the caller then scans exactly)."""
+        keys = self._graph.search(q, ask, threads=1).keys.astype(np.int64)
+        rows = self._row_by_id[keys[keys < self._row_by_id.size]]
+        rows = rows[rows >= 0]
+        rows = rows[ok[rows]]
+        if rows.size < k and rows.size < count:
+            return None
+        with single_blas_thread():
+            sc = self._mat[rows] @ q
+        if min_cosine is not None:
+            keep = sc >= min_cosine
+            rows, sc = rows[keep], sc[keep]
+        return self._top(rows, sc, k)
+
     def search_exact(self, qvec: np.ndarray, k: int, allowed=None,
                      min_cosine: float | None = 0.10) -> list[tuple[int, float]]:
-        """``search`` without the prefilter (the benchmark's reference for its recall)."""
-        saved, self._proj = self._proj, None
-        try:
-            return self.search(qvec, k, allowed=allowed, min_cosine=min_cosine)
-        finally:
-            self._proj = saved
+        """``search`` without the graph (the benchmark's reference for its recall)."""
+        return self.search(qvec, k, allowed=allowed, min_cosine=min_cosine, _exact=True)
 
     def _top(self, cand: np.ndarray, sc: np.ndarray, k: int) -> list[tuple[int, float]]:
         if cand.size == 0:
             return []
         if cand.size > k:
-            kth = -np.partition(-sc, k - 1)[k - 1]
+            kth = sc[np.argpartition(sc, cand.size - k)[cand.size - k]]  # the k-th best score
             keep = sc >= kth  # every tie at the boundary, so the id tie-break is deterministic
             cand, sc = cand[keep], sc[keep]
         order = np.lexsort((self._ids[cand], -sc))[:k]
-        return [(int(self._ids[cand[i]]), float(sc[i])) for i in order]
+        return list(zip(self._ids[cand[order]].tolist(), sc[order].tolist()))
 
     def score_ids(self, qvec: np.ndarray, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Cosine of ``qvec`` with each of ``ids`` (0.0 for unknown ids)."""

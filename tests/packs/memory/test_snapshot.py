@@ -128,3 +128,55 @@ def test_one_failing_close_hook_does_not_stop_the_others(tmp_path, monkeypatch, 
         served = rt._con.execute("SELECT count(*) FROM brain.serves WHERE recall_id = ?", [recall_id]).fetchone()
         assert (snapshot_row(rt) == []) == (broken == "snapshot")
         assert served == ((0,) if broken == "brain flush" else (1,))
+
+
+# -- the vector leg's HNSW graph (vectors.py) is snapshotted beside BM25 ----------------------------------------
+GRAPH = copy.deepcopy(SNAP)
+GRAPH["packs"]["memory"]["vector_index"] = {"min_rows": 30}
+
+
+def vector_answers(rt) -> dict:  # type: ignore[no-untyped-def]
+    return {q: [(h.note.id, round(h.score, 12)) for h in rt.call(
+        "memory.recall", {"query": q, "limit": 20, "now": T0.isoformat(), "fusion": "vector_only"}).results]
+        for q in QUERIES}
+
+
+def graph_rows(rt) -> list:  # type: ignore[no-untyped-def]
+    return rt._con.execute("SELECT id, notes, max_id FROM memory.index_snapshot WHERE id >= 2").fetchall()
+
+
+def test_a_restart_restores_the_vector_graph_instead_of_building_it(tmp_path) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        ids = rt.call("memory.remember_many", {"notes": notes(80)}).ids
+        assert rt._state["memory"].index.vectors["hashing"].has_graph
+        before = vector_answers(rt)
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        vi = rt._state["memory"].index.vectors["hashing"]
+        assert graph_rows(rt) == [(2, 80, ids[-1])]
+        assert vi.has_graph and not vi.graph_dirty  # restored, not built
+        assert vector_answers(rt) == before
+        rt.call("memory.remember_many", {"notes": notes(10, start=80)})  # grows the restored graph
+        after = vector_answers(rt)
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        assert graph_rows(rt) == [(2, 90, ids[-1] + 10)]
+        assert vector_answers(rt) == after
+
+
+def test_a_graph_of_other_vectors_or_settings_is_never_restored(tmp_path) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": notes(60)})
+    other = copy.deepcopy(GRAPH)
+    other["packs"]["memory"]["vector_index"]["connectivity"] = 8
+    with open_test_runtime(config=other, path=db) as rt:  # other graph settings: built again, saved at close
+        assert rt._state["memory"].index.vectors["hashing"].graph_dirty
+    with open_test_runtime(config=other, path=db) as rt:
+        assert not rt._state["memory"].index.vectors["hashing"].graph_dirty
+        rt.call("memory.reembed", {})
+        # reembed replaces vectors without changing their count: the saved graph goes in the same transaction,
+        # so a process that dies before its close cannot restore a graph of the old vectors
+        assert graph_rows(rt) == []
+        assert rt._state["memory"].index.vectors["hashing"].graph_dirty
+    with open_test_runtime(config=other, path=db) as rt:
+        assert len(graph_rows(rt)) == 1 and not rt._state["memory"].index.vectors["hashing"].graph_dirty
