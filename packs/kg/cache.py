@@ -82,7 +82,8 @@ class NsCache:
                 for sid, pred in keys}
 
     def current_facts(self, sid: int, predicate: str | None, obj: tuple[str, int | None] | None,
-                      when: datetime | None, limit: int) -> list[FactOut]:
+                      when: datetime | None, limit: int,
+                      after: tuple[datetime | None, int] | None = None) -> list[FactOut]:
         """kg.facts for one subject, with the SQL path's filters and order (see queries.facts)."""
         # filtered as held (stored tuples, by field index), so only the hits become FactRows (lookup latency)
         rows = [r for r in self.subjects.stored(sid)
@@ -90,7 +91,12 @@ class NsCache:
                 and (obj is None or r[OBJECT_VALUE] == obj[0] or (obj[1] is not None and r[OBJECT_ID] == obj[1]))
                 and (when is None or ((r[VALID_FROM] is None or r[VALID_FROM] <= when)
                                       and (r[VALID_TO] is None or r[VALID_TO] > when)))]
-        rows.sort(key=lambda r: (r[VALID_FROM] is not None, r[VALID_FROM] or datetime.min, r[FACT_ID]))
+        def key(r: tuple) -> tuple:
+            return (r[VALID_FROM] is not None, r[VALID_FROM] or datetime.min, r[FACT_ID])
+        rows.sort(key=key)
+        if after is not None:  # the SQL path's keyset cursor
+            cut = (after[0] is not None, after[0] or datetime.min, after[1])
+            rows = [r for r in rows if key(r) > cut]
         name = self.names[sid]
         return [as_fact_row(r).out(sid, name) for r in rows[:limit]]
 
