@@ -33,6 +33,7 @@ class Frame:
     events: list[tuple[str, str, "str | None", Any]] = field(default_factory=list)  # (event, namespace, actor, payload)
     reload: set[str] = field(default_factory=set)  # packs whose mirrors must reload after commit (see engine)
     deadline: float | None = None  # time.monotonic() past which ctx.check_deadline stops the call
+    erase: bool = False  # a call erased data: the store file is rewritten once it commits (runtime/compact.py)
 
 
 @dataclass
@@ -103,6 +104,13 @@ class Context:
         """True when a writing call of this pack failed in this transaction and its caller went on: its recorded
         changes were dropped and the mirrors reload after commit, so until then only the SQL is right."""
         return self.pack in self._frame.reload
+
+    def erase_from_file(self) -> None:
+        """This call deletes data that must not survive in the file's bytes (a forget): once the call has
+        committed and its events are delivered, the runtime rewrites the store file (ADR 0018). A no-op for a
+        read-only call or an in-memory store."""
+        if not self.read_only:
+            self._frame.erase = True
 
     def publish(self, event: str, payload: Any) -> None:
         """Publish one of this pack's declared events; subscribers get it once this call has ended well."""

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import duckdb
 from pydantic import BaseModel
 
-from runtime import idempotency, storage
+from runtime import compact, idempotency, storage
 from runtime.aftercommit import Followers
 from runtime.config import load_config, pack_settings
 from runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
@@ -191,6 +191,8 @@ class Runtime:
                     raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
                 raise
             self.followers.committed(frame)
+            if frame.erase:  # a forget: the deleted rows' bytes must leave the file (ADR 0018)
+                compact.compact(self)
             return result
 
     @staticmethod

@@ -49,10 +49,12 @@ class KgChange:
     # tuples in FactRow order, packs/kg/rows.py), not Fact copies: a batch's copies then die when the call returns
     # instead of living, walked by the cycle collector, until commit
     timelines: dict[tuple[int, str], tuple[tuple, ...]] = field(default_factory=dict)
+    dropped: set[int] = field(default_factory=set)  # entity ids erased (kg.forget): their keys and names go
+    cleared: bool = False                            # the whole namespace was erased (kg.forget everything)
 
     @property
     def entities_changed(self) -> bool:
-        return bool(self.keys or self.kinds)
+        return bool(self.keys or self.kinds or self.dropped or self.cleared)
 
 
 @dataclass
@@ -102,6 +104,18 @@ class NsCache:
 
     def take(self, change: KgChange) -> None:
         """Apply one committed change."""
+        if change.cleared:
+            self.keys.clear()
+            self.names.clear()
+            self.cards.clear()
+            for sid in list(self.subjects):
+                del self.subjects[sid]
+        if change.dropped:
+            for key in [k for k, eid in self.keys.items() if eid in change.dropped]:
+                del self.keys[key]
+            for eid in change.dropped:
+                self.names.pop(eid, None)
+                self.subjects.pop(eid, None)
         for key, (eid, name, _) in change.keys.items():
             self.keys[key] = eid
             self.names[eid] = name
