@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from runtime import storage
-from runtime.errors import StorageError
+from runtime.errors import Conflict, InvalidParams, StorageError
 
 if TYPE_CHECKING:
     from runtime.engine import Runtime
@@ -73,3 +75,36 @@ def compact(rt: "Runtime") -> float:
                            details={"path": str(path)})
     log.info("store file rewritten after an erase in %.2f s", took)
     return took
+
+
+BACKUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
+
+
+def backup_path(rt: "Runtime", name: str) -> Path:
+    """Where ``memory.backup`` writes: ``<database>.backups/<name>`` beside the store (a caller over HTTP names a
+    file, never a path, so a server writes nowhere else)."""
+    if rt.path == ":memory:":
+        raise InvalidParams("an in-memory store has no file to back up")
+    if not BACKUP_NAME.match(name):
+        raise InvalidParams(f"backup name {name!r} must be a file name: letters, digits, '.', '_', '-'",
+                            details={"errors": [{"loc": ["name"], "msg": "not a file name"}]})
+    db = Path(rt.path).expanduser()
+    path = db.with_name(db.name + ".backups") / name
+    if path.exists():
+        raise Conflict(f"backup {path} exists: choose another name", details={"path": str(path)})
+    return path
+
+
+def backup(rt: "Runtime", dest: str) -> None:
+    """Checkpoint (the WAL is then empty) and copy the store file, under the runtime's lock: no write can land
+    between the two, so the copy is the committed store as of this moment."""
+    target = Path(dest)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    rt._con.execute("CHECKPOINT")
+    tmp = target.with_name(target.name + ".part")
+    try:
+        shutil.copyfile(Path(rt.path).expanduser(), tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(f"backup to {target} failed: {exc}", details={"path": str(target)}) from None

@@ -193,6 +193,8 @@ class Runtime:
             self.followers.committed(frame)
             if frame.erase:  # a forget: the deleted rows' bytes must leave the file (ADR 0018)
                 compact.compact(self)
+            if frame.backup_to is not None:
+                compact.backup(self, frame.backup_to)
             return result
 
     @staticmethod

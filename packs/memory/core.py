@@ -17,4 +17,5 @@ pack = Pack(
     # recall_served: published by recall once it answered (the brain learns from it); notes_forgotten: by
     # memory.forget, so that packs keeping something about notes (the brain's serve ledger) erase it too
     events={"recall_served": RecallServed, "notes_forgotten": NotesForgotten},
+    portable=True,  # memory.export_records / import_records (ADR 0018)
 )

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import typer
 
 from runtime import PalimpsestError, Runtime, errors, load_catalog
+from runtime.adapters import cli_data
 from runtime.adapters.params import make_command
 from runtime.adapters.render import print_error, print_json, print_result, print_table
 from runtime.adapters.serving import explain_locked
@@ -247,6 +248,7 @@ def build_cli() -> typer.Typer:
             sub.command(spec.name.replace("_", "-"), help=spec.doc or None, short_help=spec.summary or None)(fn)
         app.add_typer(sub, name=pack.name)
     catalog.register_cli_commands(app, _session)  # e.g. the memory pack's `pal import locomo FILE`
+    cli_data.register(app, _session)  # pal export / backup / restore (ADR 0018)
     return app
 
 
