@@ -55,8 +55,8 @@ class Table:
 
 # -- the verbs' models (shared by every portable pack) ----------------------------------------------------------
 class Record(BaseModel):
-    type: str = Field(min_length=1, max_length=64)
-    data: dict[str, Any]
+    type: str = Field(min_length=1, max_length=64, description="The record type (a table of the pack).")
+    data: dict[str, Any] = Field(description="The row's columns, without the namespace.")
 
 
 class ExportParams(NamespacedParams):
@@ -70,7 +70,7 @@ class ExportResult(BaseModel):
 
 
 class ImportParams(NamespacedParams):
-    records: list[Record] = Field(default_factory=list, max_length=10_000)
+    records: list[Record] = Field(default_factory=list, max_length=10_000, description="Records of an export.")
     check_only: bool = Field(False, description="Validate against the target and write nothing.")
     first: bool = Field(False, description="The first call of an import: the namespace must be empty.")
     finish: bool = Field(False, description="The last call: advance sequences and reload the pack's mirrors.")
