@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from runtime.compact import backup_path
 from runtime.errors import DeadlineExceeded, InternalError, InvalidParams, PalimpsestError, ReadOnlyViolation, from_validation_error
 from runtime.hookspecs import hookimpl
 from runtime.pack import VerbSpec
@@ -35,6 +36,8 @@ class Frame:
     deadline: float | None = None  # time.monotonic() past which ctx.check_deadline stops the call
     locked: set[str] = field(default_factory=set)  # namespaces whose write lock this transaction holds (shared store)
     seqs: list[int] = field(default_factory=list)  # change-log numbers of its changes, once logged (shared store)
+    erase: bool = False  # a call erased data: the store file is rewritten once it commits (runtime/compact.py)
+    backup_to: "str | None" = None  # a consistent copy of the store file is made there once the call commits
 
 
 @dataclass
@@ -105,6 +108,26 @@ class Context:
         """True when a writing call of this pack failed in this transaction and its caller went on: its recorded
         changes were dropped and the mirrors reload after commit, so until then only the SQL is right."""
         return self.pack in self._frame.reload
+
+    def reload_mirrors(self) -> None:
+        """This call wrote rows that no recorded change describes (a bulk import): once it commits, this pack's
+        mirrors load again from the store (until then this pack's reads should go to SQL)."""
+        if not self.read_only:
+            self._frame.reload.add(self.pack)
+
+    def backup_after_commit(self, name: str) -> str:
+        """Once this call has committed, copy the whole store file (checkpointed, under the runtime's lock, so the
+        copy is consistent) to ``<database>.backups/<name>``; returns that path (ADR 0018)."""
+        path = backup_path(self._runtime, name)
+        self._frame.backup_to = str(path)
+        return str(path)
+
+    def erase_from_file(self) -> None:
+        """This call deletes data that must not survive in the file's bytes (a forget): once the call has
+        committed and its events are delivered, the runtime rewrites the store file (ADR 0018). A no-op for a
+        read-only call or an in-memory store."""
+        if not self.read_only:
+            self._frame.erase = True
 
     def publish(self, event: str, payload: Any) -> None:
         """Publish one of this pack's declared events; subscribers get it once this call has ended well."""

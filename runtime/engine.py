@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from runtime import changelog, idempotency, storage
+from runtime import changelog, compact, idempotency, storage
 from runtime.aftercommit import Followers
 from runtime.config import load_config, pack_settings
 from runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
@@ -225,6 +225,10 @@ class Runtime:
                     raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
                 raise
             self.followers.committed(frame)
+            if frame.erase:  # a forget: the deleted rows' bytes must leave the file (ADR 0018)
+                compact.compact(self)
+            if frame.backup_to is not None:
+                compact.backup(self, frame.backup_to)
             return result
 
     def lock_namespace(self, frame: Frame, namespace: str, key: str | None = None) -> None:

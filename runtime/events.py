@@ -89,3 +89,12 @@ class Subscription:
     pack: str
     event: str  # "<publisher>.<event>"
     handler: Callable[..., Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NotesForgotten:
+    """``memory.notes_forgotten``: notes were erased for real (memory.forget, ADR 0018); a pack that keeps
+    anything about them (the brain's serve ledger) erases it. ``everything``: the whole namespace was erased."""
+
+    note_ids: tuple[int, ...]
+    everything: bool = False

@@ -75,7 +75,8 @@ class Pack:
     is a module of pluggy hookspecs the pack adds for others to implement (e.g. ``register_embedders``);
     ``state`` is a class built once per runtime (no arguments) as ``ctx.state``, whose :class:`~runtime.Mirror`
     attributes the runtime loads, feeds committed changes and closes; ``events`` maps the names of the events
-    the pack publishes to their payload types (subscribers use ``@pack.subscribe("<pack>.<event>")``).
+    the pack publishes to their payload types (subscribers use ``@pack.subscribe("<pack>.<event>")``);
+    ``portable`` says the pack has ``export_records`` / ``import_records`` verbs for ``pal export`` (ADR 0018).
     """
 
     def __init__(
@@ -90,6 +91,7 @@ class Pack:
         tunables: dict[str, tuple[float, float]] | None = None,
         state: type | None = None,
         events: dict[str, type] | None = None,
+        portable: bool = False,
     ) -> None:
         _check_name("pack", name)
         for req in requires:
@@ -107,6 +109,9 @@ class Pack:
         self.events: dict[str, type] = dict(events or {})
         for event in self.events:
             _check_name("event", event)
+        # portable: the pack's data goes into `pal export` files through its export_records / import_records
+        # sub-handlers (runtime/portable.py, ADR 0018)
+        self.portable = portable
         self.subscriptions: list[Subscription] = []
         self.verbs: dict[str, VerbSpec] = {}
         self.hook_objects: list[Any] = []

@@ -13,4 +13,4 @@ from packs.brain.state import BrainState
 from runtime import Pack
 
 pack = Pack("brain", version="0.1.0", requires=["memory"], settings=BrainSettings, state=BrainState,
-            migrations=Path(__file__).with_name("sql"))
+            migrations=Path(__file__).with_name("sql"), portable=True)

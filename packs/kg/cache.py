@@ -49,10 +49,12 @@ class KgChange:
     # tuples in FactRow order, packs/kg/rows.py), not Fact copies: a batch's copies then die when the call returns
     # instead of living, walked by the cycle collector, until commit
     timelines: dict[tuple[int, str], tuple[tuple, ...]] = field(default_factory=dict)
+    dropped: set[int] = field(default_factory=set)  # entity ids erased (kg.forget): their keys and names go
+    cleared: bool = False                            # the whole namespace was erased (kg.forget everything)
 
     @property
     def entities_changed(self) -> bool:
-        return bool(self.keys or self.kinds)
+        return bool(self.keys or self.kinds or self.dropped or self.cleared)
 
 
 @dataclass
@@ -82,7 +84,8 @@ class NsCache:
                 for sid, pred in keys}
 
     def current_facts(self, sid: int, predicate: str | None, obj: tuple[str, int | None] | None,
-                      when: datetime | None, limit: int) -> list[FactOut]:
+                      when: datetime | None, limit: int,
+                      after: tuple[datetime | None, int] | None = None) -> list[FactOut]:
         """kg.facts for one subject, with the SQL path's filters and order (see queries.facts)."""
         # filtered as held (stored tuples, by field index), so only the hits become FactRows (lookup latency)
         rows = [r for r in self.subjects.stored(sid)
@@ -90,12 +93,29 @@ class NsCache:
                 and (obj is None or r[OBJECT_VALUE] == obj[0] or (obj[1] is not None and r[OBJECT_ID] == obj[1]))
                 and (when is None or ((r[VALID_FROM] is None or r[VALID_FROM] <= when)
                                       and (r[VALID_TO] is None or r[VALID_TO] > when)))]
-        rows.sort(key=lambda r: (r[VALID_FROM] is not None, r[VALID_FROM] or datetime.min, r[FACT_ID]))
+        def key(r: tuple) -> tuple:
+            return (r[VALID_FROM] is not None, r[VALID_FROM] or datetime.min, r[FACT_ID])
+        rows.sort(key=key)
+        if after is not None:  # the SQL path's keyset cursor
+            cut = (after[0] is not None, after[0] or datetime.min, after[1])
+            rows = [r for r in rows if key(r) > cut]
         name = self.names[sid]
         return [as_fact_row(r).out(sid, name) for r in rows[:limit]]
 
     def take(self, change: KgChange) -> None:
         """Apply one committed change."""
+        if change.cleared:
+            self.keys.clear()
+            self.names.clear()
+            self.cards.clear()
+            for sid in list(self.subjects):
+                del self.subjects[sid]
+        if change.dropped:
+            for key in [k for k, eid in self.keys.items() if eid in change.dropped]:
+                del self.keys[key]
+            for eid in change.dropped:
+                self.names.pop(eid, None)
+                self.subjects.pop(eid, None)
         for key, (eid, name, _) in change.keys.items():
             self.keys[key] = eid
             self.names[eid] = name

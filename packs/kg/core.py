@@ -11,4 +11,5 @@ from packs.kg.settings import KgSettings
 from packs.kg.state import KgState
 
 pack = Pack("kg", version="0.1.0", requires=[], settings=KgSettings, state=KgState,
-            migrations=Path(__file__).with_name("sql"), events={"edges_changed": EdgesChanged}, hookspecs=hookspecs)
+            migrations=Path(__file__).with_name("sql"), events={"edges_changed": EdgesChanged}, hookspecs=hookspecs,
+            portable=True)

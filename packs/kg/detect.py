@@ -130,7 +130,9 @@ class EntityDetectors(Mirror):
             if keys is None or not change.entities_changed:
                 continue
             # copy before changing: a detector handed out earlier keeps the dict it was built from
-            keys = self.keys[ch.namespace] = dict(keys)
+            keys = self.keys[ch.namespace] = {} if change.cleared else dict(keys)
+            for key in [k for k, v in keys.items() if v[0] in change.dropped]:
+                del keys[key]
             keys.update(change.keys)
             if change.kinds:
                 for key, (eid, name, kind) in keys.items():

@@ -1,12 +1,15 @@
 """Read verbs over facts: kg.facts, kg.fact_history, kg.resolve (valid time × transaction time)."""
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from runtime import Act, Context
+from runtime import Act, Context, errors
 from runtime.params import NamespacedParams
 
 from packs.kg.core import pack
@@ -28,12 +31,33 @@ class FactsParams(NamespacedParams):
     object: Name | None = Field(None, description="The value, e.g. 'Postgres' (who or what has this value).")
     as_of: When | None = Field(None, description=AS_OF_DOC)
     known_at: When | None = Field(None, description=KNOWN_AT_DOC)
-    include_superseded: bool = Field(False, description="Also return facts that are no longer (or not yet) true.")
-    limit: int = Field(1000, ge=1, description="Most facts returned.")
+    include_superseded: bool = Field(False, description="Also return facts no longer (or not yet) true: ignore "
+                                                        "valid time unless as_of is given.")
+    limit: int = Field(1000, ge=1, description="Most facts returned (capped by max_query_limit).")
+    cursor: str | None = Field(None, max_length=256, description="next_cursor of the previous page.")
 
 
 class FactsResult(BaseModel):
     facts: list[FactOut]
+    next_cursor: str | None = Field(None, description="Pass as cursor for the next page; null on the last page.")
+
+
+def fact_cursor(f: FactOut) -> str:
+    """An opaque keyset cursor after ``f`` in kg.facts' order (valid_from, unknown starts first, then fact id)."""
+    raw = json.dumps({"v": f.valid_from.isoformat() if f.valid_from else None, "i": f.fact_id}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def read_cursor(cursor: str | None) -> tuple[datetime | None, int] | None:
+    if cursor is None:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        vf = None if data["v"] is None else datetime.fromisoformat(data["v"])
+        return vf, int(data["i"])
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+        raise errors.InvalidParams(f"cursor is not a next_cursor of kg.facts ({exc})",
+                                   details={"errors": [{"loc": ["cursor"], "msg": "invalid cursor"}]}) from None
 
 
 class HistoryParams(NamespacedParams):
@@ -77,10 +101,14 @@ def _times(ctx: Context, as_of: datetime | None, known_at: datetime | None) -> d
 
 @pack.verb("facts", act=Act.ASSERTIVE)
 def facts(params: FactsParams, ctx: Context) -> FactsResult:
-    """Query facts by subject/predicate/object at a valid time (as_of) as believed at a transaction time (known_at)."""
+    """Query facts by subject/predicate/object at a valid time (as_of) as believed at a transaction time (known_at),
+    in valid-time order, page by page (cursor / next_cursor: a keyset, so facts added while paging shift nothing)."""
     limit = min(params.limit, ctx.settings.max_query_limit)
-    return FactsResult(facts=KgStore(ctx).facts(params.subject, params.predicate, params.object, params.as_of,
-                                                params.known_at, params.include_superseded, limit))
+    got = KgStore(ctx).facts(params.subject, params.predicate, params.object, params.as_of, params.known_at,
+                             params.include_superseded, limit + 1, after=read_cursor(params.cursor))
+    more = len(got) > limit
+    got = got[:limit]
+    return FactsResult(facts=got, next_cursor=fact_cursor(got[-1]) if more else None)
 
 
 @pack.verb("fact_history", act=Act.ASSERTIVE)

@@ -39,8 +39,10 @@ class KgStore:
         return self._mirror.get(self.ctx)
 
     def facts(self, subject: str | None, predicate: str | None, obj: str | None, as_of: datetime | None,
-              known_at: datetime | None, include_superseded: bool, limit: int) -> list[FactOut]:
-        """kg.facts: from the cache for a current-belief query about one subject, else from SQL."""
+              known_at: datetime | None, include_superseded: bool, limit: int,
+              after: tuple[datetime | None, int] | None = None) -> list[FactOut]:
+        """kg.facts: from the cache for a current-belief query about one subject, else from SQL. ``after``: a keyset
+        cursor (valid_from, fact_id) in the answer's order (unknown starts first); only facts after it."""
         ctx = self.ctx
         c = self.readable() if subject is not None and known_at is None else None
         if c is not None:  # the current versions of one subject are in memory: answer without SQL
@@ -49,7 +51,7 @@ class KgStore:
                 return []
             hit = None if obj is None else (obj, c.keys.get(name_key(obj)))
             when = None if as_of is None and include_superseded else (as_of or ctx.now())
-            return c.current_facts(sid, predicate, hit, when, limit)
+            return c.current_facts(sid, predicate, hit, when, limit, after)
         args: list[Any] = []
         where = [tx_filter(known_at, args)]
         if subject is not None:
@@ -67,6 +69,13 @@ class KgStore:
             args.extend([obj, found[0] if found else None])
         if as_of is not None or not include_superseded:
             where.append(valid_filter(as_of or known_at or ctx.now(), args))
+        if after is not None:  # portable SQL: NULL starts sort first
+            if after[0] is None:
+                where.append("((f.valid_from IS NULL AND f.fact_id > ?) OR f.valid_from IS NOT NULL)")
+                args.append(after[1])
+            else:
+                where.append("(f.valid_from > ? OR (f.valid_from = ? AND f.fact_id > ?))")
+                args.extend([after[0], after[0], after[1]])
         return read_facts(ctx, " AND ".join(where), args, limit=limit)
 
     def detector(self) -> Detector:

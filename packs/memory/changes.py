@@ -54,6 +54,14 @@ class MetadataEdited:
 
 
 @dataclass(frozen=True, slots=True)
+class NotesErased:
+    """Notes forgotten for real (memory.forget): the index drops their rows, postings and vectors."""
+
+    KIND: ClassVar[str] = "notes_erased"
+    note_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class VectorsReplaced:
     """Every note's vector of one model, recomputed (memory.reembed)."""
 

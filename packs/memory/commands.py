@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from packs.memory.importers import Conversation, parse_jsonl, parse_locomo
-from runtime import hookimpl
+from runtime import errors, hookimpl, portable
 
 
 def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, namespace: str | None,
@@ -71,6 +71,20 @@ def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]
         """Import a JSONL chat log ({speaker, text, timestamp, thread?, scope?, id?} per line), read line by line;
         a bad line is an error naming it and nothing is imported."""
         run(file, "jsonl", scope)
+
+    @group.command("palimpsest")
+    def palimpsest(file: str = typer.Argument(..., help="A file written by `pal export`.")) -> None:
+        """Import a `pal export` file into --namespace (default: the namespace it was exported from), which must
+        be empty; ids are kept, so the target store must not use them. The whole file is checked first."""
+        session = invocation()
+        if session.server:
+            raise errors.InvalidParams("import palimpsest writes the store directly: stop the server first")
+        with Console(stderr=True).status(f"importing {file}", spinner="dots") if not session.as_json \
+                else nullcontext():
+            counts = portable.import_file(session.runtime(), file, session.namespace)
+        total = sum(n for per in counts.values() for n in per.values())
+        print(json.dumps(counts) if session.as_json else f"{total} records imported: " + ", ".join(
+            f"{p} {sum(c.values())}" for p, c in counts.items()))
 
     cli.add_typer(group, name="import")
 

@@ -7,12 +7,15 @@ from packs.memory import hookspecs
 from packs.memory.settings import MemorySettings
 from packs.memory.state import MemoryState
 from runtime import Pack
-from runtime.events import RecallServed
+from runtime.events import NotesForgotten, RecallServed
 
 pack = Pack(
     "memory", version="0.1.0", requires=["kg"], settings=MemorySettings, state=MemoryState,
     migrations=Path(__file__).with_name("sql"), hookspecs=hookspecs,
     # The recall score weights, settable per namespace by another pack (the brain) through the runtime.
     tunables={"relevance_weight": (0.0, 1.0), "salience_weight": (0.0, 1.0), "temporal_weight": (0.0, 1.0)},
-    events={"recall_served": RecallServed},  # published by recall once it answered (the brain learns from it)
+    # recall_served: published by recall once it answered (the brain learns from it); notes_forgotten: by
+    # memory.forget, so that packs keeping something about notes (the brain's serve ledger) erase it too
+    events={"recall_served": RecallServed, "notes_forgotten": NotesForgotten},
+    portable=True,  # memory.export_records / import_records (ADR 0018)
 )

@@ -250,6 +250,43 @@ class MemoryIndex:
         if row is not None:
             row.archived_at = when
 
+    def forget(self, note_ids: Iterable[int]) -> None:
+        """Erase notes (memory.forget): their rows, columns, tags, BM25 postings and vectors go, and their thread
+        neighbours are linked and re-expanded as if the notes had never been (what a fresh load builds)."""
+        gone = [int(i) for i in note_ids if int(i) in self.rows]
+        if not gone:
+            return
+        self.dirty = True
+        threadless = any(self.rows[i].thread is None for i in gone)  # their episodes are inferred (threads.py)
+        c = self.cols
+        rebag: dict[int, Any] = {}
+        for i in gone:
+            del self.rows[i]
+            self.tags.pop(i, None)
+            rebag.pop(i, None)
+            for j, bag in self.expander.remove(i).items():
+                rebag[j] = bag
+            c["alive"][i] = c["archived"][i] = False
+            for name in ("ns", "mtype", "kind", "scope", "thread", "salience", "decay", "occurred", "created",
+                         "prefix"):
+                c[name][i] = 0
+            c["superseded"][i] = math.nan
+            c["prev"][i] = c["next"][i] = -1
+        self.bm25.remove(gone)
+        rebag = {j: b for j, b in rebag.items() if j in self.rows}
+        if rebag:  # neighbours' bags held the forgotten notes' words: re-index them without
+            self.bm25.add_weighted(list(rebag), list(rebag.values()))
+        links = self.expander.links
+        for j in rebag:
+            p, n = links.neighbours(j)
+            c["prev"][j], c["next"][j] = -1 if p is None else p, -1 if n is None else n
+        for model, index in list(self.vectors.items()):
+            index.remove(gone)
+            if not len(index):  # a fresh load holds no index for a model without vectors
+                del self.vectors[model]
+        if threadless:  # a fresh load infers the episodes without the forgotten notes: so must the live index
+            self.reinfer_episodes()
+
     # -- reads --------------------------------------------------------------------------------------------
     def mask(self, namespace: str, f: Any, ids: np.ndarray | None = None) -> np.ndarray:
         """Boolean mask over note ids: in this namespace, alive, and passing the recall filters ``f``.

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from packs.memory import snapshot
-from packs.memory.changes import (Archived, MetadataEdited, NotesAdded, SnapshotSaved, SupersededSet,
+from packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved, SupersededSet,
                                   VectorsReplaced)
 from packs.memory.index import FULL_COLUMNS, MemoryIndex, NoteRow
 from packs.memory.settings import MemorySettings
@@ -114,6 +114,8 @@ class IndexMirror(MemoryIndex, Mirror):
                 self.vectors.pop(c.model, None)
                 self.add_vectors(c.model, c.ids, c.matrix)
                 self.dirty = True  # a new graph (when large): the snapshot at close saves it
+            elif isinstance(c, NotesErased):  # memory.forget (ADR 0018)
+                self.forget(c.note_ids)
             elif isinstance(c, SnapshotSaved):
                 self.dirty = False
                 for vi in self.vectors.values():

@@ -4,8 +4,9 @@ Verb modules import :mod:`packs.memory.core`, never this module.
 """
 from __future__ import annotations
 
-from packs.memory import (admin, beliefs, browse, commands, embedding, explain, graph, importing,  # noqa: F401
-                          lifecycle, nodes, overview, recall, remember, stages, sync, update, walk)
+from packs.memory import (admin, beliefs, browse, commands, embedding, explain, forget, graph,  # noqa: F401
+                          importing, lifecycle, nodes, overview, portable, recall, remember, stages, sync, update,
+                          walk)
 from packs.memory.core import pack
 from packs.memory.settings import MemorySettings
 

@@ -2,7 +2,7 @@
 
 Rebuilding BM25 on open means tokenising every note again (~15 s at 100k notes, and every ``pal`` command opens
 the store). The snapshot is derived data, trusted only when it covers exactly the stored notes (their count and
-highest id: notes are only ever added, never edited or deleted) and was built with the same tokenizer and BM25
+highest id; notes are added, and deleted only by memory.forget, which deletes the snapshot too) and was built with the same tokenizer and BM25
 settings; otherwise the index is rebuilt from the notes, as before. The index mirror restores it in its
 ``load`` and writes it in its ``close`` (through ``memory.save_index``) if the index changed, and only for
 stores of at least ``index_snapshot_min_notes`` notes. A crash before a close only means the next open

@@ -132,7 +132,10 @@ def history(params: HistoryParams, ctx: Context) -> HistoryResult:
         chain.insert(0, _note(ctx, older[0]))
     while chain[-1].superseded_by is not None and chain[-1].superseded_by not in seen:
         seen.add(chain[-1].superseded_by)
-        chain.append(_note(ctx, chain[-1].superseded_by))
+        newer = fetch_notes(ctx, [chain[-1].superseded_by]).get(chain[-1].superseded_by)
+        if newer is None:  # forgotten (memory.forget): its tombstone is all that is left of it
+            break
+        chain.append(newer)
     rows = ctx.db.query("SELECT note_id, field, old_value, new_value, actor, changed_at FROM memory.note_audit "
                         "WHERE namespace = ? AND note_id IN (SELECT unnest(?::BIGINT[])) ORDER BY seq",
                         [ctx.namespace, [n.id for n in chain]])

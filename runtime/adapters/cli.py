@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # Modules of extra fixed commands, imported when the CLI is built: each defines ``register(app, session)`` where
 # ``app`` is the root typer.Typer and ``session()`` returns the running command's Session.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("runtime.adapters.cli_data",)  # pal export / backup / restore (ADR 0018)
 
 # root options that take a value (how main() finds the command word without parsing everything)
 VALUE_OPTIONS = {"--db", "--namespace", "-n", "--actor", "--server", "--idempotency-key"}

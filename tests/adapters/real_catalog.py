@@ -10,6 +10,7 @@ BUILT_IN_PUBLIC_VERBS = frozenset({
     "kg.detect_entities", "kg.detect_entities_many", "kg.edges", "kg.entities", "kg.entity", "kg.fact_history",
     "kg.facts", "kg.graph_recall", "kg.link", "kg.link_many", "kg.list_edges", "kg.predicates", "kg.resolve",
     "kg.retract_fact", "kg.stats", "kg.timeline", "kg.unlink", "kg.upsert_entity",
+    "kg.forget", "kg.tombstones", "memory.backup", "memory.forget", "memory.tombstones",
     "memory.archive", "memory.belief_history", "memory.centrality", "memory.consolidate", "memory.count",
     "memory.consolidation_candidates", "memory.edges", "memory.explain", "memory.get", "memory.history", "memory.link",
     "memory.link_many", "memory.list", "memory.prune", "memory.recall", "memory.reembed", "memory.remember", "memory.remember_many",

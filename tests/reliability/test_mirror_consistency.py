@@ -89,6 +89,9 @@ op = st.one_of(
     st.tuples(st.just("alias"), st.sampled_from(NAMES), st.sampled_from(["Al", "Bobby", "Caz"])),
     st.tuples(st.just("feedback"), st.sampled_from(WORDS), st.sampled_from(["useful", "not_useful"])),
     st.tuples(st.just("fail"), st.sampled_from(WORDS)),
+    st.tuples(st.just("sourced"), st.sampled_from(NAMES), st.sampled_from(PLACES), st.integers(0, 50)),
+    st.tuples(st.just("forget"), st.integers(0, 50)),
+    st.tuples(st.just("kforget"), st.sampled_from(NAMES)),
 )
 
 
@@ -132,6 +135,14 @@ def run(rt: Runtime, world: World, ns: str, step: tuple) -> None:
         if served.results:
             rt.call("brain.feedback", {"recall_id": served.recall_id, "note_id": served.results[0].note.id,
                                        "signal": step[2]}, namespace=ns)
+    elif kind == "sourced" and notes:  # a fact grounded by a note, so that forgetting the note erases it
+        world.facts[ns].append(rt.call("kg.assert_fact", {
+            "subject": step[1], "predicate": "lives_in", "object": step[2], "source_id": f"m:{pick(notes, step[3])}",
+            "valid_from": f"{2000 + step[3]}-01-01"}, namespace=ns).fact.fact_id)
+    elif kind == "forget" and notes:  # erased for real (ADR 0018)
+        rt.call("memory.forget", {"ids": [notes.pop(step[1] % len(notes))], "reason": "test"}, namespace=ns)
+    elif kind == "kforget":
+        rt.call("kg.forget", {"entity": step[1], "reason": "test"}, namespace=ns)
     elif kind == "fail":
         warm(rt)  # a lazily built namespace cache is built from committed data: not a change, so build it first
         before = digests(rt)

@@ -98,3 +98,39 @@ def test_entities_page_newest_first_by_a_keyset_cursor(kg):
         if before is None:
             break
     assert seen == sorted(made, reverse=True)
+
+
+def _page_all(kg, params, limit, between=None):
+    seen, cursor = [], None
+    while True:
+        page = kg.call("kg.facts", {**params, "limit": limit, **({"cursor": cursor} if cursor else {})})
+        assert len(page.facts) <= limit
+        seen += [f.fact_id for f in page.facts]
+        if between is not None and cursor is None:
+            between()
+        cursor = page.next_cursor
+        if cursor is None:
+            return seen
+
+
+@pytest.mark.parametrize("params", [{}, {"subject": "Ann"}, {"subject": "Ann", "include_superseded": True},
+                                    {"predicate": "likes", "known_at": "2030-01-01"}])
+def test_facts_page_by_a_keyset_cursor_in_valid_time_order(kg, params):
+    kg.call("kg.define_predicate", {"name": "likes", "cardinality": "many"})
+    for i in range(9):  # some with an unknown start (first in the order), two sharing a start
+        start = None if i % 4 == 0 else f"2020-0{1 + i % 3}-01"
+        kg.call("kg.assert_fact", {"subject": "Ann", "predicate": "likes", "object": f"thing {i}", "literal": True,
+                                   **({"valid_from": start} if start else {})})
+    whole = [f.fact_id for f in kg.call("kg.facts", {**params, "limit": 1000}).facts]
+    assert len(whole) == 9
+    late = lambda: kg.call("kg.assert_fact", {"subject": "Ann", "predicate": "likes", "object": "early",  # noqa: E731
+                                              "literal": True, "valid_from": "1990-01-01"})
+    seen = _page_all(kg, params, 2, between=late)  # an insert while paging neither repeats nor skips a fact
+    assert [f for f in seen if f in whole] == whole and len(set(seen)) == len(seen)
+    assert _page_all(kg, params, 4) == [f.fact_id for f in kg.call("kg.facts", {**params, "limit": 1000}).facts]
+
+
+def test_facts_refuse_a_cursor_they_did_not_make(kg):
+    with pytest.raises(errors.InvalidParams) as exc:
+        kg.call("kg.facts", {"cursor": "not-a-cursor"})
+    assert exc.value.details["errors"][0]["loc"] == ["cursor"]

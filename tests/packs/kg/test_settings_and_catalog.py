@@ -28,7 +28,8 @@ def test_every_verb_documents_itself_and_takes_a_namespace():
     acts = {n: s.act for n, s in pack.verbs.items()}
     assert acts["define_predicate"] is Act.DECLARATION
     assert {n for n, a in acts.items() if a is Act.COMMISSIVE} == {
-        "assert_fact", "assert_facts", "retract_fact", "upsert_entity", "link", "link_many", "unlink", "centrality"}
+        "assert_fact", "assert_facts", "retract_fact", "upsert_entity", "link", "link_many", "unlink", "centrality",
+        "forget", "import_records"}
 
 
 def test_the_pack_loads_through_its_entry_point(make_pal_runtime):

@@ -1,0 +1,55 @@
+"""memory.export_records and memory.import_records: the memory pack's part of `pal export` / `pal import
+palimpsest` (runtime/portable.py, ADR 0018). The full-text snapshot is derived data and is not exported: the
+index is rebuilt from the imported notes."""
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from packs.memory.core import pack
+from runtime import Act, Context
+from runtime.pack import Visibility
+from runtime.params import Params
+from runtime.portable import ExportParams, ExportResult, ImportParams, ImportResult, Table, export_page, import_page
+
+TABLES = [
+    Table("note", "memory.notes", ("id",), unique=("id",), sequences=(("memory.note_ids", "id"),)),
+    Table("vector", "memory.vectors", ("note_id", "model"),
+          where="note_id IN (SELECT id FROM memory.notes WHERE namespace = ?)", namespace_column=None,
+          unique=("note_id",)),
+    Table("belief_version", "memory.belief_versions", ("fact_key", "version")),
+    Table("centrality", "memory.centrality", ("note_id",)),
+    Table("audit", "memory.note_audit", ("seq",), sequences=(("memory.audit_seq", "seq"),)),
+    Table("tombstone", "memory.tombstones", ("note_id", "forgotten_at")),
+]
+
+
+@pack.verb("export_records", act=Act.ASSERTIVE, visibility=Visibility.SUBHANDLER)
+def export_records(params: ExportParams, ctx: Context) -> ExportResult:
+    """A page of the namespace's notes, vectors, belief versions, centrality, audit trail and tombstones."""
+    return export_page(ctx, TABLES, params.cursor, params.limit)
+
+
+@pack.verb("import_records", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
+def import_records(params: ImportParams, ctx: Context) -> ImportResult:
+    """Check or write exported memory records into the namespace (ids preserved); finish reloads the index."""
+    res = import_page(ctx, TABLES, params)
+    if params.finish and not params.check_only:
+        ctx.db.execute("DELETE FROM memory.index_snapshot")  # the notes changed under it: rebuilt, saved at close
+        ctx.reload_mirrors()
+    return res
+
+
+class BackupParams(Params):
+    name: str = Field(min_length=1, max_length=121, description="File name of the copy, written to "
+                                                                   "<database>.backups/ beside the store.")
+
+
+class BackupResult(BaseModel):
+    path: str = Field(description="Where the copy is (on the host of the process that holds the store).")
+
+
+@pack.verb("backup", act=Act.COMMISSIVE)
+def backup(params: BackupParams, ctx: Context) -> BackupResult:
+    """Copy the whole store (every pack and namespace) consistently, also while a server holds it: once this
+    call commits, the runtime checkpoints and copies the file under its lock (`pal backup DEST`)."""
+    return BackupResult(path=ctx.backup_after_commit(params.name))
