@@ -14,8 +14,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from runtime import errors, portable
-from runtime.compact import copy_database
+from runtime import errors
 
 PROG = "palimpsest"
 
@@ -32,12 +31,12 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
                                        "which goes through it")
         rt = s.runtime()
         if file == "-":
-            n = portable.export_namespace(rt, sys.stdout, s.namespace)
+            n = portable().export_namespace(rt, sys.stdout, s.namespace)
             print(f"{n} records", file=sys.stderr)
             return
         tmp = Path(file + ".part")
         with tmp.open("w", encoding="utf-8") as out:
-            n = portable.export_namespace(rt, out, s.namespace)
+            n = portable().export_namespace(rt, out, s.namespace)
         tmp.replace(file)
         print(json.dumps({"records": n, "file": file}) if s.as_json else f"{n} records written to {file}")
 
@@ -86,12 +85,22 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         if target.exists() and not force:
             raise errors.Conflict(f"{target} exists: pass --force to replace it with the backup")
         tmp = target.with_name(target.name + ".restore")
+        from runtime.compact import copy_database
+
         copy_database(source, tmp)
         tmp.replace(target)
         Path(f"{target}.wal").unlink(missing_ok=True)
         print(json.dumps({"restored": str(target)}) if s.as_json else f"{target} restored from {source}")
 
 
+
+def portable() -> Any:
+    """runtime.portable, imported when a command runs: `pal --help` loads no DuckDB or pydantic (issue 20)."""
+    from runtime import portable as module
+
+    return module
+
+
 def import_palimpsest(session: Any, file: str, namespace: Optional[str]) -> dict[str, Any]:
     """``pal import palimpsest FILE``: see runtime/portable.py."""
-    return portable.import_file(session.runtime(), file, namespace)
+    return portable().import_file(session.runtime(), file, namespace)
