@@ -67,7 +67,7 @@ def test_timeline_known_at_slider_replays_beliefs(page: Any) -> None:
     slider = page.css("#known-at")[0]
     slider.click()
     slider.send_keys(Keys.HOME)  # (the click itself moved the slider: wait for the first moment's picture)
-    page.wait(lambda d: page.css("#timeline-chart")[0].get_attribute("data-known-at") == "2026-01-20T14:05:00")
+    page.wait(lambda d: page.css("#timeline-chart")[0].get_attribute("data-known-at") == "2026-01-20T14:05:00Z")
     assert not page.css("#timeline-chart .bar.retracted")
     assert page.css("#timeline-chart .bar.current")[0].get_attribute("data-object") == "Memcached"
 
