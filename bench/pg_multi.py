@@ -240,6 +240,12 @@ def main() -> int:
     return 0
 
 
+NOTE = ("A recall in a namespace being written waits for the writer's transaction (ADR 0016): its `recall_served` "
+        "subscriber (brain's serve ledger) is a writing call and takes the namespace lock, which `remember_many` "
+        "holds while it embeds its batch. That wait is in the readers' recall figures and, through their slow "
+        "loops, in the staleness figures.")
+
+
 def report(a: argparse.Namespace, command: str, m: dict, duck: dict, pg: dict) -> str:
     from run_all import machine
 
@@ -263,6 +269,7 @@ def report(a: argparse.Namespace, command: str, m: dict, duck: dict, pg: dict) -
         "",
         "Staleness includes up to one reader loop (its period is the resolution): a probe becomes visible at the "
         "reader's listener thread's apply, and is *seen* at the reader's next probe check.", "",
+        NOTE, "",
         f"### Recall at {a.size:,} notes, one process, PostgreSQL next to DuckDB (same run)", "",
         "| backend | ingest notes/s (batches of 2,000) | recall p50 / p95 ms (mirrors warm) | open s (all mirrors "
         "loaded) | first recall after open ms | load (ingest / recall / reopen) |", "|---|---|---|---|---|---|",
