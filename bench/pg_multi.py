@@ -281,6 +281,9 @@ def report(a: argparse.Namespace, command: str, m: dict, duck: dict, pg: dict) -
         "reads the in-process mirrors on both backends. A cold namespace costs nothing extra today because every "
         "process loads every namespace's mirrors at open (the open time above); per-namespace lazy mirrors under a "
         "memory budget (issue 14 item 4) are not built yet (ADR 0016).", "",
+        "Most likely (not profiled) the gap at size is the recall's own write on PostgreSQL: every recall's "
+        "`recall_served` subscriber commits one logged change (write transaction, namespace lock, commit lock, "
+        "NOTIFY), which DuckDB does in memory.", "",
     ]
     return "\n".join(lines)
 
