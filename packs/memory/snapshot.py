@@ -114,7 +114,9 @@ def write_graphs(ctx: Context, index: MemoryIndex) -> int:
         data = vi.graph_bytes()
         if data is None:
             continue
-        ctx.db.execute("INSERT OR REPLACE INTO memory.index_snapshot VALUES (?, ?, ?, ?, ?, ?)",
+        ctx.db.execute("INSERT INTO memory.index_snapshot VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                       "signature = excluded.signature, notes = excluded.notes, max_id = excluded.max_id, "
+                       "saved_at = excluded.saved_at, data = excluded.data",
                        [_graph_row(ctx.settings, model), graph_signature(model, vi), len(vi), vi.max_id(),
                         ctx.now(), data])
         size += len(data)

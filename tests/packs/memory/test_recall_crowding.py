@@ -52,6 +52,8 @@ def clock() -> Clock:
 def test_a_filter_holds_against_a_crowd_that_fails_it(make_pal_runtime, clock, case):
     flt, target_fields, crowd_fields, target_at, crowd_at, fate = CASES[case]
     rt = make_pal_runtime(config=HASHING, clock=clock)
+    # copies: CASES is shared by every run of this test (both backends), so it must never be mutated
+    crowd_fields, target_fields = dict(crowd_fields), dict(target_fields)
     crowd_ns = crowd_fields.pop("namespace", None)
     target_ns = target_fields.pop("namespace", None)
 

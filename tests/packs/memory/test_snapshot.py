@@ -180,3 +180,17 @@ def test_a_graph_of_other_vectors_or_settings_is_never_restored(tmp_path) -> Non
         assert rt._state["memory"].index.vectors["hashing"].graph_dirty
     with open_test_runtime(config=other, path=db) as rt:
         assert len(graph_rows(rt)) == 1 and not rt._state["memory"].index.vectors["hashing"].graph_dirty
+
+
+def test_the_vector_graph_snapshot_is_written_and_restored_on_both_backends(pal_backend, pal_store, tmp_path,
+                                                                            caplog) -> None:
+    # the graph's row was written with DuckDB-only SQL: on PostgreSQL every close failed and every open rebuilt
+    db = pal_store() if pal_backend == "postgres" else str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        ids = rt.call("memory.remember_many", {"notes": notes(80)}).ids
+        before = vector_answers(rt)
+    assert "failed" not in caplog.text
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        assert graph_rows(rt) == [(2, 80, ids[-1])]
+        assert not rt._state["memory"].index.vectors["hashing"].graph_dirty  # restored, not built
+        assert vector_answers(rt) == before
