@@ -255,6 +255,11 @@ class Runtime:
             logged = frame.changes + [(p, self.default_namespace, changelog.RELOAD, None) for p in sorted(frame.reload)]
             assert self.codec is not None
             frame.seqs = changelog.write(con, self.codec, logged, self.origin)
+        if frame.erase:  # erased text must not survive in a stored idempotent result either
+            if not frame.began:
+                storage.begin(con, read_only=False)
+                frame.began = True
+            idempotency.forget_results(con)
         if frame.began:
             con.execute("COMMIT")
 

@@ -49,6 +49,13 @@ def prune(con: Any, now: datetime, hours: float) -> None:
     con.execute(f"DELETE FROM {TABLE} WHERE created_at < ?", [now - timedelta(hours=hours)])
 
 
+def forget_results(con: Any) -> None:
+    """Drop every stored result: a result can carry text a forget has just erased (a remembered note's content),
+    and a forget must leave nothing of it behind (ADR 0018). The hash of a call keeps no text, but the whole row
+    goes with its result. The cost: a retry of a call made before the forget runs again instead of replaying."""
+    con.execute(f"DELETE FROM {TABLE}")
+
+
 def replay(con: Any, key: str, verb: str, digest: str) -> str | None:
     """The stored result JSON of this key's earlier run of the same call, or None when the key is new."""
     row = con.execute(f"SELECT verb, call_hash, result FROM {TABLE} WHERE key = ?", [key]).fetchone()
