@@ -29,7 +29,8 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         s = session()
         if s.server:
             raise errors.InvalidParams("export reads the store directly: stop the server or use `pal backup`, "
-                                       "which goes through it")
+                                       "which goes through it (a PostgreSQL store needs no stopping: pass its "
+                                       "URL as --db instead of --server)")
         rt = s.runtime()
         if file == "-":
             n = portable.export_namespace(rt, sys.stdout, s.namespace)
