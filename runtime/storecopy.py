@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from runtime import portable
+from runtime import portable, storage
 from runtime.errors import Conflict, InvalidParams
 
 if TYPE_CHECKING:
@@ -34,6 +34,16 @@ class CopyReport:
     records: int = 0
     not_copied: list[str] = field(default_factory=list)  # loaded packs that are not portable
     seconds: float = 0.0
+
+
+def is_url(target: str) -> bool:
+    """Whether a store target names a PostgreSQL database (else a DuckDB file)."""
+    return storage.postgres.is_url(target)
+
+
+def describe(target: str) -> str:
+    """The store as it may be printed: a URL without its credentials, or the path."""
+    return storage.describe(target)
 
 
 def store_namespaces(rt: "Runtime") -> list[str]:

@@ -110,20 +110,19 @@ def import_palimpsest(session: Any, file: str, namespace: Optional[str]) -> dict
 def copy_stores(s: Any, src: str, dst: str) -> None:
     """``pal copy``: see runtime/storecopy.py. A DuckDB DST this command created is removed again if the copy
     fails; a PostgreSQL DST keeps what was written (it says so)."""
-    from runtime import Runtime, storage
-    from runtime.storage import postgres
-    from runtime.storecopy import copy_store
+    from runtime import Runtime
+    from runtime.storecopy import copy_store, describe, is_url
 
     if s.server:
         raise errors.InvalidParams("copy opens both stores itself: stop the server that holds SRC, or copy from "
                                    "a PostgreSQL URL, which many processes may open at once")
 
     def local(target: str) -> Optional[Path]:
-        return None if postgres.is_url(target) else Path(target).expanduser().resolve()
+        return None if is_url(target) else Path(target).expanduser().resolve()
 
     if src == ":memory:" or dst == ":memory:":
         raise errors.InvalidParams("copy needs two stored databases, not :memory:")
-    if (local(src) or storage.describe(src)) == (local(dst) or storage.describe(dst)):
+    if (local(src) or describe(src)) == (local(dst) or describe(dst)):
         raise errors.InvalidParams("SRC and DST are the same store")
     src_path, dst_path = local(src), local(dst)
     if src_path is not None and not src_path.is_file():
@@ -144,14 +143,14 @@ def copy_stores(s: Any, src: str, dst: str) -> None:
             for leftover in (dst_path, Path(f"{dst_path}.wal")):
                 leftover.unlink(missing_ok=True)
         elif dst_path is None and not isinstance(exc, errors.Conflict):
-            print(f"palimpsest: the copy stopped part way; {storage.describe(dst)} may hold part of it: "
+            print(f"palimpsest: the copy stopped part way; {describe(dst)} may hold part of it: "
                   "drop and create that database again before retrying", file=sys.stderr)
         raise
     finally:
         for rt in (source, target):
             if rt is not None:
                 rt.close()
-    out = {"source": storage.describe(src), "destination": storage.describe(dst), "records": report.records,
+    out = {"source": describe(src), "destination": describe(dst), "records": report.records,
            "namespaces": {ns: sum(sum(t.values()) for t in packs.values()) for ns, packs in report.namespaces.items()},
            "not_copied": report.not_copied, "seconds": round(report.seconds, 3)}
     if s.as_json:
