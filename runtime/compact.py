@@ -7,6 +7,12 @@ data (``ctx.erase_from_file()``) the runtime checkpoints, copies the database in
 own ``COPY FROM DATABASE`` (tables, sequences with their values, views, indexes), swaps it in, and reopens.
 The copy holds only live rows: free blocks are not copied. While it runs the runtime's lock is held, so no other
 call sees the store half-swapped.
+
+On PostgreSQL (:func:`vacuum_erased`) a DELETE or UPDATE leaves the old tuple's bytes in its page; plain VACUUM
+only marks that space reusable (the bytes stay until a later write lands on them), so the runtime runs
+``VACUUM (FULL)`` — a rewrite of each table, its TOAST table and indexes into new files, the old files truncated
+at commit — over every table of the loaded packs' schemas and the change log, after pruning the change log
+(its rows carry the changes' data, note text included). WAL segments are PostgreSQL's: see ADR 0018.
 """
 from __future__ import annotations
 
@@ -52,6 +58,8 @@ def compact(rt: "Runtime") -> float:
     """Checkpoint, rewrite and reopen the runtime's store file; returns the seconds it took (0 in memory)."""
     if rt.path == ":memory:" or rt._con is None:
         return 0.0
+    if storage.dialect_of(rt._con) == "postgres":
+        return vacuum_erased(rt)
     start = time.perf_counter()
     path = Path(rt.path).expanduser()
     tmp = path.with_name(path.name + ".compact")
@@ -74,6 +82,55 @@ def compact(rt: "Runtime") -> float:
                            "its bytes may still hold it until the next forget or compaction",
                            details={"path": str(path)})
     log.info("store file rewritten after an erase in %.2f s", took)
+    return took
+
+
+def vacuum_erased(rt: "Runtime") -> float:
+    """PostgreSQL: make erased rows leave the database files (the DuckDB rewrite's counterpart; ADR 0018).
+
+    1. The change log is pruned through its head (the horizon moves there): its rows hold what packs recorded,
+       e.g. a remembered note's text. A process whose mirrors are behind the horizon loads them again, as after
+       any pruning; it loses nothing.
+    2. ``VACUUM (FULL)`` of every table in the loaded packs' schemas and of the change log, outside a transaction.
+       Which tables a forget touched is not known here (its events reach other packs, which delete their own
+       rows), and statistics such as ``n_dead_tup`` cannot tell — a plain VACUUM, manual or automatic, zeroes the
+       counter but leaves the dead tuples' bytes in the page — so every table that may hold a dead tuple is
+       rewritten. Each VACUUM FULL holds an ACCESS EXCLUSIVE lock on its table while it copies it: other
+       processes' calls wait for that long. A lock that cannot be had within ``lock_timeout`` (30 s) fails the
+       rewrite, not the forget (the erase is committed): the call says so."""
+    from runtime import changelog
+
+    con = rt._con
+    start = time.perf_counter()
+    schemas = sorted(rt.catalog.packs) + [storage.META_SCHEMA]
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(f"SELECT pg_advisory_xact_lock({storage.postgres.COMMIT_LOCK})")
+            cut = con.execute(f"SELECT max(seq) FROM {changelog.TABLE}").fetchone()[0]
+            if cut is not None:
+                con.execute(f"DELETE FROM {changelog.TABLE} WHERE seq <= ?", [cut])
+                con.execute(f"DELETE FROM {changelog.HORIZON}")
+                con.execute(f"INSERT INTO {changelog.HORIZON} VALUES (?)", [cut])
+            con.execute("COMMIT")
+        except BaseException:
+            storage.rollback_quietly(con)
+            raise
+        tables = [f'"{s}"."{t}"' for s, t in con.execute(
+            "SELECT schemaname, tablename FROM pg_tables WHERE schemaname = ANY(?::VARCHAR[]) "
+            "ORDER BY schemaname, tablename", [schemas]).fetchall()]
+        con.execute("SET lock_timeout = '30s'")
+        try:
+            for table in tables:  # one statement each: a failure names its table
+                con.execute(f"VACUUM (FULL) {table}")
+        finally:
+            con.execute("RESET lock_timeout")
+    except storage.DB_ERRORS as exc:
+        raise StorageError(f"the data was erased, but VACUUM FULL could not rewrite the tables ({exc}); the "
+                           "erased bytes may stay in the database files until the next forget or VACUUM FULL",
+                           details={"store": storage.describe(rt.path)}) from None
+    took = time.perf_counter() - start
+    log.info("%d tables rewritten (VACUUM FULL) after an erase in %.2f s", len(tables), took)
     return took
 
 

@@ -62,11 +62,14 @@ class Record(BaseModel):
 class ExportParams(NamespacedParams):
     cursor: Optional[str] = Field(None, max_length=4096, description="next_cursor of the previous page.")
     limit: int = Field(PAGE, ge=1, le=10_000, description="Most records a page holds.")
+    namespaces: bool = Field(False, description="Instead of a page: list every namespace that holds rows of the "
+                                                "pack's tables (``pal copy`` copies them all).")
 
 
 class ExportResult(BaseModel):
     records: list[Record]
     next_cursor: Optional[str] = None
+    namespaces: Optional[list[str]] = None
 
 
 class ImportParams(NamespacedParams):
@@ -81,11 +84,28 @@ class ImportResult(BaseModel):
 
 
 # -- for packs ----------------------------------------------------------------------------------------------------
+# PostgreSQL's information_schema names (udt_name for arrays) → the DuckDB type words the SQL below is written in
+_PG_TYPES = {"character varying": "VARCHAR", "text": "VARCHAR", "bytea": "BLOB", "double precision": "DOUBLE",
+             "real": "FLOAT", "timestamp without time zone": "TIMESTAMP", "timestamp with time zone": "TIMESTAMPTZ",
+             "jsonb": "JSON", "json": "JSON"}
+_PG_ARRAYS = {"_varchar": "VARCHAR[]", "_text": "VARCHAR[]", "_int8": "BIGINT[]", "_int4": "INTEGER[]",
+              "_int2": "SMALLINT[]", "_float8": "DOUBLE[]", "_float4": "FLOAT[]", "_bool": "BOOLEAN[]"}
+
+
 def _columns(ctx: "Context", table: str) -> list[tuple[str, str]]:
+    """The table's ``(column, type)`` in order; the type as DuckDB spells it on either backend."""
     schema, name = table.split(".")
-    return [(c, t.upper()) for c, t in ctx.db.query(
-        "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
-        "ORDER BY ordinal_position", [schema, name])]
+    rows = ctx.db.query("SELECT column_name, data_type, udt_name FROM information_schema.columns "
+                        "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position", [schema, name])
+    if ctx.db.dialect != "postgres":
+        return [(c, t.upper()) for c, t, _ in rows]
+    out = []
+    for c, t, udt in rows:
+        kind = _PG_ARRAYS.get(udt) if t == "ARRAY" else _PG_TYPES.get(t, t.upper())
+        if kind is None:
+            raise StorageError(f"{table}.{c}: array type {udt} is not carried by the export format")
+        out.append((c, kind))
+    return out
 
 
 def _out(value: Any, kind: str) -> Any:
@@ -117,8 +137,21 @@ def _cursor(index: int, key: Optional[list[Any]]) -> str:
     return base64.urlsafe_b64encode(json.dumps([index, key]).encode()).decode()
 
 
-def export_page(ctx: "Context", tables: list[Table], cursor: Optional[str], limit: int) -> ExportResult:
-    """The next ``limit`` rows of the pack's tables (in order, each by its key) as records."""
+def namespaces_of(ctx: "Context", tables: list[Table]) -> list[str]:
+    """Every namespace that holds rows of the tables (the whole store's, not only the call's)."""
+    found: set[str] = set()
+    for t in tables:
+        if t.namespace_column:
+            found.update(r[0] for r in ctx.db.query(f"SELECT DISTINCT {t.namespace_column} FROM {t.table}"))
+    return sorted(found)
+
+
+def export_page(ctx: "Context", tables: list[Table], cursor: Optional[str], limit: int, *,
+                namespaces: bool = False) -> ExportResult:
+    """The next ``limit`` rows of the pack's tables (in order, each by its key) as records; with ``namespaces``,
+    no records but the list of namespaces that hold any (:func:`namespaces_of`)."""
+    if namespaces:
+        return ExportResult(records=[], namespaces=namespaces_of(ctx, tables))
     index, after = 0, None
     if cursor is not None:
         try:

