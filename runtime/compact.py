@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from runtime import storage
-from runtime.errors import Conflict, InvalidParams, StorageError
+from palimpsest_memory.runtime import storage
+from palimpsest_memory.runtime.errors import Conflict, InvalidParams, StorageError
 
 if TYPE_CHECKING:
-    from runtime.engine import Runtime
+    from palimpsest_memory.runtime.engine import Runtime
 
 log = logging.getLogger("palimpsest.runtime")
 

@@ -14,8 +14,8 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from runtime import errors, portable
-from runtime.compact import copy_database
+from palimpsest_memory.runtime import errors, portable
+from palimpsest_memory.runtime.compact import copy_database
 
 PROG = "palimpsest"
 
@@ -49,7 +49,7 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         if target.exists():
             raise errors.Conflict(f"{target} exists: back up into a new file")
         if s.server:
-            from runtime.adapters.remote import RemoteClient
+            from palimpsest_memory.runtime.adapters.remote import RemoteClient
 
             made = Path(RemoteClient(s.server).call("memory.backup", {"name": target.name}, actor=s.actor)["path"])
         else:
@@ -68,7 +68,7 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         s = session()
         if s.server:
             raise errors.InvalidParams("restore replaces the database file: stop the server that holds it first")
-        from runtime import Runtime
+        from palimpsest_memory.runtime import Runtime
 
         source = Path(src).expanduser()
         if not source.is_file():
@@ -78,7 +78,7 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         if s.db:
             target = Path(s.db).expanduser()
         else:
-            from runtime import load_catalog
+            from palimpsest_memory.runtime import load_catalog
 
             target = Path(str(load_catalog()[1].get("runtime", {}).get("database", ":memory:"))).expanduser()
         if str(target) == ":memory:":

@@ -17,8 +17,8 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
-from runtime.errors import StorageError
-from runtime.storage.base import META_SCHEMA, BackendError
+from palimpsest_memory.runtime.errors import StorageError
+from palimpsest_memory.runtime.storage.base import META_SCHEMA, BackendError
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 OPEN_LOCK = 0x70616C_0001  # session advisory lock held while a process creates or migrates the schema
