@@ -31,7 +31,7 @@ def register_embedders() -> list[EmbedderSpec]:
     return [
         EmbedderSpec("wordllama", e.WordLlamaEmbedder, note="fast: WordLlama l2_supercat 256-d (installed)"),
         EmbedderSpec("minilm", lambda: e.SentenceTransformerEmbedder("all-MiniLM-L6-v2"),
-                     note="quality: all-MiniLM-L6-v2 (extra: palimpsest[quality])"),
+                     note="quality: all-MiniLM-L6-v2 (extra: palimpsest-memory[quality])"),
         EmbedderSpec("hashing", e.HashingEmbedder, note="deterministic hashing; for tests only"),
     ]
 

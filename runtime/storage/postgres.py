@@ -378,7 +378,7 @@ def connect(url: str, env: Mapping[str, str]) -> PgConnection:
     try:
         import psycopg
     except ImportError:
-        raise StorageError("a postgresql:// database needs the postgres extra: pip install 'palimpsest[postgres]'",
+        raise StorageError("a postgresql:// database needs the postgres extra: pip install 'palimpsest-memory[postgres]'",
                            details={"database": redact(url), "reason": "missing_extra"}) from None
     secrets = secrets_of(url, env)
     safe = redact(url)
