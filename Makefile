@@ -10,6 +10,8 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	@# this project's own distribution was called "palimpsest" before ADR 0023: its stale entry points would load packs twice
+	$(PY) -m pip uninstall -q -y palimpsest 2>/dev/null || true
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 

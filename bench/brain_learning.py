@@ -35,7 +35,7 @@ OUT = ROOT / "bench" / "results" / "brain.md"
 NOW = datetime(2026, 3, 1, 12, 0, 0)
 TOP_GAINS = (5, 4, 3, 2, 1)
 
-from runtime import Runtime  # noqa: E402
+from palimpsest_memory.runtime import Runtime  # noqa: E402
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 

@@ -68,7 +68,7 @@ def fill(rt, notes: list[str]) -> None:
 
 def record(rt, serve: dict) -> None:
     """Keep one serve as the subscriber does; the older ledger also wanted the query and the scores."""
-    from runtime import errors
+    from palimpsest_memory.runtime import errors
 
     try:
         rt.call("brain.record_serve", {"recall_id": uuid.uuid4().hex, **serve}, internal=True)
@@ -78,7 +78,7 @@ def record(rt, serve: dict) -> None:
 
 
 def worker(args: argparse.Namespace) -> dict:
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
     notes, questions = texts(args.notes)
     tmp = Path(tempfile.mkdtemp(prefix="pal-ledger-"))

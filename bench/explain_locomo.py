@@ -3,7 +3,7 @@
 Usage: python bench/explain_locomo.py [--file PATH] [--out bench/results/explain.md] [--limit-questions N]
 
 One fresh database holds every conversation of the file, imported with the product's importer
-(``packs.memory.commands.import_conversations``): each conversation is a scope (``conv-26``) and a project
+(``palimpsest_memory.packs.memory.commands.import_conversations``): each conversation is a scope (``conv-26``) and a project
 entity of that name, each speaker a person entity with a fact ``(speaker, participates_in, conv-26)``. Then,
 for every question, in the same run and with the shipped default configuration:
 
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from locomo import CATS, load  # noqa: E402
 
-from runtime import Runtime  # noqa: E402
+from palimpsest_memory.runtime import Runtime  # noqa: E402
 
 DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo-dev5.json"
 KS = (5, 10)
@@ -61,8 +61,8 @@ def ranked(hits) -> list[tuple[str | None, str | None]]:  # type: ignore[no-unty
 
 
 def run(path: Path, max_questions: int | None) -> dict:
-    from packs.memory.commands import import_conversations
-    from packs.memory.importers import parse_locomo
+    from palimpsest_memory.packs.memory.commands import import_conversations
+    from palimpsest_memory.packs.memory.importers import parse_locomo
 
     convs = load(path)
     db = Path(tempfile.mkdtemp(prefix="pal-explain-")) / "locomo.duckdb"

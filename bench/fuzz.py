@@ -30,7 +30,7 @@ def main() -> int:
     ap.add_argument("--verbs", default="", help="comma-separated subset (default: the whole catalog)")
     args = ap.parse_args()
     logging.getLogger("palimpsest").setLevel(logging.CRITICAL)
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
     rt = Runtime.open(":memory:", config=HASHING, env=ISOLATED_ENV, clock=lambda: datetime(2026, 3, 9, 12))
     seeded = seed_store(rt)

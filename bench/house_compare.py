@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 COUNT = textwrap.dedent('''
     import cProfile, pstats, sys
     sys.path.insert(0, sys.argv[1])
-    import runtime.engine as eng
-    from runtime.testing import open_test_runtime
+    import palimpsest_memory.runtime.engine as eng
+    from palimpsest_memory.runtime.testing import open_test_runtime
     rt = open_test_runtime(config={"packs": {"memory": {"embedder": "hashing"}}})
     rt.call("memory.remember_many", {"notes": [{"content": f"note {i} about coffee and tea in Berlin {i % 7}"}
                                                for i in range(2000)]})

@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from packs.kg import pack as kg_pack  # noqa: E402
-from packs.kg.models import clean_text  # noqa: E402
-from runtime.testing import open_test_runtime  # noqa: E402
+from palimpsest_memory.packs.kg import pack as kg_pack  # noqa: E402
+from palimpsest_memory.packs.kg.models import clean_text  # noqa: E402
+from palimpsest_memory.runtime.testing import open_test_runtime  # noqa: E402
 
 MANY = {"playsFor", "isAffiliatedTo", "hasWonPrize", "created", "owns", "worksAt", "isMarriedTo"}  # overlaps in the data
 

@@ -35,15 +35,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from packs.memory import fusion  # noqa: E402
-from packs.memory.bm25 import BM25Index  # noqa: E402
-from packs.memory import ranking  # noqa: E402
-from packs.memory.context import (ThreadExpander, date_window_boost, query_date_windows,  # noqa: E402
+from palimpsest_memory.packs.memory import fusion  # noqa: E402
+from palimpsest_memory.packs.memory.bm25 import BM25Index  # noqa: E402
+from palimpsest_memory.packs.memory import ranking  # noqa: E402
+from palimpsest_memory.packs.memory.context import (ThreadExpander, date_window_boost, query_date_windows,  # noqa: E402
                                   render_dated, speaker_boost)
-from packs.memory.embedders import get_embedder  # noqa: E402
-from packs.memory.text import tokenize  # noqa: E402
-from packs.memory.threads import Episodes  # noqa: E402
-from packs.memory.vectors import VectorIndex  # noqa: E402
+from palimpsest_memory.packs.memory.embedders import get_embedder  # noqa: E402
+from palimpsest_memory.packs.memory.text import tokenize  # noqa: E402
+from palimpsest_memory.packs.memory.threads import Episodes  # noqa: E402
+from palimpsest_memory.packs.memory.vectors import VectorIndex  # noqa: E402
 
 DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo-dev5.json"
 KS = (5, 10, 25, 50)
@@ -401,7 +401,7 @@ def speed(convs: list[Conversation], n: int) -> list[str]:
     """What inferred episodes cost: the product's index (``MemoryIndex``, no embedding) fed ``n`` notes (LoCoMo
     turns replicated into new scopes, a second apart) without a thread, inference off and on, and with their
     sessions as threads, side by side; then BM25 top-200 + fusion + context over the index for 300 questions."""
-    from packs.memory.index import MemoryIndex, NoteRow
+    from palimpsest_memory.packs.memory.index import MemoryIndex, NoteRow
     base = [(c, t) for c in convs for t in c.turns]
     def rows(threads: bool) -> list:
         return [NoteRow(i + 1, "ns", t.content, "episodic", None, f"{c.sid}#{i // len(base)}",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from runtime import Runtime
+from palimpsest_memory.runtime import Runtime
 
 KS = (5, 10, 25, 50)
 
@@ -25,7 +25,7 @@ def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | N
     """Recall@k of ``memory.recall`` over every question (rows in file order under ``"rows"``); ``now`` is
     "clock" or "after" (day after the last turn); ``threads=False`` imports every turn without its ``thread``
     (an agent calling ``memory.remember`` with content, time and scope only)."""
-    from packs.memory.importers import parse_locomo
+    from palimpsest_memory.packs.memory.importers import parse_locomo
 
     db = Path(tempfile.mkdtemp(prefix="pal-locomo-")) / "locomo.duckdb"
     with Runtime.open(db, config=config, env={"PALIMPSEST_CONFIG_DISABLED": "1"}) as rt:

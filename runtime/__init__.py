@@ -2,7 +2,7 @@
 
 Everything importable from here is supported; anything else in ``runtime.*`` is internal.
 
-The names load on first use (PEP 562), so ``import runtime`` and ``from runtime import errors`` stay cheap: the
+The names load on first use (PEP 562), so ``import palimpsest_memory.runtime`` and ``from palimpsest_memory.runtime import errors`` stay cheap: the
 ``pal`` command line answers ``--help`` without importing DuckDB, pydantic models or any pack (issue 20, item 4).
 """
 from __future__ import annotations
@@ -10,31 +10,51 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+DISTRIBUTION = "palimpsest-memory"  # the name on PyPI (ADR 0023); the import package is palimpsest_memory
+
+
+def _version() -> str:
+    """The installed distribution's version (one source: pyproject.toml); a bare checkout reads pyproject.toml."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        try:
+            return str(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"])
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "unknown"
 
 # public name -> the module that defines it
 _WHERE = {
-    "CallInfo": "runtime.dispatch", "Context": "runtime.dispatch",
-    "Runtime": "runtime.engine", "load_catalog": "runtime.engine",
-    "PalimpsestError": "runtime.errors",
-    "hookimpl": "runtime.hookspecs", "hookspec": "runtime.hookspecs",
-    "Change": "runtime.mirror", "Mirror": "runtime.mirror",
-    "Act": "runtime.pack", "Pack": "runtime.pack", "VerbSpec": "runtime.pack", "Visibility": "runtime.pack",
-    "NamespacedParams": "runtime.params", "Params": "runtime.params",
+    "CallInfo": "palimpsest_memory.runtime.dispatch", "Context": "palimpsest_memory.runtime.dispatch",
+    "Runtime": "palimpsest_memory.runtime.engine", "load_catalog": "palimpsest_memory.runtime.engine",
+    "PalimpsestError": "palimpsest_memory.runtime.errors",
+    "hookimpl": "palimpsest_memory.runtime.hookspecs", "hookspec": "palimpsest_memory.runtime.hookspecs",
+    "Change": "palimpsest_memory.runtime.mirror", "Mirror": "palimpsest_memory.runtime.mirror",
+    "Act": "palimpsest_memory.runtime.pack", "Pack": "palimpsest_memory.runtime.pack", "VerbSpec": "palimpsest_memory.runtime.pack", "Visibility": "palimpsest_memory.runtime.pack",
+    "NamespacedParams": "palimpsest_memory.runtime.params", "Params": "palimpsest_memory.runtime.params",
 }
 
 __all__ = [
     "Act", "CallInfo", "Change", "Context", "Mirror", "NamespacedParams", "Pack", "PalimpsestError", "Params",
-    "Runtime", "VerbSpec", "Visibility", "errors", "hookimpl", "hookspec", "load_catalog",
+    "Runtime", "VerbSpec", "Visibility", "__version__", "errors", "hookimpl", "hookspec", "load_catalog",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     if name == "errors":
-        return importlib.import_module("runtime.errors")
+        return importlib.import_module("palimpsest_memory.runtime.errors")
     where = _WHERE.get(name)
     if where is None:
-        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(where), name)
     globals()[name] = value  # later look-ups skip this function
     return value
@@ -45,11 +65,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from runtime import errors
-    from runtime.dispatch import CallInfo, Context
-    from runtime.engine import Runtime, load_catalog
-    from runtime.errors import PalimpsestError
-    from runtime.hookspecs import hookimpl, hookspec
-    from runtime.mirror import Change, Mirror
-    from runtime.pack import Act, Pack, VerbSpec, Visibility
-    from runtime.params import NamespacedParams, Params
+    __version__: str
+    from palimpsest_memory.runtime import errors
+    from palimpsest_memory.runtime.dispatch import CallInfo, Context
+    from palimpsest_memory.runtime.engine import Runtime, load_catalog
+    from palimpsest_memory.runtime.errors import PalimpsestError
+    from palimpsest_memory.runtime.hookspecs import hookimpl, hookspec
+    from palimpsest_memory.runtime.mirror import Change, Mirror
+    from palimpsest_memory.runtime.pack import Act, Pack, VerbSpec, Visibility
+    from palimpsest_memory.runtime.params import NamespacedParams, Params

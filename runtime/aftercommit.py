@@ -15,14 +15,14 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-from runtime import changelog
-from runtime.dispatch import Context, Frame
-from runtime.events import Subscription
-from runtime.mirror import Change, Mirror, mirrors_of
-from runtime.storage import postgres, rollback_quietly
+from palimpsest_memory.runtime import changelog
+from palimpsest_memory.runtime.dispatch import Context, Frame
+from palimpsest_memory.runtime.events import Subscription
+from palimpsest_memory.runtime.mirror import Change, Mirror, mirrors_of
+from palimpsest_memory.runtime.storage import postgres, rollback_quietly
 
 if TYPE_CHECKING:
-    from runtime.engine import Runtime
+    from palimpsest_memory.runtime.engine import Runtime
 
 log = logging.getLogger("palimpsest")
 LISTEN_POLL = 0.2  # seconds the listener waits for a notification before checking whether to stop

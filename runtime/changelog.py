@@ -1,6 +1,6 @@
 """The change log of a shared store (ADR 0016): every committed change, numbered in commit order, as JSON.
 
-A process that commits on PostgreSQL writes its :class:`~runtime.mirror.Change` records to
+A process that commits on PostgreSQL writes its :class:`~palimpsest_memory.runtime.mirror.Change` records to
 ``_palimpsest.changes`` in the same transaction, after taking the commit lock (so sequence numbers follow commit
 order), and notifies the ``palimpsest_changes`` channel. Other processes are woken by the notification and read
 the rows after the last one they applied: the log is the truth, the notification only saves polling.
@@ -20,10 +20,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from runtime.errors import StorageError
-from runtime.mirror import Change
-from runtime.storage.base import META_SCHEMA
-from runtime.storage.postgres import CHANNEL, COMMIT_LOCK
+from palimpsest_memory.runtime.errors import StorageError
+from palimpsest_memory.runtime.mirror import Change
+from palimpsest_memory.runtime.storage.base import META_SCHEMA
+from palimpsest_memory.runtime.storage.postgres import CHANNEL, COMMIT_LOCK
 
 TABLE = f"{META_SCHEMA}.changes"
 HORIZON = f"{META_SCHEMA}.change_horizon"
@@ -79,7 +79,7 @@ class Codec:
     """Tagged JSON for change data; rebuilds only classes of the allowed module roots."""
 
     def __init__(self, roots: Iterable[str]) -> None:
-        self.roots = tuple(sorted(set(roots) | {"runtime"}))
+        self.roots = tuple(sorted(set(roots) | {__name__.rpartition(".")[0]}))
 
     def encode(self, data: Any) -> str:
         return json.dumps(_enc(data), separators=(",", ":"))

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from runtime import storage
-from runtime.errors import Conflict, InvalidParams, StorageError
+from palimpsest_memory.runtime import storage
+from palimpsest_memory.runtime.errors import Conflict, InvalidParams, StorageError
 
 if TYPE_CHECKING:
-    from runtime.engine import Runtime
+    from palimpsest_memory.runtime.engine import Runtime
 
 log = logging.getLogger("palimpsest.runtime")
 
@@ -98,7 +98,7 @@ def vacuum_erased(rt: "Runtime") -> float:
        rewritten. Each VACUUM FULL holds an ACCESS EXCLUSIVE lock on its table while it copies it: other
        processes' calls wait for that long. A lock that cannot be had within ``lock_timeout`` (30 s) fails the
        rewrite, not the forget (the erase is committed): the call says so."""
-    from runtime import changelog
+    from palimpsest_memory.runtime import changelog
 
     con = rt._con
     start = time.perf_counter()

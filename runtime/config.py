@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from runtime.errors import ConfigError
+from palimpsest_memory.runtime.errors import ConfigError
 
 ENV_PREFIX = "PALIMPSEST__"
 

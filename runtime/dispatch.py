@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from runtime.compact import backup_path
-from runtime.errors import DeadlineExceeded, InternalError, InvalidParams, PalimpsestError, ReadOnlyViolation, from_validation_error
-from runtime.hookspecs import hookimpl
-from runtime.pack import VerbSpec
-from runtime.storage import Database
+from palimpsest_memory.runtime.compact import backup_path
+from palimpsest_memory.runtime.errors import DeadlineExceeded, InternalError, InvalidParams, PalimpsestError, ReadOnlyViolation, from_validation_error
+from palimpsest_memory.runtime.hookspecs import hookimpl
+from palimpsest_memory.runtime.pack import VerbSpec
+from palimpsest_memory.runtime.storage import Database
 
 if TYPE_CHECKING:
-    from runtime.engine import Runtime
+    from palimpsest_memory.runtime.engine import Runtime
 
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 NAMESPACE_LEVEL = "*"  # the actor column of a tunable set for the whole namespace (no actor name can be "*")
@@ -84,7 +84,7 @@ class Context:
 
     def record_change(self, kind: str, data: Any = None) -> None:
         """Tell this pack's mirrors what this call changed in the store; they get it (as a
-        :class:`~runtime.mirror.Change`) after the outermost transaction commits, never if it rolls back."""
+        :class:`~palimpsest_memory.runtime.mirror.Change`) after the outermost transaction commits, never if it rolls back."""
         if self.read_only:
             raise ReadOnlyViolation("a read-only call has no changes to record", verb=self.verb)
         self._frame.changes.append((self.pack, self.namespace, kind, data))

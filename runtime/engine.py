@@ -12,16 +12,16 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from runtime import changelog, compact, idempotency, storage
-from runtime.aftercommit import Followers
-from runtime.config import load_config, pack_settings
-from runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
+from palimpsest_memory.runtime import changelog, compact, idempotency, storage
+from palimpsest_memory.runtime.aftercommit import Followers
+from palimpsest_memory.runtime.config import load_config, pack_settings
+from palimpsest_memory.runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
                               utc_now, validate_params)
-from runtime.errors import InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError
-from runtime.loader import discover, load_packs
-from runtime.mirror import Change, Mirror
-from runtime.pack import Pack, VerbSpec
-from runtime.registry import Catalog
+from palimpsest_memory.runtime.errors import InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError
+from palimpsest_memory.runtime.loader import discover, load_packs
+from palimpsest_memory.runtime.mirror import Change, Mirror
+from palimpsest_memory.runtime.pack import Pack, VerbSpec
+from palimpsest_memory.runtime.registry import Catalog
 
 log = logging.getLogger("palimpsest")
 

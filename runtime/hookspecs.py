@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from runtime.dispatch import CallInfo
+    from palimpsest_memory.runtime.dispatch import CallInfo
 
 PROJECT = "palimpsest"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from runtime.errors import Conflict, InvalidParams
+from palimpsest_memory.runtime.errors import Conflict, InvalidParams
 
 TABLE = "_palimpsest.idempotency"
 KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")

@@ -10,9 +10,9 @@ from typing import Any, Iterable
 
 import pluggy
 
-from runtime import hookspecs
-from runtime.errors import PackLoadError
-from runtime.pack import Pack
+from palimpsest_memory.runtime import hookspecs
+from palimpsest_memory.runtime.errors import PackLoadError
+from palimpsest_memory.runtime.pack import Pack
 
 ENTRY_POINT_GROUP = "palimpsest.packs"
 

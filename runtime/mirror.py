@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
-    from runtime.dispatch import Context
+    from palimpsest_memory.runtime.dispatch import Context
 
 
 @dataclass(frozen=True, slots=True)

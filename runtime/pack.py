@@ -12,9 +12,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from runtime.errors import PackLoadError
-from runtime.events import Subscription
-from runtime.mirror import NoState
+from palimpsest_memory.runtime.errors import PackLoadError
+from palimpsest_memory.runtime.events import Subscription
+from palimpsest_memory.runtime.mirror import NoState
 
 # A pack's migration file: NNN_title.sql (portable), or NNN_title.postgres.sql / .duckdb.sql replacing it on that
 # backend (ADR 0016). The one definition: storage applies them, `pal check-pack` checks a pack's files by it.
@@ -73,7 +73,7 @@ class Pack:
     ``settings`` is a pydantic model validating the pack's ``[packs.<name>]`` config section; ``migrations``
     is a folder of numbered ``NNN_title.sql`` files run inside the pack's own DuckDB schema; ``hookspecs``
     is a module of pluggy hookspecs the pack adds for others to implement (e.g. ``register_embedders``);
-    ``state`` is a class built once per runtime (no arguments) as ``ctx.state``, whose :class:`~runtime.Mirror`
+    ``state`` is a class built once per runtime (no arguments) as ``ctx.state``, whose :class:`~palimpsest_memory.runtime.Mirror`
     attributes the runtime loads, feeds committed changes and closes; ``events`` maps the names of the events
     the pack publishes to their payload types (subscribers use ``@pack.subscribe("<pack>.<event>")``);
     ``portable`` says the pack has ``export_records`` / ``import_records`` verbs for ``pal export`` (ADR 0018).

@@ -28,12 +28,12 @@ from typing import IO, TYPE_CHECKING, Any, Iterator, Optional
 
 from pydantic import BaseModel, Field
 
-from runtime.errors import Conflict, InvalidParams, PackLoadError, StorageError
-from runtime.params import NamespacedParams
+from palimpsest_memory.runtime.errors import Conflict, InvalidParams, PackLoadError, StorageError
+from palimpsest_memory.runtime.params import NamespacedParams
 
 if TYPE_CHECKING:
-    from runtime.dispatch import Context
-    from runtime.engine import Runtime
+    from palimpsest_memory.runtime.dispatch import Context
+    from palimpsest_memory.runtime.engine import Runtime
 
 FORMAT = "palimpsest-export"
 VERSION = 1

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from runtime.errors import Forbidden, PackLoadError, PackUnavailable, VerbNotFound
-from runtime.pack import Pack, VerbSpec, Visibility
+from palimpsest_memory.runtime.errors import Forbidden, PackLoadError, PackUnavailable, VerbNotFound
+from palimpsest_memory.runtime.pack import Pack, VerbSpec, Visibility
 
 
 class Catalog:

@@ -1,9 +1,9 @@
 """``pal copy SRC DST``: every portable pack's data from one store into another, across backends (issue 14 item 5,
 ADR 0018).
 
-One mechanism, the export/import path of :mod:`runtime.portable`: for each namespace of SRC (the union of what
+One mechanism, the export/import path of :mod:`palimpsest_memory.runtime.portable`: for each namespace of SRC (the union of what
 every portable pack holds), the namespace is exported as the versioned JSONL format into a spool file and imported
-into DST by :func:`runtime.portable.import_file` — the same records, the same checks (the whole namespace is
+into DST by :func:`palimpsest_memory.runtime.portable.import_file` — the same records, the same checks (the whole namespace is
 checked against DST before anything of it is written), ids preserved. The spool gives both import passes (check,
 then write) the same records even when other processes keep writing SRC.
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from runtime import portable, storage
-from runtime.errors import Conflict, InvalidParams
+from palimpsest_memory.runtime import portable, storage
+from palimpsest_memory.runtime.errors import Conflict, InvalidParams
 
 if TYPE_CHECKING:
-    from runtime.engine import Runtime
+    from palimpsest_memory.runtime.engine import Runtime
 
 
 @dataclass

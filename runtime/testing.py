@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from runtime.engine import Runtime
+from palimpsest_memory.runtime.engine import Runtime
 
 # A user's own config file or environment must not leak into tests.
 ISOLATED_ENV: dict[str, str] = {"PALIMPSEST_CONFIG_DISABLED": "1"}

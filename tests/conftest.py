@@ -28,7 +28,7 @@ BOTH_BACKENDS = ROOT / "tests" / "packs"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    from runtime.testing import backends
+    from palimpsest_memory.runtime.testing import backends
 
     if "pal_backend" not in metafunc.fixturenames or metafunc.definition.get_closest_marker("duckdb_only"):
         return

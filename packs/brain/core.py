@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from packs.brain.settings import BrainSettings
-from packs.brain.state import BrainState
-from runtime import Pack
+from palimpsest_memory.packs.brain.settings import BrainSettings
+from palimpsest_memory.packs.brain.state import BrainState
+from palimpsest_memory.runtime import Pack
 
 pack = Pack("brain", version="0.1.0", requires=["memory"], settings=BrainSettings, state=BrainState,
             migrations=Path(__file__).with_name("sql"), portable=True)

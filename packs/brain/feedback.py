@@ -1,13 +1,13 @@
 """brain.feedback: credit a recall's score components for one note's outcome, then re-project the weights."""
 from __future__ import annotations
 
-from packs.brain import posteriors as post
-from packs.brain import store
-from packs.brain.ledger import serve_features
-from packs.brain.models import FeedbackParams, FeedbackResult
-from packs.brain.core import pack
-from packs.brain.settings import BrainSettings
-from runtime import Act, Context, errors
+from palimpsest_memory.packs.brain import posteriors as post
+from palimpsest_memory.packs.brain import store
+from palimpsest_memory.packs.brain.ledger import serve_features
+from palimpsest_memory.packs.brain.models import FeedbackParams, FeedbackResult
+from palimpsest_memory.packs.brain.core import pack
+from palimpsest_memory.packs.brain.settings import BrainSettings
+from palimpsest_memory.runtime import Act, Context, errors
 
 
 def event_weight(params: FeedbackParams, s: BrainSettings, verb: str) -> float:

@@ -6,12 +6,12 @@ erases the namespace's brain: profiles, bindings, posteriors, the event log, ser
 """
 from __future__ import annotations
 
-from runtime import Context
-from runtime.events import NotesForgotten
+from palimpsest_memory.runtime import Context
+from palimpsest_memory.runtime.events import NotesForgotten
 
-from packs.brain.core import pack
-from packs.brain.ledger import flush, pending
-from packs.brain.state import COLUMNS
+from palimpsest_memory.packs.brain.core import pack
+from palimpsest_memory.packs.brain.ledger import flush, pending
+from palimpsest_memory.packs.brain.state import COLUMNS
 
 NAMESPACE_TABLES = ("serves", "events", "posteriors", "bindings", "profiles", "projections")
 

@@ -1,7 +1,7 @@
 """brain.history: a profile's posteriors after every event of its log (the web view's weight curves, ADR 0019).
 
 The curve is the event log folded one event at a time with the same rule as ``brain.replay``
-(:func:`packs.brain.posteriors.apply`), so its last point is the stored state.
+(:func:`palimpsest_memory.packs.brain.posteriors.apply`), so its last point is the stored state.
 """
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from runtime import Act, Context
-from runtime.params import NamespacedParams
+from palimpsest_memory.runtime import Act, Context
+from palimpsest_memory.runtime.params import NamespacedParams
 
-from packs.brain import posteriors as post
-from packs.brain import store
-from packs.brain.core import pack
-from packs.brain.models import ACTOR_FIELD, PROFILE_FIELD, Posterior
+from palimpsest_memory.packs.brain import posteriors as post
+from palimpsest_memory.packs.brain import store
+from palimpsest_memory.packs.brain.core import pack
+from palimpsest_memory.packs.brain.models import ACTOR_FIELD, PROFILE_FIELD, Posterior
 
 
 class HistoryParams(NamespacedParams):

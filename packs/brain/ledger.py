@@ -1,6 +1,6 @@
 """The serve ledger: what each ``memory.recall`` served, with the score components it ranked by.
 
-The memory pack publishes ``memory.recall_served`` (``runtime.events.RecallServed``) for every recall, with
+The memory pack publishes ``memory.recall_served`` (``palimpsest_memory.runtime.events.RecallServed``) for every recall, with
 the typed ``ScoreComponents`` of each served note; the brain subscribes. The subscriber runs after the recall,
 in a transaction of its own, for the recall's namespace and actor (ADR 0010).
 
@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Optional
 
-from packs.brain import store
-from packs.brain.core import pack
-from packs.brain.models import FlushServesParams, FlushServesResult, RecordServeParams, RecordServeResult
-from packs.brain.settings import BrainSettings
-from packs.brain.state import COLUMNS, WEIGHTS, PendingServes, Serve
-from runtime import Act, Context, Visibility
-from runtime.events import RecallServed
+from palimpsest_memory.packs.brain import store
+from palimpsest_memory.packs.brain.core import pack
+from palimpsest_memory.packs.brain.models import FlushServesParams, FlushServesResult, RecordServeParams, RecordServeResult
+from palimpsest_memory.packs.brain.settings import BrainSettings
+from palimpsest_memory.packs.brain.state import COLUMNS, WEIGHTS, PendingServes, Serve
+from palimpsest_memory.runtime import Act, Context, Visibility
+from palimpsest_memory.runtime.events import RecallServed
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field, model_validator
 
-from runtime.params import NamespacedParams, Params
+from palimpsest_memory.runtime.params import NamespacedParams, Params
 
 Signal = Literal["useful", "not_useful", "correction"]
 Source = Literal["explicit", "implicit"]

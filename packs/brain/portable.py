@@ -4,14 +4,14 @@ weights. Exporting first writes the serves kept in memory (so it is commissive);
 imported weights into memory's tunables again, as the brain does when it learns."""
 from __future__ import annotations
 
-from runtime import Act, Context
-from runtime.pack import Visibility
-from runtime.portable import ExportParams, ExportResult, ImportParams, ImportResult, Table, export_page, import_page
+from palimpsest_memory.runtime import Act, Context
+from palimpsest_memory.runtime.pack import Visibility
+from palimpsest_memory.runtime.portable import ExportParams, ExportResult, ImportParams, ImportResult, Table, export_page, import_page
 
-from packs.brain.core import pack
-from packs.brain.ledger import flush, pending
-from packs.brain.state import NAMESPACE_ACTOR
-from packs.brain.store import TUNABLE
+from palimpsest_memory.packs.brain.core import pack
+from palimpsest_memory.packs.brain.ledger import flush, pending
+from palimpsest_memory.packs.brain.state import NAMESPACE_ACTOR
+from palimpsest_memory.packs.brain.store import TUNABLE
 
 TABLES = [
     Table("profile", "brain.profiles", ("name",)),

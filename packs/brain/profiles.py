@@ -2,13 +2,13 @@
 resetting and rebuilding state."""
 from __future__ import annotations
 
-from packs.brain import posteriors as post
-from packs.brain import store
-from packs.brain.models import (Event, Posterior, ProfileParams, ProfileResult, ReplayParams, ReplayResult,
+from palimpsest_memory.packs.brain import posteriors as post
+from palimpsest_memory.packs.brain import store
+from palimpsest_memory.packs.brain.models import (Event, Posterior, ProfileParams, ProfileResult, ReplayParams, ReplayResult,
                                 ResetParams, ResetResult, StateParams, StateResult, UnbindParams, UnbindResult)
-from packs.brain.core import pack
-from packs.brain.settings import BrainSettings
-from runtime import Act, Context
+from palimpsest_memory.packs.brain.core import pack
+from palimpsest_memory.packs.brain.settings import BrainSettings
+from palimpsest_memory.runtime import Act, Context
 
 
 @pack.verb("profile", act=Act.DECLARATION)

@@ -1,6 +1,6 @@
 """The brain's per-runtime state (``Pack(state=BrainState)``): the serves not yet written, and the bindings.
 
-Both are :class:`~runtime.mirror.Mirror` s, fed only with committed changes (``ctx.record_change``):
+Both are :class:`~palimpsest_memory.runtime.mirror.Mirror` s, fed only with committed changes (``ctx.record_change``):
 
 - ``serves`` — each recall's served notes and components, kept in memory until ``serve_flush_every`` are
   pending or the runtime closes (``close`` calls ``brain.flush_serves``). Change kinds: ``serve``
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional, Sequence
 
-from runtime.mirror import Change, Mirror
+from palimpsest_memory.runtime.mirror import Change, Mirror
 
 NAMESPACE_ACTOR = "*"  # the binding of the namespace itself
 COLUMNS = ("relevance", "effective_salience", "recency")  # the brain.serves list columns of the score components

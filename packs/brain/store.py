@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from packs.brain import posteriors as post
-from packs.brain.models import Posterior, ProfileState
-from packs.brain.settings import BrainSettings
-from packs.brain.state import NAMESPACE_ACTOR, Bindings
-from runtime import Context, errors
+from palimpsest_memory.packs.brain import posteriors as post
+from palimpsest_memory.packs.brain.models import Posterior, ProfileState
+from palimpsest_memory.packs.brain.settings import BrainSettings
+from palimpsest_memory.packs.brain.state import NAMESPACE_ACTOR, Bindings
+from palimpsest_memory.runtime import Context, errors
 
 TUNABLE = {c: f"memory::{c}_weight" for c in post.COMPONENTS}
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
-from packs.kg.rows import ROW_COLUMNS, FactRow, as_fact_row, intern_times
+from palimpsest_memory.packs.kg.rows import ROW_COLUMNS, FactRow, as_fact_row, intern_times
 
 if TYPE_CHECKING:
-    from runtime.storage import Database
+    from palimpsest_memory.runtime.storage import Database
 
 LOAD_COLUMNS = "subject_id, " + ROW_COLUMNS
 
@@ -120,7 +120,7 @@ _GONE = object()
 class Subjects(MutableMapping):
     """subject id → its current versions: the override dict (rows written since the build) over the columns.
 
-    The override dict keeps plain tuples, which the cycle collector stops tracking (:mod:`packs.kg.rows`); they
+    The override dict keeps plain tuples, which the cycle collector stops tracking (:mod:`palimpsest_memory.packs.kg.rows`); they
     are handed out as :class:`FactRow`."""
 
     def __init__(self, base: Columns | None = None) -> None:
@@ -140,7 +140,7 @@ class Subjects(MutableMapping):
         return rows
 
     def stored(self, sid: int) -> tuple[tuple, ...]:
-        """The subject's rows in their stored form (plain tuples, see :mod:`packs.kg.rows`); () if none."""
+        """The subject's rows in their stored form (plain tuples, see :mod:`palimpsest_memory.packs.kg.rows`); () if none."""
         rows = self.over.get(sid)
         if rows is None:
             rows = self.base.subject(sid) if self.base is not None else None

@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 import typer
 
-from runtime import hookimpl
+from palimpsest_memory.runtime import hookimpl
 
 
 @hookimpl

@@ -2,7 +2,7 @@
 
 A :class:`Detector` is built from every name/alias key of a namespace. :class:`EntityDetectors` is the mirror
 that holds them (adr/0014-kg-scale.md): per namespace used, the committed keys, updated by the committed
-:class:`~packs.kg.cache.KgChange` of every kg write, and the detector built from them when next needed. A
+:class:`~palimpsest_memory.packs.kg.cache.KgChange` of every kg write, and the detector built from them when next needed. A
 transaction whose own uncommitted kg writes changed entities or aliases detects with a detector built from SQL
 for that call only, so a rolled-back change never reaches a kept detector.
 """
@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from runtime import Context
-from runtime.mirror import Change, Mirror
+from palimpsest_memory.runtime import Context
+from palimpsest_memory.runtime.mirror import Change, Mirror
 
-from packs.kg.cache import WRITE, KgChange
-from packs.kg.models import name_key
+from palimpsest_memory.packs.kg.cache import WRITE, KgChange
+from palimpsest_memory.packs.kg.models import name_key
 
 EntityKeys = dict[str, tuple[int, str, str]]  # name key → (entity id, canonical name, kind)
 

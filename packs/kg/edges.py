@@ -7,12 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from runtime import Act, Context, errors
-from runtime.events import EdgeLinked, EdgesChanged, Relation
-from runtime.params import NamespacedParams, Params
+from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime.events import EdgeLinked, EdgesChanged, Relation
+from palimpsest_memory.runtime.params import NamespacedParams, Params
 
-from packs.kg.core import pack
-from packs.kg.models import NodeId, When, valid_to_after_start
+from palimpsest_memory.packs.kg.core import pack
+from palimpsest_memory.packs.kg.models import NodeId, When, valid_to_after_start
 
 
 class LinkInput(Params):

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from runtime import Act, Context, errors
-from runtime.params import NamespacedParams
+from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime.params import NamespacedParams
 
-from packs.kg.core import pack
-from packs.kg.detect import Detector
-from packs.kg.models import EntityOut, FactOut, Kind, Name, name_key
-from packs.kg.reads import check_length, entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
-from packs.kg.store import KgStore
+from palimpsest_memory.packs.kg.core import pack
+from palimpsest_memory.packs.kg.detect import Detector
+from palimpsest_memory.packs.kg.models import EntityOut, FactOut, Kind, Name, name_key
+from palimpsest_memory.packs.kg.reads import check_length, entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
+from palimpsest_memory.packs.kg.store import KgStore
 
 
 class UpsertEntityParams(NamespacedParams):

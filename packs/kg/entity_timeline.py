@@ -19,12 +19,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from runtime import Act, Context
-from runtime.params import NamespacedParams
+from palimpsest_memory.runtime import Act, Context
+from palimpsest_memory.runtime.params import NamespacedParams
 
-from packs.kg.core import pack
-from packs.kg.models import EntityRef, FactOut, Name, Predicate, When
-from packs.kg.reads import entity_by_ref
+from palimpsest_memory.packs.kg.core import pack
+from palimpsest_memory.packs.kg.models import EntityRef, FactOut, Name, Predicate, When
+from palimpsest_memory.packs.kg.reads import entity_by_ref
 
 Status = Literal["current", "superseded", "retracted", "ended", "upcoming"]
 

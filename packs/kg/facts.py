@@ -8,16 +8,16 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Iterator
 
-from runtime import Act, Context, errors
+from palimpsest_memory.runtime import Act, Context, errors
 
-from packs.kg.core import pack
-from packs.kg.models import (
+from palimpsest_memory.packs.kg.core import pack
+from palimpsest_memory.packs.kg.models import (
     AssertFactParams, AssertFactResult, AssertFactsParams, AssertFactsResult, AssertOutcome, DefinePredicateParams,
     FactInput, PredicateOut, PredicatesParams, PredicatesResult, RetractFactParams, RetractFactResult, name_key,
 )
-from packs.kg.reads import check_length, facts_by_id
-from packs.kg.store import KgStore
-from packs.kg.timeline import Assertion, Claim, Fact, Outcome, apply, rebuild, retract_claims
+from palimpsest_memory.packs.kg.reads import check_length, facts_by_id
+from palimpsest_memory.packs.kg.store import KgStore
+from palimpsest_memory.packs.kg.timeline import Assertion, Claim, Fact, Outcome, apply, rebuild, retract_claims
 
 Changed = list[tuple[tuple[int, str, str], Fact]]  # ((subject id, subject name, predicate), changed fact)
 

@@ -20,16 +20,16 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field, model_validator
 
-from runtime import Act, Context
-from runtime.events import EdgesChanged
-from runtime.params import NamespacedParams
+from palimpsest_memory.runtime import Act, Context
+from palimpsest_memory.runtime.events import EdgesChanged
+from palimpsest_memory.runtime.params import NamespacedParams
 
-from packs.kg.core import pack
-from packs.kg.facts import persist
-from packs.kg.models import Name, NodeId
-from packs.kg.reads import entity_by_ref
-from packs.kg.store import KgStore
-from packs.kg.timeline import rebuild, retract_claims
+from palimpsest_memory.packs.kg.core import pack
+from palimpsest_memory.packs.kg.facts import persist
+from palimpsest_memory.packs.kg.models import Name, NodeId
+from palimpsest_memory.packs.kg.reads import entity_by_ref
+from palimpsest_memory.packs.kg.store import KgStore
+from palimpsest_memory.packs.kg.timeline import rebuild, retract_claims
 
 TABLES = ("entities", "entity_keys", "predicates", "facts", "fact_sources", "claims", "edges", "centrality")
 

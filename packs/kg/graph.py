@@ -7,16 +7,16 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from runtime import Act, Context, errors
-from runtime.events import Relation
-from runtime.params import NamespacedParams
+from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime.events import Relation
+from palimpsest_memory.runtime.params import NamespacedParams
 
-from packs.kg.core import pack
-from packs.kg.edges import EDGE_COLUMNS, EdgeOut, edge_out
-from packs.kg.models import EntityOut, FactOut, NodeId, When, name_key
-from packs.kg.pagerank import pagerank_scores
-from packs.kg.reads import entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
-from packs.kg.store import KgStore
+from palimpsest_memory.packs.kg.core import pack
+from palimpsest_memory.packs.kg.edges import EDGE_COLUMNS, EdgeOut, edge_out
+from palimpsest_memory.packs.kg.models import EntityOut, FactOut, NodeId, When, name_key
+from palimpsest_memory.packs.kg.pagerank import pagerank_scores
+from palimpsest_memory.packs.kg.reads import entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
+from palimpsest_memory.packs.kg.store import KgStore
 
 
 class GraphRecallParams(NamespacedParams):

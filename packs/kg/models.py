@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationInfo, WithJsonSchema
 from pydantic import field_validator
 
-from runtime.params import NamespacedParams, Params
+from palimpsest_memory.runtime.params import NamespacedParams, Params
 
 KIND_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 PREDICATE_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")

@@ -5,10 +5,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from runtime import Act, Context
-from runtime.params import NamespacedParams
+from palimpsest_memory.runtime import Act, Context
+from palimpsest_memory.runtime.params import NamespacedParams
 
-from packs.kg.core import pack
+from palimpsest_memory.packs.kg.core import pack
 
 
 class StatsParams(NamespacedParams):

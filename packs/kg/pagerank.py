@@ -10,7 +10,7 @@ from datetime import datetime
 
 import numpy as np
 
-from runtime import Context
+from palimpsest_memory.runtime import Context
 
 
 def _edge_sql(relations: list[str] | None, node_types: list[str] | None, include_facts: bool,

@@ -3,11 +3,11 @@
 history), sources, claims, edges (removed ones too), centrality and tombstones."""
 from __future__ import annotations
 
-from runtime import Act, Context
-from runtime.pack import Visibility
-from runtime.portable import ExportParams, ExportResult, ImportParams, ImportResult, Table, export_page, import_page
+from palimpsest_memory.runtime import Act, Context
+from palimpsest_memory.runtime.pack import Visibility
+from palimpsest_memory.runtime.portable import ExportParams, ExportResult, ImportParams, ImportResult, Table, export_page, import_page
 
-from packs.kg.core import pack
+from palimpsest_memory.packs.kg.core import pack
 
 TABLES = [
     Table("entity", "kg.entities", ("id",), unique=("id",), sequences=(("kg.entity_seq", "id"),)),

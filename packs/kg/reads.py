@@ -1,6 +1,6 @@
 """SQL reads shared by the kg verbs: fact versions (any transaction time), entity look-ups, the time filters.
 
-These always see the call's transaction, uncommitted writes included; :class:`packs.kg.store.KgStore` decides
+These always see the call's transaction, uncommitted writes included; :class:`palimpsest_memory.packs.kg.store.KgStore` decides
 when a read may come from the fact cache instead.
 """
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable
 
-from runtime import Context, errors
+from palimpsest_memory.runtime import Context, errors
 
-from packs.kg.models import EntityOut, FactOut, name_key
-from packs.kg.rows import ROW_COLUMNS, as_fact_row
+from palimpsest_memory.packs.kg.models import EntityOut, FactOut, name_key
+from palimpsest_memory.packs.kg.rows import ROW_COLUMNS, as_fact_row
 
 # subject, the retraction time of a retracted version, then the FactRow columns
 FACT_SELECT = (

@@ -1,5 +1,5 @@
 """One row type for a stored fact version, :class:`FactRow`, and its conversions (SQL rows, ``FactOut``, the
-timeline's :class:`~packs.kg.timeline.Fact`). Every kg module reads fact fields by name through it.
+timeline's :class:`~palimpsest_memory.packs.kg.timeline.Fact`). Every kg module reads fact fields by name through it.
 
 A ``FactRow`` is what the fact cache hands out and what the SQL paths read. The cache itself keeps *stored rows*:
 plain tuples of the same fields in the same order (:meth:`FactRow.stored`, :func:`stored_row`). CPython's cycle
@@ -13,8 +13,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any, NamedTuple
 
-from packs.kg.models import FactOut
-from packs.kg.timeline import Fact
+from palimpsest_memory.packs.kg.models import FactOut
+from palimpsest_memory.packs.kg.timeline import Fact
 
 # The columns of a FactRow in kg.facts, in field order (the cache's loads and the SQL reads select these).
 ROW_COLUMNS = ("predicate, fact_id, version_id, object_id, object_value, object_text, valid_from, valid_to, "

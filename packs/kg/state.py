@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from packs.kg.cache import FactCache
-from packs.kg.detect import EntityDetectors
+from palimpsest_memory.packs.kg.cache import FactCache
+from palimpsest_memory.packs.kg.detect import EntityDetectors
 
 
 @dataclass

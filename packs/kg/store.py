@@ -1,7 +1,7 @@
 """One call's access to kg's stored state: :class:`KgStore` owns the choice between the fact cache and SQL, and
 the call's pending change (adr/0014-kg-scale.md).
 
-The cache (:mod:`packs.kg.cache`) shows committed data only. So a read uses it unless this transaction has
+The cache (:mod:`palimpsest_memory.packs.kg.cache`) shows committed data only. So a read uses it unless this transaction has
 uncommitted kg writes in the namespace (``ctx.uncommitted``), and a write first takes what it needs from it (or
 from SQL, by the same rule) and then records its :class:`KgChange`, which it fills as it writes and the runtime
 hands to the mirrors after commit. Verbs call the store's methods and never make that choice themselves.
@@ -11,15 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable
 
-from runtime import Context
+from palimpsest_memory.runtime import Context
 
-from packs.kg.cache import WRITE, KgChange, NsCache
-from packs.kg.cache_columns import LOAD_COLUMNS
-from packs.kg.detect import Detector
-from packs.kg.models import FactOut, name_key
-from packs.kg.reads import lookup_keys, read_facts, tx_filter, valid_filter
-from packs.kg.rows import stored_row, subject_rows
-from packs.kg.timeline import Claim, Fact
+from palimpsest_memory.packs.kg.cache import WRITE, KgChange, NsCache
+from palimpsest_memory.packs.kg.cache_columns import LOAD_COLUMNS
+from palimpsest_memory.packs.kg.detect import Detector
+from palimpsest_memory.packs.kg.models import FactOut, name_key
+from palimpsest_memory.packs.kg.reads import lookup_keys, read_facts, tx_filter, valid_filter
+from palimpsest_memory.packs.kg.rows import stored_row, subject_rows
+from palimpsest_memory.packs.kg.timeline import Claim, Fact
 
 EntityIds = dict[str, tuple[int, str]]  # name key → (entity id, canonical name)
 

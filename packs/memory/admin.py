@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
-from packs.memory import snapshot
-from packs.memory.changes import SnapshotSaved, VectorsReplaced, record
-from packs.memory.core import pack
-from packs.memory.index import index_text
-from packs.memory.index_mirror import IndexMirror
-from packs.memory.models import GetParams, GetResult, ReembedParams, ReembedResult
-from packs.memory.remember import fetch_notes
-from packs.memory.settings import MemorySettings
-from runtime import Act, Context, Visibility, errors
-from runtime.params import Params
+from palimpsest_memory.packs.memory import snapshot
+from palimpsest_memory.packs.memory.changes import SnapshotSaved, VectorsReplaced, record
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.index import index_text
+from palimpsest_memory.packs.memory.index_mirror import IndexMirror
+from palimpsest_memory.packs.memory.models import GetParams, GetResult, ReembedParams, ReembedResult
+from palimpsest_memory.packs.memory.remember import fetch_notes
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.runtime import Act, Context, Visibility, errors
+from palimpsest_memory.runtime.params import Params
 
 
 @pack.verb("get", act=Act.ASSERTIVE)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from packs.memory.models import NoteIn
-from packs.memory.models_graph import (BeliefHistoryParams, BeliefHistoryResult, BeliefParams, BeliefResult,
+from palimpsest_memory.packs.memory.models import NoteIn
+from palimpsest_memory.packs.memory.models_graph import (BeliefHistoryParams, BeliefHistoryResult, BeliefParams, BeliefResult,
                                        BeliefVersion)
-from packs.memory.core import pack
-from packs.memory.remember import fetch_notes, store_notes
-from runtime import Act, Context, errors
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.remember import fetch_notes, store_notes
+from palimpsest_memory.runtime import Act, Context, errors
 
 
 @pack.verb("upsert_belief", act=Act.COMMISSIVE)

@@ -14,12 +14,12 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from packs.memory.core import pack
-from packs.memory.index import FULL_COLUMNS
-from packs.memory.models import Kind, MemoryType, Note, UtcDateTime
-from packs.memory.remember import note_from_row
-from runtime import Act, Context, errors
-from runtime.params import NamespacedParams
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.index import FULL_COLUMNS
+from palimpsest_memory.packs.memory.models import Kind, MemoryType, Note, UtcDateTime
+from palimpsest_memory.packs.memory.remember import note_from_row
+from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime.params import NamespacedParams
 
 
 class BrowseFilters(NamespacedParams):

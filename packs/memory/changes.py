@@ -1,4 +1,4 @@
-"""What a memory verb records it changed (``ctx.record_change``), for the mirrors of :mod:`packs.memory.state`.
+"""What a memory verb records it changed (``ctx.record_change``), for the mirrors of :mod:`palimpsest_memory.packs.memory.state`.
 
 Each change is a small frozen record whose ``KIND`` is the kind it is recorded under; the mirrors receive them
 after commit, in commit order (runtime/mirror.py, ADR 0015), and apply the ones they hold. The data is owned
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 if TYPE_CHECKING:
-    from runtime import Context
+    from palimpsest_memory.runtime import Context
 
-    from packs.memory.index import NoteRow
+    from palimpsest_memory.packs.memory.index import NoteRow
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ from typing import Any, Callable, Optional
 import typer
 from rich.console import Console
 
-from packs.memory.importers import Conversation, parse_jsonl, parse_locomo
-from runtime import errors, hookimpl, portable
+from palimpsest_memory.packs.memory.importers import Conversation, parse_jsonl, parse_locomo
+from palimpsest_memory.runtime import errors, hookimpl, portable
 
 
 def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, namespace: str | None,

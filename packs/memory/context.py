@@ -34,9 +34,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from packs.memory.dates import (date_window_boost, has_time_expression, query_date_windows, render_dated,
+from palimpsest_memory.packs.memory.dates import (date_window_boost, has_time_expression, query_date_windows, render_dated,
                                 temporal_intent)
-from packs.memory.threads import ThreadExpander, ThreadLinks, expand_bag
+from palimpsest_memory.packs.memory.threads import ThreadExpander, ThreadLinks, expand_bag
 
 __all__ = [
     "ThreadExpander",

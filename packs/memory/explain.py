@@ -13,15 +13,15 @@ import unicodedata
 from datetime import datetime
 from typing import Any, Optional
 
-from packs.memory.core import pack
-from packs.memory.models import Note, RecallParams, RecallResult
-from packs.memory.models_explain import (Degraded, DetectedEntity, ExplainFact, ExplainHit, ExplainParams,
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.models import Note, RecallParams, RecallResult
+from palimpsest_memory.packs.memory.models_explain import (Degraded, DetectedEntity, ExplainFact, ExplainHit, ExplainParams,
                                          ExplainResult, Room, ScopeInference, SharedScope)
-from packs.memory.ranking import explain_boosts
-from packs.memory.recall import answer
-from packs.memory.settings import ExplainSettings, MemorySettings
-from packs.memory.stages import check_query
-from runtime import Act, Context
+from palimpsest_memory.packs.memory.ranking import explain_boosts
+from palimpsest_memory.packs.memory.recall import answer
+from palimpsest_memory.packs.memory.settings import ExplainSettings, MemorySettings
+from palimpsest_memory.packs.memory.stages import check_query
+from palimpsest_memory.runtime import Act, Context
 
 _WORD = re.compile(r"\w+")
 _NOTE_SOURCE = re.compile(r"^(?:m:)?(\d{1,18})$")

@@ -17,13 +17,13 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from packs.memory.browse import BrowseFilters, _where
-from packs.memory.changes import CentralitySet, NotesErased, record
-from packs.memory.core import pack
-from packs.memory.models_graph import NoteId
-from runtime import Act, Context, errors
-from runtime.events import NotesForgotten
-from runtime.params import NamespacedParams
+from palimpsest_memory.packs.memory.browse import BrowseFilters, _where
+from palimpsest_memory.packs.memory.changes import CentralitySet, NotesErased, record
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.models_graph import NoteId
+from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime.events import NotesForgotten
+from palimpsest_memory.runtime.params import NamespacedParams
 
 FILTERS = ("memory_type", "kind", "scope", "thread", "tags", "min_salience", "occurred_after", "occurred_before",
            "created_after", "created_before")

@@ -2,7 +2,7 @@
 
 The edges live in the kg pack (``kg.edges`` rows between ``m:<note id>`` nodes, written through ``kg.link`` /
 ``kg.link_many``); this module validates them (both notes in the namespace, no self-loop, a memory relation,
-coherent supersession). The in-memory adjacency (:class:`~packs.memory.graph_mirror.MemoryGraph`, in
+coherent supersession). The in-memory adjacency (:class:`~palimpsest_memory.packs.memory.graph_mirror.MemoryGraph`, in
 ``ctx.state.graph``) is a mirror: loaded through ``kg.list_edges`` when a runtime opens, and updated from the
 kg's ``edges_changed`` event after each committed link or unlink (sync.py) — memory's own links included, so
 there is one path into it and a walk never goes back to SQL.
@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from packs.memory.changes import SupersededSet, record
-from packs.memory.core import pack
-from packs.memory.graph_mirror import MemoryGraph, note_of
-from packs.memory.models_graph import (EdgesParams, EdgesResult, LinkIn, LinkManyParams, LinkManyResult, LinkParams,
+from palimpsest_memory.packs.memory.changes import SupersededSet, record
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph, note_of
+from palimpsest_memory.packs.memory.models_graph import (EdgesParams, EdgesResult, LinkIn, LinkManyParams, LinkManyResult, LinkParams,
                                        LinkResult, MemoryEdge, UnlinkParams, UnlinkResult)
-from packs.memory.settings import MemorySettings
-from runtime import Act, Context, errors
-from runtime.events import NOTE_RELATIONS
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime.events import NOTE_RELATIONS
 
 CENTRALITY_SCOPE = "memory"
 

@@ -11,10 +11,10 @@ import re
 from collections import defaultdict
 from typing import Any, Sequence
 
-from packs.memory.changes import CentralitySet, EdgesLinked, EdgesRemoved
-from runtime import Context
-from runtime.events import NOTE_RELATIONS
-from runtime.mirror import Change, Mirror
+from palimpsest_memory.packs.memory.changes import CentralitySet, EdgesLinked, EdgesRemoved
+from palimpsest_memory.runtime import Context
+from palimpsest_memory.runtime.events import NOTE_RELATIONS
+from palimpsest_memory.runtime.mirror import Change, Mirror
 
 NODE = re.compile(r"^m:([0-9]{1,18})$")  # a note's node id in the kg
 LOAD_PAGE = 10_000  # edges per kg.list_edges call at load (the kg caps it at its max_query_limit)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import hookspec
+from palimpsest_memory.runtime import hookspec
 
 
 @hookspec

@@ -18,13 +18,13 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Optional
 
 from pydantic import BaseModel, Field, ValidationError
 
-from packs.memory.core import pack
-from packs.memory.importers import Turn, file_bound, iter_jsonl, line_bound, parse_locomo
-from packs.memory.models import NoteIn
-from packs.memory.remember import check_note_limits, store_notes
-from packs.memory.settings import MemorySettings
-from runtime import Act, Context, Visibility, errors
-from runtime.params import NamespacedParams, Params
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.importers import Turn, file_bound, iter_jsonl, line_bound, parse_locomo
+from palimpsest_memory.packs.memory.models import NoteIn
+from palimpsest_memory.packs.memory.remember import check_note_limits, store_notes
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.runtime import Act, Context, Visibility, errors
+from palimpsest_memory.runtime.params import NamespacedParams, Params
 
 BATCH = 500  # notes per store_notes call inside the one transaction (bounds what one embedding call holds)
 PARTICIPATES = "participates_in"  # (speaker, participates_in, <conversation scope>)

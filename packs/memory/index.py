@@ -1,6 +1,6 @@
 """The in-memory search state of the memory pack: note metadata as columns, BM25, vectors, thread links.
 
-This module is the data structure only; :mod:`packs.memory.index_mirror` makes it a mirror of the store
+This module is the data structure only; :mod:`palimpsest_memory.packs.memory.index_mirror` makes it a mirror of the store
 (rebuilt when a runtime opens, kept in step with each committed write through the runtime's mirror seam), so
 it never holds a note that was rolled back and never needs a full rebuild per insert. Arrays are indexed by
 note id (ids come from one sequence, so they are dense), which makes every filter a numpy mask: namespaces are
@@ -15,11 +15,11 @@ from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 
-from packs.memory.bm25 import BM25Index
-from packs.memory.context import ThreadExpander, render_dated
-from packs.memory.text import tokenize
-from packs.memory.threads import Episodes
-from packs.memory.vectors import Ann, VectorIndex
+from palimpsest_memory.packs.memory.bm25 import BM25Index
+from palimpsest_memory.packs.memory.context import ThreadExpander, render_dated
+from palimpsest_memory.packs.memory.text import tokenize
+from palimpsest_memory.packs.memory.threads import Episodes
+from palimpsest_memory.packs.memory.vectors import Ann, VectorIndex
 
 EPOCH = datetime(1970, 1, 1)
 KINDS = ("decision", "milestone", "problem", "preference", "emotional")

@@ -1,7 +1,7 @@
 """The search index as a mirror of the store (runtime/mirror.py): loaded from the notes and vectors tables (BM25
 and the HNSW graphs from their snapshots when those are current), fed with committed changes, snapshotted at close.
 
-Readers use it as a plain :class:`~packs.memory.index.MemoryIndex` (``ctx.state.index``); only the runtime
+Readers use it as a plain :class:`~palimpsest_memory.packs.memory.index.MemoryIndex` (``ctx.state.index``); only the runtime
 calls ``load``, ``apply`` and ``close``.
 """
 from __future__ import annotations
@@ -10,14 +10,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from packs.memory import snapshot
-from packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved, SupersededSet,
+from palimpsest_memory.packs.memory import snapshot
+from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved, SupersededSet,
                                   VectorsReplaced)
-from packs.memory.index import FULL_COLUMNS, MemoryIndex, NoteRow
-from packs.memory.settings import MemorySettings
-from packs.memory.vectors import Ann
-from runtime import Context
-from runtime.mirror import Change, Mirror
+from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex, NoteRow
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.packs.memory.vectors import Ann
+from palimpsest_memory.runtime import Context
+from palimpsest_memory.runtime.mirror import Change, Mirror
 
 
 def index_options(s: MemorySettings) -> dict[str, Any]:

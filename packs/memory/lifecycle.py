@@ -8,17 +8,17 @@ from __future__ import annotations
 import numpy as np
 from pydantic import ValidationError
 
-from packs.memory.changes import Archived, record
-from packs.memory.core import pack
-from packs.memory.graph import create_edges, note_states
-from packs.memory.graph_mirror import MemoryGraph
-from packs.memory.models import NoteIn, RecallFilters
-from packs.memory.models_graph import (ArchiveParams, ArchiveResult, CandidateGroup, CandidatesGroupParams,
+from palimpsest_memory.packs.memory.changes import Archived, record
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.graph import create_edges, note_states
+from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph
+from palimpsest_memory.packs.memory.models import NoteIn, RecallFilters
+from palimpsest_memory.packs.memory.models_graph import (ArchiveParams, ArchiveResult, CandidateGroup, CandidatesGroupParams,
                                        CandidatesGroupResult, ConsolidateParams, ConsolidateResult, LinkIn,
                                        PruneParams, PruneResult)
-from packs.memory.remember import fetch_notes, store_notes
-from packs.memory.settings import MemorySettings
-from runtime import Act, Context, errors
+from palimpsest_memory.packs.memory.remember import fetch_notes, store_notes
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.runtime import Act, Context, errors
 
 
 def _check_ids(ctx: Context, ids: list[int], field: str) -> list[int]:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
-from runtime.params import NamespacedParams, Params
+from palimpsest_memory.runtime.params import NamespacedParams, Params
 
 MemoryType = Literal["episodic", "semantic"]
 Kind = Literal["decision", "milestone", "problem", "preference", "emotional", "none"]

@@ -1,4 +1,4 @@
-"""Params and result of ``memory.explain`` (ADR 0011); its settings are in :mod:`packs.memory.settings`."""
+"""Params and result of ``memory.explain`` (ADR 0011); its settings are in :mod:`palimpsest_memory.packs.memory.settings`."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -6,8 +6,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field, field_validator
 
-from packs.memory.models import Breakdown, Kind, Note, UtcDateTime
-from runtime.params import NamespacedParams
+from palimpsest_memory.packs.memory.models import Breakdown, Kind, Note, UtcDateTime
+from palimpsest_memory.runtime.params import NamespacedParams
 
 
 class ExplainParams(NamespacedParams):

@@ -10,9 +10,9 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field, field_validator
 
-from packs.memory.models import Candidates, Kind, MemoryType, Note, RecallFilters, UtcDateTime
-from runtime.events import NoteRelation
-from runtime.params import NamespacedParams, Params
+from palimpsest_memory.packs.memory.models import Candidates, Kind, MemoryType, Note, RecallFilters, UtcDateTime
+from palimpsest_memory.runtime.events import NoteRelation
+from palimpsest_memory.runtime.params import NamespacedParams, Params
 NoteId = int
 
 

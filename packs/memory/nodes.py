@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import hookimpl
+from palimpsest_memory.runtime import hookimpl
 
 NOTE_PREFIX = "m:"
 

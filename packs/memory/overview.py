@@ -12,10 +12,10 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from packs.memory.core import pack
-from packs.memory.settings import MemorySettings
-from runtime import Act, Context
-from runtime.params import NamespacedParams, Params
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.runtime import Act, Context
+from palimpsest_memory.runtime.params import NamespacedParams, Params
 
 
 class NamespacesParams(Params):

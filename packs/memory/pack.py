@@ -1,14 +1,14 @@
-"""The memory pack: entry point ``memory = "packs.memory.pack:pack"``. Importing it registers every verb and hook.
+"""The memory pack: entry point ``memory = "palimpsest_memory.packs.memory.pack:pack"``. Importing it registers every verb and hook.
 
-Verb modules import :mod:`packs.memory.core`, never this module.
+Verb modules import :mod:`palimpsest_memory.packs.memory.core`, never this module.
 """
 from __future__ import annotations
 
-from packs.memory import (admin, beliefs, browse, commands, embedding, explain, forget, graph,  # noqa: F401
+from palimpsest_memory.packs.memory import (admin, beliefs, browse, commands, embedding, explain, forget, graph,  # noqa: F401
                           importing, lifecycle, nodes, overview, portable, recall, remember, stages, sync, update,
                           walk)
-from packs.memory.core import pack
-from packs.memory.settings import MemorySettings
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.settings import MemorySettings
 
 pack.add_hooks(embedding)  # the built-in embedders, registered like a third-party pack's
 pack.add_hooks(commands)  # `pal memory ...` CLI commands

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from packs.memory.core import pack
-from runtime import Act, Context
-from runtime.pack import Visibility
-from runtime.params import Params
-from runtime.portable import ExportParams, ExportResult, ImportParams, ImportResult, Table, export_page, import_page
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.runtime import Act, Context
+from palimpsest_memory.runtime.pack import Visibility
+from palimpsest_memory.runtime.params import Params
+from palimpsest_memory.runtime.portable import ExportParams, ExportResult, ImportParams, ImportResult, Table, export_page, import_page
 
 TABLES = [
     Table("note", "memory.notes", ("id",), unique=("id",), sequences=(("memory.note_ids", "id"),)),

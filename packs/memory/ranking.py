@@ -24,9 +24,9 @@ from itertools import repeat
 
 import numpy as np
 
-from packs.memory import fusion as fusion_fns
-from packs.memory.context_arrays import PoolScores, context_scores
-from packs.memory.models import Candidates, Scored
+from palimpsest_memory.packs.memory import fusion as fusion_fns
+from palimpsest_memory.packs.memory.context_arrays import PoolScores, context_scores
+from palimpsest_memory.packs.memory.models import Candidates, Scored
 
 RERANK_FEATURES = {"relevance": "relevance", "salience": "effective_salience", "temporal": "recency",
                    "text_match": "text_match", "vector_match": "vector_match"}  # rerank weight → Scored column

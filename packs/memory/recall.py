@@ -1,7 +1,7 @@
 """memory.recall: the public verb that runs the recall stages, shapes the answer and says what it served.
 
 The stages are called as plain functions (``stages.py``, ``walk.expand``): one dispatch a recall. Every
-``memory.recall`` call publishes ``recall_served`` (``runtime.events.RecallServed``): the notes served, in rank
+``memory.recall`` call publishes ``recall_served`` (``palimpsest_memory.runtime.events.RecallServed``): the notes served, in rank
 order, each with the three score components the formula weighed, and the weights. The brain learns from it.
 """
 from __future__ import annotations
@@ -10,14 +10,14 @@ import time
 import uuid
 from datetime import datetime
 
-from packs.memory import ranking, stages
-from packs.memory.core import pack
-from packs.memory.models import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
-from packs.memory.remember import note_from_index
-from packs.memory.settings import MemorySettings
-from packs.memory.walk import expand
-from runtime import Act, Context, errors
-from runtime.events import RecallServed, ScoreComponents, ScoreWeights, ServedNote
+from palimpsest_memory.packs.memory import ranking, stages
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.models import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
+from palimpsest_memory.packs.memory.remember import note_from_index
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.packs.memory.walk import expand
+from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime.events import RecallServed, ScoreComponents, ScoreWeights, ServedNote
 
 
 class Deadline:

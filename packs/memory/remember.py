@@ -5,14 +5,14 @@ from typing import Any
 
 import numpy as np
 
-from packs.memory.changes import NotesAdded, record
-from packs.memory.classify import classify
-from packs.memory.core import pack
-from packs.memory.index import FULL_COLUMNS, NoteRow, index_text
-from packs.memory.models import (Note, NoteIn, RememberManyParams, RememberManyResult, RememberParams,
+from palimpsest_memory.packs.memory.changes import NotesAdded, record
+from palimpsest_memory.packs.memory.classify import classify
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.index import FULL_COLUMNS, NoteRow, index_text
+from palimpsest_memory.packs.memory.models import (Note, NoteIn, RememberManyParams, RememberManyResult, RememberParams,
                                  RememberResult)
-from packs.memory.settings import MemorySettings
-from runtime import Act, Context, errors
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.runtime import Act, Context, errors
 
 
 def note_from_row(r: tuple[Any, ...], entities: list[str] | None = None) -> Note:

@@ -22,12 +22,12 @@ import json
 
 import numpy as np
 
-from packs.memory.bm25 import BM25Index
-from packs.memory.index import MemoryIndex
-from packs.memory.settings import MemorySettings
-from packs.memory.text import TOKENIZER_VERSION
-from packs.memory.vectors import VectorIndex
-from runtime import Context
+from palimpsest_memory.packs.memory.bm25 import BM25Index
+from palimpsest_memory.packs.memory.index import MemoryIndex
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.packs.memory.text import TOKENIZER_VERSION
+from palimpsest_memory.packs.memory.vectors import VectorIndex
+from palimpsest_memory.runtime import Context
 
 FORMAT = 1
 

@@ -11,15 +11,15 @@ from datetime import datetime
 
 import numpy as np
 
-from packs.memory import ranking
-from packs.memory.index import seconds
-from packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams, EmbedResult,
+from palimpsest_memory.packs.memory import ranking
+from palimpsest_memory.packs.memory.index import seconds
+from palimpsest_memory.packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams, EmbedResult,
                                  FuseParams, FuseResult, Leg, RecallFilters, RerankParams, Scored, ScoreParams,
                                  ScoreResult)
-from packs.memory.core import pack
-from packs.memory.settings import MemorySettings
-from packs.memory.text import cjk_ratio, has_content
-from runtime import Act, Context, Visibility, errors
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.packs.memory.text import cjk_ratio, has_content
+from palimpsest_memory.runtime import Act, Context, Visibility, errors
 
 SUB = {"act": Act.ASSERTIVE, "visibility": Visibility.SUBHANDLER}
 

@@ -14,13 +14,13 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field, field_validator
 
-from packs.memory.changes import MetadataEdited, record
-from packs.memory.core import pack
-from packs.memory.models import Kind, Note
-from packs.memory.models_graph import NoteId
-from packs.memory.remember import fetch_notes
-from runtime import Act, Context, errors
-from runtime.params import NamespacedParams
+from palimpsest_memory.packs.memory.changes import MetadataEdited, record
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.models import Kind, Note
+from palimpsest_memory.packs.memory.models_graph import NoteId
+from palimpsest_memory.packs.memory.remember import fetch_notes
+from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime.params import NamespacedParams
 
 METADATA = ("tags", "salience", "decay_factor", "kind", "scope")
 

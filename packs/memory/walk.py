@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from packs.memory import ranking
-from packs.memory.changes import CentralitySet, record
-from packs.memory.core import pack
-from packs.memory.graph import CENTRALITY_SCOPE
-from packs.memory.graph_mirror import MemoryGraph
-from packs.memory.models import Candidates, EmbedParams, RecallFilters
-from packs.memory.models_graph import (CentralityParams, CentralityResult, ExpandParams, ExpandResult,
+from palimpsest_memory.packs.memory import ranking
+from palimpsest_memory.packs.memory.changes import CentralitySet, record
+from palimpsest_memory.packs.memory.core import pack
+from palimpsest_memory.packs.memory.graph import CENTRALITY_SCOPE
+from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph
+from palimpsest_memory.packs.memory.models import Candidates, EmbedParams, RecallFilters
+from palimpsest_memory.packs.memory.models_graph import (CentralityParams, CentralityResult, ExpandParams, ExpandResult,
                                        NoteCentrality, WalkHit, WalkHop, WalkParams, WalkResult)
-from packs.memory.remember import note_from_index
-from packs.memory.settings import MemorySettings
-from packs.memory.stages import check_query
-from runtime import Act, Context, Visibility, errors
+from palimpsest_memory.packs.memory.remember import note_from_index
+from palimpsest_memory.packs.memory.settings import MemorySettings
+from palimpsest_memory.packs.memory.stages import check_query
+from palimpsest_memory.runtime import Act, Context, Visibility, errors
 
 
 # -- walk -----------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 ones, so a pack author finds what is missing before a user does.
 
 Checks: the pack loads through its entry point; the packs it ``requires`` are installed; every verb has a
-docstring (its CLI help and MCP description), a params model that derives from ``runtime.Params`` and refuses
+docstring (its CLI help and MCP description), a params model that derives from ``palimpsest_memory.runtime.Params`` and refuses
 unknown fields, a description on every params field, and JSON-schema-exportable models; its migrations folder
 was installed with the package (``sql/*.sql`` as package data) and has ``NNN_title.sql`` files; and a throwaway
 database opens with it (settings validated against your config, migrations applied).
@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from runtime import Params, Runtime, errors, load_catalog
-from runtime.pack import MIGRATION_FILE
+from palimpsest_memory.runtime import Params, Runtime, errors, load_catalog
+from palimpsest_memory.runtime.pack import MIGRATION_FILE
 
 
 
@@ -46,7 +46,7 @@ def check_pack(name: str) -> list[dict[str, Any]]:
         if not spec.summary:
             problems.append("no docstring (it is the CLI help and the MCP tool description)")
         if not issubclass(spec.params_model, Params):
-            problems.append("params model does not derive from runtime.Params")
+            problems.append("params model does not derive from palimpsest_memory.runtime.Params")
         if spec.params_model.model_config.get("extra") != "forbid":
             problems.append("params model accepts unknown fields")
         undocumented = [f for f, info in spec.params_model.model_fields.items() if not info.description]

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from runtime import __version__, errors
-from runtime.errors import PalimpsestError
+from palimpsest_memory.runtime import DISTRIBUTION, __version__, errors
+from palimpsest_memory.runtime.errors import PalimpsestError
 
 if TYPE_CHECKING:
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
 # Modules of extra fixed commands, imported when the CLI is built: each defines ``register(app, session)`` where
 # ``app`` is the root typer.Typer and ``session()`` returns the running command's Session.
-COMMAND_MODULES: tuple[str, ...] = ("runtime.adapters.cli_data",)  # pal export / backup / restore (ADR 0018)
+COMMAND_MODULES: tuple[str, ...] = ("palimpsest_memory.runtime.adapters.cli_data",)  # pal export / backup / restore (ADR 0018)
 
 # root options that take a value (how main() finds the command word without parsing everything)
 VALUE_OPTIONS = {"--db", "--namespace", "-n", "--actor", "--server", "--idempotency-key"}
@@ -58,8 +58,8 @@ class Session:
             raise errors.ConfigError(f"this command runs in-process and cannot go through --server {self.server}; "
                                      "run it where the database is, without --server")
         if self._rt is None:
-            from runtime import Runtime
-            from runtime.adapters.serving import explain_locked
+            from palimpsest_memory.runtime import Runtime
+            from palimpsest_memory.runtime.adapters.serving import explain_locked
 
             try:
                 self._rt = Runtime.open(self.db)
@@ -70,7 +70,7 @@ class Session:
     def client(self) -> Any:
         """The ``--server`` client (stdlib only)."""
         if self._client is None:
-            from runtime.adapters.remote import RemoteClient
+            from palimpsest_memory.runtime.adapters.remote import RemoteClient
 
             if self.db:  # the server holds its own database: say so rather than ignore --db
                 print(f"palimpsest: --db {self.db} is not used: calls go to the server at {self.server}, which "
@@ -83,14 +83,14 @@ class Session:
         if self.server:
             return self.client().call(verb, params, namespace=self.namespace, actor=self.actor, internal=internal,
                                       idempotency_key=self.idempotency_key)
-        from runtime.adapters.serving import result_data
+        from palimpsest_memory.runtime.adapters.serving import result_data
 
         result = self.runtime().call(verb, params, namespace=self.namespace, actor=self.actor, internal=internal,
                                      idempotency_key=self.idempotency_key)
         return result_data(result)
 
     def show(self, data: Any) -> None:
-        from runtime.adapters.render import print_json, print_result
+        from palimpsest_memory.runtime.adapters.render import print_json, print_result
 
         print_json(data) if self.as_json else print_result(data)
 
@@ -112,7 +112,7 @@ class Session:
 
 def _version(value: bool) -> None:
     if value:
-        print(f"palimpsest {__version__}")
+        print(f"{DISTRIBUTION} {__version__}")
         raise typer.Exit()
 
 
@@ -148,7 +148,7 @@ _json_requested = [False]  # --json given after the command word (main() takes i
 def _catalog() -> Any:
     """The catalog, loaded once per process (build_cli and the fixed commands share it)."""
     if not _catalog_cache:
-        from runtime import load_catalog
+        from palimpsest_memory.runtime import load_catalog
 
         _catalog_cache.append(load_catalog()[0])
     return _catalog_cache[0]
@@ -175,7 +175,7 @@ def packs_cmd() -> None:
                 for p in catalog.packs.values()]
         rows += [{"pack": n, "version": "", "requires": "", "verbs": 0, "status": f"not loaded: {why}"}
                  for n, why in catalog.unavailable.items()]
-    from runtime.adapters.render import print_json, print_table
+    from palimpsest_memory.runtime.adapters.render import print_json, print_table
 
     print_json(rows) if session.as_json else print_table(rows, title="packs")
 
@@ -183,7 +183,7 @@ def packs_cmd() -> None:
 @app.command("verbs")
 def verbs_cmd(all_: bool = typer.Option(False, "--all", help="Include sub-handlers (marked).")) -> None:
     """List verbs: name, speech act, visibility, summary."""
-    from runtime.adapters.render import print_json, print_table
+    from palimpsest_memory.runtime.adapters.render import print_json, print_table
 
     session = _session()
     if all_ and not session.server:
@@ -202,7 +202,7 @@ def verbs_cmd(all_: bool = typer.Option(False, "--all", help="Include sub-handle
 @app.command("describe")
 def describe_cmd(verb: str) -> None:
     """Show a verb's documentation and the JSON schema of its params and result."""
-    from runtime.adapters.render import print_json
+    from palimpsest_memory.runtime.adapters.render import print_json
 
     spec = _catalog().get(verb)
     print_json({"verb": spec.full_name, "act": spec.act.value, "visibility": spec.visibility.value,
@@ -222,7 +222,7 @@ def call_cmd(
     params: dict[str, Any] = {}
     if params_json:
         if params_json == "-":
-            from runtime.adapters.params import read_stdin
+            from palimpsest_memory.runtime.adapters.params import read_stdin
 
             params_json = read_stdin("params", verb)
         try:
@@ -249,14 +249,14 @@ def call_cmd(
 @app.command("info")
 def info_cmd() -> None:
     """Which database is in use: its path, backend and size, the packs, the namespaces and the embedder."""
-    from runtime.adapters.info import gather
+    from palimpsest_memory.runtime.adapters.info import gather
 
     session = _session()
     data = gather(session)
     if session.as_json:
         session.show(data)
         return
-    from runtime.adapters.info import print_info
+    from palimpsest_memory.runtime.adapters.info import print_info
 
     print_info(data)
 
@@ -265,8 +265,8 @@ def info_cmd() -> None:
 def check_pack_cmd(name: str = typer.Argument(..., help="The pack's name (its entry point name).")) -> None:
     """Check an installed pack as palimpsest's contract tests check the built-in ones (docstrings, params,
     descriptions, migrations shipped as package data, a database opens); exit 1 when a check fails."""
-    from runtime.adapters.check import check_pack
-    from runtime.adapters.render import print_json, print_table
+    from palimpsest_memory.runtime.adapters.check import check_pack
+    from palimpsest_memory.runtime.adapters.render import print_json, print_table
 
     session = _session()
     rows = check_pack(name)
@@ -284,7 +284,7 @@ def _extra(module: str, extra: str) -> Any:
     import importlib
 
     try:
-        return importlib.import_module(f"runtime.adapters.{module}")
+        return importlib.import_module(f"palimpsest_memory.runtime.adapters.{module}")
     except ImportError as exc:
         needs = {"http": "fastapi uvicorn", "mcp": "mcp"}[extra]  # no brackets: the terminal renderer eats them
         raise errors.ConfigError(f"this command needs palimpsest's optional extra {extra!r} ({exc.name or exc} is "
@@ -379,8 +379,8 @@ def _add_pack_stubs() -> None:
 
 def build_cli() -> typer.Typer:
     """The full command tree: fixed commands plus one group per pack with one command per public verb."""
-    from runtime.adapters.params import make_command
-    from runtime.adapters.pictures import picture_command
+    from palimpsest_memory.runtime.adapters.params import make_command
+    from palimpsest_memory.runtime.adapters.pictures import picture_command
 
     try:
         catalog = _catalog()
@@ -445,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rc = cli(args=args, prog_name="pal", standalone_mode=False)  # a typer.Exit(n) comes back as n
     except PalimpsestError as exc:
-        from runtime.adapters.render import print_error
+        from palimpsest_memory.runtime.adapters.render import print_error
 
         print_error(exc, as_json)
         return exc.exit_code
@@ -454,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # typer's usage errors (bad option, missing argument) carry show() and exit_code
         if _load_failure and "No such command" in str(exc):
             # `pal memory recall` when the packs could not load: the reason, not "no such command"
-            from runtime.adapters.render import print_error
+            from palimpsest_memory.runtime.adapters.render import print_error
 
             print_error(_load_failure[0], as_json)
             return _load_failure[0].exit_code

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from runtime import errors
+from palimpsest_memory.runtime import errors
 
 PROG = "palimpsest"
 
@@ -58,7 +58,7 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         if target.exists():
             raise errors.Conflict(f"{target} exists: back up into a new file")
         if s.server:
-            from runtime.adapters.remote import RemoteClient
+            from palimpsest_memory.runtime.adapters.remote import RemoteClient
 
             made = Path(RemoteClient(s.server).call("memory.backup", {"name": target.name}, actor=s.actor)["path"])
         else:
@@ -77,7 +77,7 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         s = session()
         if s.server:
             raise errors.InvalidParams("restore replaces the database file: stop the server that holds it first")
-        from runtime import Runtime
+        from palimpsest_memory.runtime import Runtime
 
         source = Path(src).expanduser()
         if not source.is_file():
@@ -87,7 +87,7 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         if s.db:
             target = Path(s.db).expanduser()
         else:
-            from runtime import load_catalog
+            from palimpsest_memory.runtime import load_catalog
 
             target = Path(str(load_catalog()[1].get("runtime", {}).get("database", ":memory:"))).expanduser()
         if str(target) == ":memory:":
@@ -95,7 +95,7 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         if target.exists() and not force:
             raise errors.Conflict(f"{target} exists: pass --force to replace it with the backup")
         tmp = target.with_name(target.name + ".restore")
-        from runtime.compact import copy_database
+        from palimpsest_memory.runtime.compact import copy_database
 
         copy_database(source, tmp)
         tmp.replace(target)
@@ -105,8 +105,8 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
 
 
 def portable() -> Any:
-    """runtime.portable, imported when a command runs: `pal --help` loads no DuckDB or pydantic (issue 20)."""
-    from runtime import portable as module
+    """runtime/portable.py, imported when a command runs: `pal --help` loads no DuckDB or pydantic (issue 20)."""
+    from palimpsest_memory.runtime import portable as module
 
     return module
 
@@ -119,8 +119,8 @@ def import_palimpsest(session: Any, file: str, namespace: Optional[str]) -> dict
 def copy_stores(s: Any, src: str, dst: str) -> None:
     """``pal copy``: see runtime/storecopy.py. A DuckDB DST this command created is removed again if the copy
     fails; a PostgreSQL DST keeps what was written (it says so)."""
-    from runtime import Runtime
-    from runtime.storecopy import copy_store, describe, is_url
+    from palimpsest_memory.runtime import Runtime
+    from palimpsest_memory.runtime.storecopy import copy_store, describe, is_url
 
     if s.server:
         raise errors.InvalidParams("copy opens both stores itself: stop the server that holds SRC, or copy from "

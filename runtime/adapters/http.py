@@ -31,9 +31,9 @@ from pydantic import BaseModel, ConfigDict, create_model
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
-from runtime.adapters import web
-from runtime.adapters.serving import (
+from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
+from palimpsest_memory.runtime.adapters import web
+from palimpsest_memory.runtime.adapters.serving import (
     ACTOR_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
     stop_on_signals, success, tool_name, url_of,
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from runtime import __version__
+from palimpsest_memory.runtime import __version__
 
 
 def _size(path: str) -> int | None:
@@ -69,7 +69,7 @@ def _human(n: int | None) -> str:
 
 
 def print_info(data: dict[str, Any]) -> None:
-    from runtime.adapters.render import Out, print_table
+    from palimpsest_memory.runtime.adapters.render import Out, print_table
 
     out = Out()
     out.pair("palimpsest", str(data["version"]))

@@ -14,7 +14,7 @@ without one gets ``mcp-<id>``, one label per client session (per server over std
 id over streamable HTTP), so what an agent remembers in one session is
 linked as neighbours (ADR 0008); a ``thread`` the client passes wins.
 
-``python -m runtime.adapters.mcp [--db PATH] [--http] [--actor NAME]`` serves the configured packs without the CLI.
+``python -m palimpsest_memory.runtime.adapters.mcp [--db PATH] [--http] [--actor NAME]`` serves the configured packs without the CLI.
 """
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server
 
-from runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors, load_catalog
-from runtime.adapters.mcp_stdio import checked_stdio_server
-from runtime.adapters.serving import (
+from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors, load_catalog
+from palimpsest_memory.runtime.adapters.mcp_stdio import checked_stdio_server
+from palimpsest_memory.runtime.adapters.serving import (
     AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
     result_data, run_uvicorn, stop_on_signals, success, tool_name, url_of,
 )
@@ -227,7 +227,7 @@ class Forwarder:
     path = None
 
     def __init__(self, url: str, catalog: Any, config: Any) -> None:
-        from runtime.adapters.remote import RemoteClient
+        from palimpsest_memory.runtime.adapters.remote import RemoteClient
 
         self.url, self.catalog, self.config = url, catalog, config
         self.client = RemoteClient(url)
@@ -320,7 +320,7 @@ def serve_http(runtime: Any, *, host: str | None = None, port: int | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runtime.adapters.mcp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m palimpsest_memory.runtime.adapters.mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="database file (default from config)")
     parser.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     parser.add_argument("--host")

@@ -20,7 +20,7 @@ import anyio
 import mcp_types as types
 from mcp.server.stdio import stdio_server
 
-MAX_DEPTH = 64  # the runtime refuses params nested deeper anyway (runtime.dispatch.MAX_PARAMS_DEPTH)
+MAX_DEPTH = 64  # the runtime refuses params nested deeper anyway (palimpsest_memory.runtime.dispatch.MAX_PARAMS_DEPTH)
 
 
 def line_problem(line: str) -> tuple[int, str, Any] | None:

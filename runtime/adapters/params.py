@@ -20,7 +20,7 @@ import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from runtime import errors
+from palimpsest_memory.runtime import errors
 
 SCALARS = (str, int, float)
 TEXT_PARSED = (dt.datetime, dt.date)

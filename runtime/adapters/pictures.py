@@ -13,12 +13,12 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from runtime import errors
-from runtime.adapters.params import make_command
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.adapters.params import make_command
 
 
 def _timeline(data: dict[str, Any]) -> str:
-    from runtime.adapters.web.timeline_svg import render
+    from palimpsest_memory.runtime.adapters.web.timeline_svg import render
 
     return render(data)
 

@@ -13,8 +13,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from runtime import PalimpsestError, errors
-from runtime.adapters.serving import ACTOR_HEADER, IDEMPOTENCY_HEADER, TOKEN_ENV, client_settings
+from palimpsest_memory.runtime import PalimpsestError, errors
+from palimpsest_memory.runtime.adapters.serving import ACTOR_HEADER, IDEMPOTENCY_HEADER, TOKEN_ENV, client_settings
 
 # later classes win, so "internal" maps to InternalError rather than the base class
 _BY_CODE: dict[str, type[PalimpsestError]] = {cls.code: cls for cls in errors.ALL_ERRORS}

@@ -20,7 +20,7 @@ import sys
 import textwrap
 from typing import Any
 
-from runtime.errors import PalimpsestError
+from palimpsest_memory.runtime.errors import PalimpsestError
 
 MAX_CELL = 120
 MAX_COLUMNS = 8

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Mapping
 
-from runtime import errors
-from runtime.errors import PalimpsestError
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.errors import PalimpsestError
 
 INFO_SUFFIX = ".server.json"
 TOKEN_ENV = "PALIMPSEST_TOKEN"
@@ -97,7 +97,7 @@ class AdapterSettings:
 
 def client_settings() -> AdapterSettings:
     """Adapter settings for a process that opens no runtime (the ``--server`` client): config only, no packs."""
-    from runtime import load_catalog
+    from palimpsest_memory.runtime import load_catalog
 
     env = {k: v for k, v in os.environ.items() if k not in ("PALIMPSEST_PACKS", "PALIMPSEST_DISABLE_PACKS")}
     _, config = load_catalog(config={"runtime": {"packs": [], "disabled": []}}, env=env, discover_packs=False)
@@ -335,7 +335,7 @@ def run_uvicorn(app: Any, sock: socket.socket, settings: AdapterSettings) -> Non
     connection limit of ``settings``."""
     import uvicorn  # an optional extra: only reached from the serve/mcp --http commands
 
-    from runtime.adapters.connections import bounded_protocol
+    from palimpsest_memory.runtime.adapters.connections import bounded_protocol
 
     config = uvicorn.Config(app, log_level="warning", lifespan="auto",
                             http=bounded_protocol(settings.read_timeout, settings.max_connections))

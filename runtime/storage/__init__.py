@@ -1,20 +1,20 @@
 """Storage behind one seam (ADR 0004, ADR 0016): a DuckDB file (embedded, one process) or a PostgreSQL database
 (``postgresql://`` URL, many processes). One schema per pack, numbered migrations, guarded handles.
 
-- :mod:`runtime.storage.base`: migrations, the statement guard and the :class:`Database` handle every verb gets;
-- :mod:`runtime.storage.duck`: the DuckDB connection, its meta tables and :func:`seal`;
-- :mod:`runtime.storage.postgres`: the PostgreSQL connection, SQL translation, the change log's tables.
+- :mod:`palimpsest_memory.runtime.storage.base`: migrations, the statement guard and the :class:`Database` handle every verb gets;
+- :mod:`palimpsest_memory.runtime.storage.duck`: the DuckDB connection, its meta tables and :func:`seal`;
+- :mod:`palimpsest_memory.runtime.storage.postgres`: the PostgreSQL connection, SQL translation, the change log's tables.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Mapping
 
-from runtime.storage import duck, postgres
-from runtime.storage.base import (DB_ERRORS, DIALECTS, META_SCHEMA, READ_ONLY_STATEMENTS, BackendError,
+from palimpsest_memory.runtime.storage import duck, postgres
+from palimpsest_memory.runtime.storage.base import (DB_ERRORS, DIALECTS, META_SCHEMA, READ_ONLY_STATEMENTS, BackendError,
                                   Database, TransactionFrame, begin, dialect_of, discover_migrations, migrate,
                                   rollback_quietly, schema_versions, statement_kinds)
-from runtime.storage.duck import CATALOG, migrate_meta
+from palimpsest_memory.runtime.storage.duck import CATALOG, migrate_meta
 
 __all__ = [
     "CATALOG", "DB_ERRORS", "DIALECTS", "META_SCHEMA", "READ_ONLY_STATEMENTS", "BackendError",

@@ -9,8 +9,8 @@ from typing import Any, Iterable, Protocol, Sequence
 
 import duckdb
 
-from runtime.errors import ReadOnlyViolation, StorageError
-from runtime.pack import MIGRATION_FILE
+from palimpsest_memory.runtime.errors import ReadOnlyViolation, StorageError
+from palimpsest_memory.runtime.pack import MIGRATION_FILE
 
 # NNN_title.sql is portable SQL; NNN_title.<dialect>.sql beside it replaces it on that backend (ADR 0016).
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import duckdb
 
-from runtime.errors import StorageError
-from runtime.storage.base import META_SCHEMA
+from palimpsest_memory.runtime.errors import StorageError
+from palimpsest_memory.runtime.storage.base import META_SCHEMA
 
 CATALOG = "_pal_store"  # not a valid pack name, so it can never collide with a pack's schema
 

@@ -17,8 +17,8 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
-from runtime.errors import StorageError
-from runtime.storage.base import META_SCHEMA, BackendError
+from palimpsest_memory.runtime.errors import StorageError
+from palimpsest_memory.runtime.storage.base import META_SCHEMA, BackendError
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 OPEN_LOCK = 0x70616C_0001  # session advisory lock held while a process creates or migrates the schema
@@ -378,7 +378,7 @@ def connect(url: str, env: Mapping[str, str]) -> PgConnection:
     try:
         import psycopg
     except ImportError:
-        raise StorageError("a postgresql:// database needs the postgres extra: pip install 'palimpsest[postgres]'",
+        raise StorageError("a postgresql:// database needs the postgres extra: pip install 'palimpsest-memory[postgres]'",
                            details={"database": redact(url), "reason": "missing_extra"}) from None
     secrets = secrets_of(url, env)
     safe = redact(url)

@@ -21,7 +21,7 @@ for p in (str(EXAMPLE_DIR), str(HERE)):
 import fake_packs  # noqa: E402
 import palimpsest_example  # noqa: E402
 
-from runtime import Runtime  # noqa: E402
+from palimpsest_memory.runtime import Runtime  # noqa: E402
 
 ISOLATED = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 STARTUP_LIMIT = 90.0  # seconds a server process may take to publish its URL before the test gives up
@@ -44,7 +44,7 @@ def child_env(**extra: str) -> dict[str, str]:
     """The environment of a child process: no user config, no stray PALIMPSEST_* settings, our paths importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
     env.update(ISOLATED)
-    from runtime.testing import ISOLATED_ENV  # the session's packs: an unrelated installed pack stays out
+    from palimpsest_memory.runtime.testing import ISOLATED_ENV  # the session's packs: an unrelated installed pack stays out
 
     env.update({k: v for k, v in ISOLATED_ENV.items() if k == "PALIMPSEST_DISABLE_PACKS"})
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(EXAMPLE_DIR), str(HERE)])
@@ -54,7 +54,7 @@ def child_env(**extra: str) -> dict[str, str]:
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """``pal ARGS`` in a child process (the same code path as the console script)."""
-    return subprocess.run([sys.executable, "-m", "runtime.adapters.cli", *args], cwd=REPO, env=env or child_env(),
+    return subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", *args], cwd=REPO, env=env or child_env(),
                           capture_output=True, text=True, timeout=timeout)
 
 

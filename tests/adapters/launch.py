@@ -16,7 +16,7 @@ sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent / "fixtures" / "example_pa
 
 import palimpsest_example  # noqa: E402
 
-from runtime import Runtime  # noqa: E402
+from palimpsest_memory.runtime import Runtime  # noqa: E402
 
 
 def main() -> None:
@@ -33,15 +33,15 @@ def main() -> None:
         packs += [fake_packs.memory, fake_packs.kg, fake_packs.zeta]
     with Runtime.open(args.db, packs=packs, discover_packs=args.discover) as rt:
         if args.mode == "stdio":
-            from runtime.adapters.mcp import serve_stdio
+            from palimpsest_memory.runtime.adapters.mcp import serve_stdio
 
             serve_stdio(rt)
         elif args.mode == "http":
-            from runtime.adapters.http import serve
+            from palimpsest_memory.runtime.adapters.http import serve
 
             serve(rt, port=0)
         else:
-            from runtime.adapters.mcp import serve_http
+            from palimpsest_memory.runtime.adapters.mcp import serve_http
 
             serve_http(rt, port=0)
 

@@ -64,7 +64,7 @@ def test_mcp_lists_and_calls_the_new_verb(site, tmp_path):
     import anyio
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "runtime.adapters.cli", "--db",
+    params = StdioServerParameters(command=sys.executable, args=["-m", "palimpsest_memory.runtime.adapters.cli", "--db",
                                                                  str(tmp_path / "pal.db"), "mcp"],
                                    env=zeta_env(site), cwd=str(REPO))
 
@@ -86,7 +86,7 @@ def test_pal_mcp_actor_flag_makes_every_tool_call_for_that_actor(site, tmp_path)
     import anyio
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "runtime.adapters.cli", "--db",
+    params = StdioServerParameters(command=sys.executable, args=["-m", "palimpsest_memory.runtime.adapters.cli", "--db",
                                                                  str(tmp_path / "pal.db"), "mcp", "--actor", "alice"],
                                    env=zeta_env(site), cwd=str(REPO))
 
@@ -106,7 +106,7 @@ def test_http_documents_and_serves_the_new_verb(site, tmp_path):
     pytest.importorskip("fastapi", reason="the 'http' extra is not installed")
     db = tmp_path / "pal.db"
     env = zeta_env(site)
-    server = ServerProcess(db, "http", env=env, argv=[sys.executable, "-m", "runtime.adapters.cli", "--db", str(db),
+    server = ServerProcess(db, "http", env=env, argv=[sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db),
                                                        "serve", "--port", "0"])
     try:
         with urllib.request.urlopen(server.url + "/openapi.json", timeout=60) as resp:

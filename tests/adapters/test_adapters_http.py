@@ -12,9 +12,9 @@ from conftest import open_runtime  # noqa: E402
 
 from pydantic import BaseModel, ConfigDict  # noqa: E402
 
-from runtime import Act, Context, Pack, errors  # noqa: E402
-from runtime.adapters.http import RESOURCE_ROUTES, create_app  # noqa: E402
-from runtime.adapters.serving import check_bind, is_loopback, loopback_hosts  # noqa: E402
+from palimpsest_memory.runtime import Act, Context, Pack, errors  # noqa: E402
+from palimpsest_memory.runtime.adapters.http import RESOURCE_ROUTES, create_app  # noqa: E402
+from palimpsest_memory.runtime.adapters.serving import check_bind, is_loopback, loopback_hosts  # noqa: E402
 
 
 @pytest.fixture
@@ -226,7 +226,7 @@ def test_bearer_token(fake_rt):
 
 
 def test_token_defaults_from_config(fake_rt):
-    from runtime.adapters.serving import AdapterSettings
+    from palimpsest_memory.runtime.adapters.serving import AdapterSettings
 
     settings = AdapterSettings.from_config(fake_rt.config, env={})
     assert settings.token == "" and settings.host == "127.0.0.1" and settings.max_body_bytes > 0

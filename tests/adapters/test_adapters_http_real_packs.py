@@ -10,15 +10,15 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from real_catalog import BUILT_IN_PUBLIC_VERBS, RESOURCE_ROUTES  # noqa: E402
 
-from runtime import Runtime  # noqa: E402
-from runtime.adapters.http import create_app  # noqa: E402
+from palimpsest_memory.runtime import Runtime  # noqa: E402
+from palimpsest_memory.runtime.adapters.http import create_app  # noqa: E402
 
 CONFIG = {"packs": {"memory": {"embedder": "hashing"}}}
 
 
 @pytest.fixture
 def client(tmp_path):
-    from runtime.testing import ISOLATED_ENV  # the built-in packs only, whatever else is installed
+    from palimpsest_memory.runtime.testing import ISOLATED_ENV  # the built-in packs only, whatever else is installed
 
     rt = Runtime.open(tmp_path / "pal.db", discover_packs=True, config=CONFIG, env=ISOLATED_ENV)
     try:

@@ -9,9 +9,9 @@ pytest.importorskip("fastapi", reason="the 'http' extra is not installed")
 
 from conftest import ServerProcess, child_env, run_cli  # noqa: E402
 
-from runtime import errors  # noqa: E402
-from runtime.adapters.remote import RemoteClient, error_from_dict  # noqa: E402
-from runtime.adapters.serving import explain_locked  # noqa: E402
+from palimpsest_memory.runtime import errors  # noqa: E402
+from palimpsest_memory.runtime.adapters.remote import RemoteClient, error_from_dict  # noqa: E402
+from palimpsest_memory.runtime.adapters.serving import explain_locked  # noqa: E402
 
 TOKEN = "lock-test-token"
 

@@ -13,7 +13,7 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from conftest import HERE, REPO, ServerProcess, child_env, run_cli  # noqa: E402
 from real_catalog import BUILT_IN_PUBLIC_VERBS  # noqa: E402
 
-from runtime.adapters.mcp import build_server  # noqa: E402
+from palimpsest_memory.runtime.adapters.mcp import build_server  # noqa: E402
 
 CALL_TIMEOUT = 120  # seconds: a hang fails the test instead of blocking the suite
 
@@ -63,7 +63,7 @@ def test_stdio_server_lists_tools_and_calls_verbs(tmp_path):
             assert note.description == "Write a note down."
             import palimpsest_example
 
-            from runtime.adapters.mcp import compact_schema
+            from palimpsest_memory.runtime.adapters.mcp import compact_schema
 
             schema = palimpsest_example.NoteParams.model_json_schema()
             schema.pop("description", None)  # a params model's docstring becomes the tool's description
@@ -119,7 +119,7 @@ def test_pal_mcp_command_serves_the_configured_catalog(tmp_path):
     """`pal mcp` itself (not the test launcher): its tools are exactly the built-in public verbs, written out by
     hand, so a pack that fails to load fails this test instead of shrinking what it expects."""
     expected = {v.replace(".", "_") for v in BUILT_IN_PUBLIC_VERBS}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "runtime.adapters.cli", "--db",
+    params = StdioServerParameters(command=sys.executable, args=["-m", "palimpsest_memory.runtime.adapters.cli", "--db",
                                                                  str(tmp_path / "pal.db"), "mcp", "--tools", "all"],
                                    env=child_env(), cwd=str(REPO))
 
@@ -191,7 +191,7 @@ def test_in_process_server_makes_every_call_for_its_actor(fake_rt):
 
 def test_a_server_bound_to_an_actor_refuses_calls_naming_another(tmp_path):
     """`pal mcp --actor alice`: a client may not act for bob through a verb's own actor field (issue 16.12)."""
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
     rt = Runtime.open(tmp_path / "a.db", env={"PALIMPSEST_CONFIG_DISABLED": "1"},
                       config={"packs": {"memory": {"embedder": "hashing"}}})
@@ -214,7 +214,7 @@ def test_a_server_bound_to_an_actor_refuses_calls_naming_another(tmp_path):
 def test_an_mcp_session_is_a_thread_by_default(tmp_path):
     """memory.remember without a thread gets its session's label (one per server over stdio); a thread the
     client names wins (issue 19)."""
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
     rt = Runtime.open(tmp_path / "t.db", env={"PALIMPSEST_CONFIG_DISABLED": "1"},
                       config={"packs": {"memory": {"embedder": "hashing"}}})

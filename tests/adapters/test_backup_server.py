@@ -17,7 +17,7 @@ HASHING = {"PALIMPSEST__packs__memory__embedder": "hashing"}
 def test_backup_through_a_running_server_and_restore(tmp_path):
     db = tmp_path / "held.duckdb"
     env = child_env(**HASHING)
-    server = ServerProcess(db, "http", env=env, argv=[sys.executable, "-m", "runtime.adapters.cli", "--db", str(db),
+    server = ServerProcess(db, "http", env=env, argv=[sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db),
                                                       "serve", "--port", "0"])
     try:
         for i in range(5):

@@ -29,7 +29,7 @@ CHAT = [
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     db = tmp_path_factory.mktemp("srv") / "served.duckdb"
     proc = ServerProcess(db, "http", env=child_env(**HASHING),
-                         argv=[sys.executable, "-m", "runtime.adapters.cli", "--db", str(db), "serve", "--port", "0"])
+                         argv=[sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db), "serve", "--port", "0"])
     yield proc
     proc.stop()
 
@@ -37,7 +37,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 def pal(tmp: Path, *args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     """The CLI with a LOCAL default database in tmp (it must never be created when --server is given)."""
     e = child_env(PALIMPSEST_DB=str(tmp / "local.duckdb"), COLUMNS="80", **HASHING, **env)
-    return subprocess.run([sys.executable, "-m", "runtime.adapters.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", *args], capture_output=True, text=True,
                           env=e, cwd=str(REPO), input=stdin, timeout=120)
 
 

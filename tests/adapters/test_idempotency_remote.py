@@ -10,9 +10,9 @@ import pytest
 pytest.importorskip("fastapi", reason="the 'http' extra is not installed")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from runtime import errors  # noqa: E402
-from runtime.adapters.http import create_app  # noqa: E402
-from runtime.adapters.remote import RemoteClient  # noqa: E402
+from palimpsest_memory.runtime import errors  # noqa: E402
+from palimpsest_memory.runtime.adapters.http import create_app  # noqa: E402
+from palimpsest_memory.runtime.adapters.remote import RemoteClient  # noqa: E402
 
 
 def test_the_same_idempotency_key_runs_a_write_once(fake_rt) -> None:  # type: ignore[no-untyped-def]

@@ -17,9 +17,9 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from conftest import REPO, ServerProcess, child_env  # noqa: E402
 from test_adapters_mcp import call_err, call_ok, run  # noqa: E402
 
-from runtime import Runtime, errors  # noqa: E402
-from runtime.adapters.mcp import build_server, select_tools  # noqa: E402
-from runtime.adapters.remote import RemoteClient  # noqa: E402
+from palimpsest_memory.runtime import Runtime, errors  # noqa: E402
+from palimpsest_memory.runtime.adapters.mcp import build_server, select_tools  # noqa: E402
+from palimpsest_memory.runtime.adapters.remote import RemoteClient  # noqa: E402
 
 CORE = {"memory_remember", "memory_recall", "memory_explain", "memory_update", "memory_archive", "kg_assert_fact",
         "kg_facts", "kg_fact_history"}
@@ -80,10 +80,10 @@ def test_a_pack_the_core_list_does_not_mention_keeps_its_tools(real_rt) -> None:
 def test_pal_mcp_forwards_to_the_pal_serve_that_holds_the_database(tmp_path: Path) -> None:
     db = tmp_path / "shared.duckdb"
     env = child_env(**HASHING)
-    server = ServerProcess(db, "http", env=env, argv=[sys.executable, "-m", "runtime.adapters.cli", "--db", str(db),
+    server = ServerProcess(db, "http", env=env, argv=[sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db),
                                                       "serve", "--port", "0"])
     try:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "runtime.adapters.cli", "--db", str(db),
+        params = StdioServerParameters(command=sys.executable, args=["-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db),
                                                                      "mcp"], env=env, cwd=str(REPO))
 
         async def scenario() -> None:

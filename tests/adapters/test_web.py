@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from runtime import Runtime, errors
-from runtime.adapters.web import STATIC, timeline_svg
+from palimpsest_memory.runtime import Runtime, errors
+from palimpsest_memory.runtime.adapters.web import STATIC, timeline_svg
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,7 +93,7 @@ def test_timeline_svg_draws_each_fact(rt: Any) -> None:
 
 
 def test_cli_writes_the_svg(demo_db: Path, tmp_path: Path, capsys: Any) -> None:
-    from runtime.adapters.cli import main
+    from palimpsest_memory.runtime.adapters.cli import main
 
     out = tmp_path / "orion.svg"
     assert main(["--db", str(demo_db), "kg", "timeline", "Orion", "--svg", str(out)]) == 0
@@ -108,7 +108,7 @@ def test_routes_public_assets_and_guarded_data(demo_db: Path) -> None:
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from runtime.adapters.http import create_app
+    from palimpsest_memory.runtime.adapters.http import create_app
 
     with Runtime.open(demo_db) as r:
         client = TestClient(create_app(r, token="s3cret"), base_url="http://127.0.0.1")

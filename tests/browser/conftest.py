@@ -61,9 +61,9 @@ class Server:
     def __init__(self, db: Path, token: str | None = None) -> None:
         import uvicorn
 
-        from runtime import Runtime
-        from runtime.adapters.http import create_app
-        from runtime.adapters.serving import bind_socket, loopback_hosts, url_of
+        from palimpsest_memory.runtime import Runtime
+        from palimpsest_memory.runtime.adapters.http import create_app
+        from palimpsest_memory.runtime.adapters.serving import bind_socket, loopback_hosts, url_of
 
         self.rt = Runtime.open(db)
         self.sock = bind_socket("127.0.0.1", 0)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from runtime import Visibility, load_catalog
-from runtime.config import default_config_path, pack_settings
-from runtime.pack import Pack
-from runtime.testing import ISOLATED_ENV
+from palimpsest_memory.runtime import Visibility, load_catalog
+from palimpsest_memory.runtime.config import default_config_path, pack_settings
+from palimpsest_memory.runtime.pack import Pack
+from palimpsest_memory.runtime.testing import ISOLATED_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT_IN = ("kg", "memory", "brain")

@@ -33,7 +33,7 @@ def _toy_tree(tmp: Path, files: dict[str, str]) -> None:
 def _write_our_contracts(tmp: Path) -> Path:
     """Reuse the project's own contracts verbatim, so the test checks the real rules."""
     ours = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    lines = ["[importlinter]", "root_packages =", "    runtime", "    packs", "include_external_packages = True"]
+    lines = ["[importlinter]", "root_packages =", "    palimpsest_memory", "include_external_packages = True"]
     for i, contract in enumerate(ours["contracts"]):
         lines.append(f"\n[importlinter:contract:{i}]")
         for key, value in contract.items():
@@ -47,23 +47,23 @@ def _write_our_contracts(tmp: Path) -> Path:
     return cfg
 
 
-BASE = {
-    "runtime/__init__.py": "", "runtime/adapters/__init__.py": "", "packs/__init__.py": "",
-    "packs/alpha/__init__.py": "", "packs/beta/__init__.py": "",
-    **{f"runtime/{m}.py": "" for m in ("engine", "loader", "storage", "dispatch", "registry", "config")},
-}
+PKG = "palimpsest_memory"
+BASE = {f"{PKG}/{rel}": "" for rel in (
+    "__init__.py", "runtime/__init__.py", "runtime/adapters/__init__.py", "packs/__init__.py",
+    "packs/alpha/__init__.py", "packs/beta/__init__.py",
+    *(f"runtime/{m}.py" for m in ("engine", "loader", "storage", "dispatch", "registry", "config")))}
 
 
 def test_a_pack_importing_another_pack_is_caught(tmp_path: Path) -> None:
-    _toy_tree(tmp_path, BASE | {"packs/alpha/verbs.py": "from packs.beta import helper  # forbidden\n",
-                                "packs/beta/helper.py": "X = 1\n"})
+    _toy_tree(tmp_path, BASE | {f"{PKG}/packs/alpha/verbs.py": "from palimpsest_memory.packs.beta import helper  # forbidden\n",
+                                f"{PKG}/packs/beta/helper.py": "X = 1\n"})
     out = run_lint(_write_our_contracts(tmp_path), tmp_path, tmp_path)
     assert out.returncode != 0
     assert "Packs never import each other BROKEN" in out.stdout
-    assert "packs.alpha.verbs -> packs.beta" in out.stdout
+    assert f"{PKG}.packs.alpha.verbs -> {PKG}.packs.beta" in out.stdout
 
 
 def test_runtime_importing_a_pack_is_caught(tmp_path: Path) -> None:
-    _toy_tree(tmp_path, BASE | {"runtime/engine.py": "import packs.alpha\n"})
+    _toy_tree(tmp_path, BASE | {f"{PKG}/runtime/engine.py": "import palimpsest_memory.packs.alpha\n"})
     out = run_lint(_write_our_contracts(tmp_path), tmp_path, tmp_path)
     assert out.returncode != 0 and "The runtime never imports packs BROKEN" in out.stdout

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.engine import load_catalog
-from runtime.params import Params
+from palimpsest_memory.runtime.engine import load_catalog
+from palimpsest_memory.runtime.params import Params
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKS = sorted(p.name for p in (ROOT / "packs").iterdir() if (p / "pack.py").exists())
@@ -53,7 +53,7 @@ def _imports(path: Path, package: str) -> set[str]:
 
 @pytest.mark.parametrize("pack", PACKS)
 def test_no_import_circles_inside_a_pack(pack: str) -> None:
-    package = f"packs.{pack}"
+    package = f"palimpsest_memory.packs.{pack}"
     graph = {f"{package}.{p.stem}": _imports(p, package) for p in sources(pack, (".py",)) if p.stem != "__init__"}
     state: dict[str, int] = {}  # 1 visiting, 2 done
 
@@ -87,7 +87,7 @@ def test_packs_use_no_dispatch_wrapper_and_no_retired_after_commit_path(pack: st
 
 
 def test_every_verb_params_model_derives_from_the_runtime_params_base() -> None:
-    from runtime.testing import ISOLATED_ENV
+    from palimpsest_memory.runtime.testing import ISOLATED_ENV
 
     catalog, _ = load_catalog(env=ISOLATED_ENV)
     for spec in catalog.verbs(include_subhandlers=True):

@@ -48,14 +48,14 @@ def test_the_contract_tests_ignore_an_installed_pack_unless_asked(site: Path) ->
 
 
 def test_pal_check_pack_names_each_mistake(site: Path) -> None:
-    proc = run(site, "-m", "runtime.adapters.cli", "--json", "check-pack", "sloppy")
+    proc = run(site, "-m", "palimpsest_memory.runtime.adapters.cli", "--json", "check-pack", "sloppy")
     assert proc.returncode == 1, proc.stderr
     rows = {r["check"]: r for r in json.loads(proc.stdout)}
     assert rows["loads"]["ok"]
     verb = rows["verb sloppy.scribble"]
     assert not verb["ok"] and "docstring" in verb["detail"] and "text" in verb["detail"]
     assert not rows["migrations installed"]["ok"] and "package data" in rows["migrations installed"]["detail"]
-    good = run(site, "-m", "runtime.adapters.cli", "check-pack", "kg")
+    good = run(site, "-m", "palimpsest_memory.runtime.adapters.cli", "check-pack", "kg")
     assert good.returncode == 0 and "FAIL" not in good.stdout, good.stdout
-    unknown = run(site, "-m", "runtime.adapters.cli", "--json", "check-pack", "nope")
+    unknown = run(site, "-m", "palimpsest_memory.runtime.adapters.cli", "--json", "check-pack", "nope")
     assert unknown.returncode != 0 and "sloppy" in json.loads(unknown.stdout)["error"]["message"]

@@ -7,7 +7,7 @@ import random
 import sys
 from datetime import datetime, timedelta
 
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 def main() -> None:

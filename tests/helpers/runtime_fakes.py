@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime import Act, Context, Pack, Visibility, hookimpl
+from palimpsest_memory.runtime import Act, Context, Pack, Visibility, hookimpl
 
 
 class TextParams(BaseModel):

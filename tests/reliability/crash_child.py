@@ -18,7 +18,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from rel_support import HASHING, ISOLATED_ENV, crash_batch  # noqa: E402
-from runtime import Runtime  # noqa: E402
+from palimpsest_memory.runtime import Runtime  # noqa: E402
 
 
 def say(msg: dict, lead: str = "") -> None:

@@ -87,7 +87,7 @@ def schema_shape(con: Any) -> list[tuple]:
 
 def migration_problems(rt: Any) -> list[str]:
     """``_palimpsest.migrations`` holds exactly the shipped migrations (version, file name, checksum) of each pack."""
-    from runtime import storage
+    from palimpsest_memory.runtime import storage
 
     expected = {}
     for pack in rt.catalog.packs.values():
@@ -171,7 +171,7 @@ def index_problems(rt: Any, graph_edges: bool = True) -> list[str]:
     """The memory indexes agree with the tables: every note is in the BM25 index and carries its namespace and
     state in the column store, every stored vector is loaded (normalised, bit-identical), nothing extra; and
     (``graph_edges``) the memory graph holds exactly the active note-to-note edges of ``kg.edges``."""
-    from packs.memory.vectors import l2_normalize
+    from palimpsest_memory.packs.memory.vectors import l2_normalize
 
     st = rt._state["memory"]
     index, graph = st.index, st.graph
@@ -478,7 +478,7 @@ def recall_problems(rt: Any, acked: Acked, rng: random.Random, sample: int = 3) 
 
 def verify_store(db: Path, chain: str, acked: Acked, rng: random.Random, fresh_shape: list[tuple]) -> list[str]:
     """Reopen the killed store and list everything wrong with it (empty: it is sound)."""
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
     try:
         rt = Runtime.open(db, config=HASHING, env=ISOLATED_ENV)
@@ -498,7 +498,7 @@ def verify_store(db: Path, chain: str, acked: Acked, rng: random.Random, fresh_s
 
 
 def fresh_schema_shape() -> list[tuple]:
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
     with Runtime.open(":memory:", config=HASHING, env=ISOLATED_ENV) as rt:
         return schema_shape(rt._con)
@@ -832,7 +832,7 @@ class FuzzOracle:
         return table_checksums(self.rt._con), memory_fingerprint(self.rt)
 
     def call(self, verb: str, params: Any) -> None:
-        from runtime.errors import InternalError, PalimpsestError, StorageError
+        from palimpsest_memory.runtime.errors import InternalError, PalimpsestError, StorageError
 
         if self._before is None:
             self._before = self._state()

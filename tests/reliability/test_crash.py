@@ -40,7 +40,7 @@ def test_the_checks_catch_a_half_written_store(tmp_path):
     import random
 
     from rel_support import Acked, HASHING, ISOLATED_ENV, crash_batch, fresh_schema_shape, verify_store
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
     db, shape = tmp_path / "s.duckdb", fresh_schema_shape()
     acked = Acked()

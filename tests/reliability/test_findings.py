@@ -11,7 +11,7 @@ import pytest
 
 import rel_support
 from rel_support import HASHING, KNOWN_ISSUES, _deep, memory_fingerprint, table_checksums
-from runtime import errors
+from palimpsest_memory.runtime import errors
 
 CAL_EDGE = ["0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"]
 

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from rel_support import HASHING, ISOLATED_ENV, FuzzOracle, default_hints, params_strategy, seed_store
-from runtime import Runtime
-from runtime.engine import load_catalog
+from palimpsest_memory.runtime import Runtime
+from palimpsest_memory.runtime.engine import load_catalog
 
 CATALOG, _ = load_catalog(env=ISOLATED_ENV)
 VERBS = [v.full_name for v in CATALOG.verbs()]

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from rel_support import (HASHING, ISOLATED_ENV, NAMES, PREDICATES, QUERIES, SCOPES, TAGS, default_hints,
                          explain_failure, index_problems, namespace_checksums, params_strategy)
-from runtime import Runtime, errors
-from runtime.engine import load_catalog
+from palimpsest_memory.runtime import Runtime, errors
+from palimpsest_memory.runtime.engine import load_catalog
 
 NAMESPACES = ["ns-a", "ns-b", "ns-c"]
 MARK = {ns: f"zmark{ns[-1]}q" for ns in NAMESPACES}

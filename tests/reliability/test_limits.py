@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from rel_support import memory_fingerprint, table_checksums
-from runtime import errors
+from palimpsest_memory.runtime import errors
 
 WORDS = "Alice chose Postgres for Orion because of strict transactions".split()
 
@@ -217,7 +217,7 @@ class JumpingClock:
 
 @pytest.fixture
 def jumping_clock(monkeypatch):
-    import packs.memory.recall as recall_mod
+    import palimpsest_memory.packs.memory.recall as recall_mod
 
     clock = JumpingClock(step=0.010)  # 10 ms per read
     monkeypatch.setattr(recall_mod, "time", SimpleNamespace(monotonic=clock.monotonic))

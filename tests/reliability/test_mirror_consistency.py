@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rel_support import HASHING, ISOLATED_ENV
-from runtime import Act, Context, Pack, Runtime, errors
-from runtime.params import Params
+from palimpsest_memory.runtime import Act, Context, Pack, Runtime, errors
+from palimpsest_memory.runtime.params import Params
 
 NAMESPACES = ["ns-a", "ns-b"]
 WORDS = ["alice", "paris", "moved", "coffee", "berlin", "project", "deadline", "likes", "tea", "bob", "works"]
@@ -52,9 +52,9 @@ def chaos_pack() -> Pack:
 
 
 def open_rt(path: str) -> Runtime:
-    import packs.brain.pack as brain
-    import packs.kg.pack as kg
-    import packs.memory.pack as memory
+    import palimpsest_memory.packs.brain.pack as brain
+    import palimpsest_memory.packs.kg.pack as kg
+    import palimpsest_memory.packs.memory.pack as memory
 
     return Runtime.open(path, config=HASHING, env=ISOLATED_ENV, packs=[kg, memory, brain, chaos_pack()],
                         discover_packs=False)
@@ -180,6 +180,6 @@ def test_every_built_in_pack_declares_typed_state_with_mirrors(tmp_path) -> None
     try:
         for pack in ("kg", "memory", "brain"):
             assert rt.followers.mirrors[pack], f"pack {pack} declares no mirrors"
-            assert type(rt._state[pack]).__module__ == f"packs.{pack}.state"
+            assert type(rt._state[pack]).__module__ == f"palimpsest_memory.packs.{pack}.state"
     finally:
         rt.close()

@@ -7,7 +7,7 @@ import duckdb
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from runtime import Act, Context, Pack, Runtime, errors
+from palimpsest_memory.runtime import Act, Context, Pack, Runtime, errors
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 

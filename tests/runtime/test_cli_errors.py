@@ -13,7 +13,7 @@ import pytest
 def pal(tmp: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
     env.update(PALIMPSEST_CONFIG_DISABLED="1", PALIMPSEST_DB=str(tmp / "c.duckdb"), COLUMNS="200", **env_extra)
-    return subprocess.run([sys.executable, "-m", "runtime.adapters.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", *args], capture_output=True, text=True,
                           env=env, cwd=str(tmp), timeout=120)
 
 

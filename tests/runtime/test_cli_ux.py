@@ -15,17 +15,17 @@ def pal(tmp: Path, *args: str, stdin: str | None = None) -> subprocess.Completed
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
     env.update(PALIMPSEST_CONFIG_DISABLED="1", PALIMPSEST_DB=str(tmp / "u.duckdb"), COLUMNS="80",
                PALIMPSEST__packs__memory__embedder="hashing")
-    return subprocess.run([sys.executable, "-m", "runtime.adapters.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", *args], capture_output=True, text=True,
                           env=env, cwd=str(tmp), input=stdin, timeout=120)
 
 
 def test_version_and_help_load_no_pack_and_no_database(tmp_path: Path) -> None:
-    from runtime import __version__
+    from palimpsest_memory.runtime import DISTRIBUTION, __version__
 
     out = pal(tmp_path, "--version")
-    assert out.returncode == 0 and out.stdout.strip() == f"palimpsest {__version__}"
-    code = ("import sys; from runtime.adapters.cli import main; rc = main(['--help']); "
-            "heavy = sorted(m for m in ('duckdb', 'numpy', 'scipy', 'packs', 'pydantic', 'runtime.engine') "
+    assert out.returncode == 0 and out.stdout.strip() == f"{DISTRIBUTION} {__version__}"
+    code = ("import sys; from palimpsest_memory.runtime.adapters.cli import main; rc = main(['--help']); "
+            "heavy = sorted(m for m in ('duckdb', 'numpy', 'scipy', 'palimpsest_memory.packs', 'pydantic', 'palimpsest_memory.runtime.engine') "
             "if m in sys.modules); print(json.dumps([rc, heavy]), file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True,
                           cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}, timeout=60)

@@ -4,8 +4,8 @@ import tomllib
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from runtime import Pack, errors
-from runtime.config import default_config_path, load_config, pack_settings
+from palimpsest_memory.runtime import Pack, errors
+from palimpsest_memory.runtime.config import default_config_path, load_config, pack_settings
 
 
 class Settings(BaseModel):
@@ -55,7 +55,7 @@ def test_pack_settings_are_validated_with_key_names() -> None:
 
 
 def test_runtime_open_validates_pack_settings() -> None:
-    from runtime.testing import open_test_runtime
+    from palimpsest_memory.runtime.testing import open_test_runtime
 
     pack = Pack("p", version="1.0", settings=Settings)
     rt = open_test_runtime(pack, config={"packs": {"p": {"limit": 4, "mode": "m"}}})
@@ -70,7 +70,7 @@ def test_runtime_open_validates_pack_settings() -> None:
     ({"packs": {"memory": 3}}, "packs.memory"), ({"runtime": {"database": 7}}, "runtime.database"),
 ])
 def test_wrong_typed_sections_are_a_config_error_naming_the_key(override, key) -> None:  # type: ignore[no-untyped-def]
-    from runtime.config import load_config
+    from palimpsest_memory.runtime.config import load_config
 
     with pytest.raises(errors.ConfigError) as err:
         load_config(override, env={"PALIMPSEST_CONFIG_DISABLED": "1"})
@@ -78,7 +78,7 @@ def test_wrong_typed_sections_are_a_config_error_naming_the_key(override, key) -
 
 
 def test_a_wrong_typed_environment_section_and_deep_toml_are_config_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from runtime.config import load_config
+    from palimpsest_memory.runtime.config import load_config
 
     with pytest.raises(errors.ConfigError, match=r"\[runtime\] must be a table"):
         load_config(env={"PALIMPSEST_CONFIG_DISABLED": "1", "PALIMPSEST__runtime": "3"})

@@ -7,9 +7,9 @@ import pytest
 from runtime_fakes import migrated_pack
 from pydantic import BaseModel
 
-from runtime import Act, Context, errors
-from runtime.params import Params
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime.params import Params
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 class Loops(Params):

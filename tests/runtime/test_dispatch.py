@@ -2,8 +2,8 @@
 import pytest
 from runtime_fakes import Recorder, caller_pack, store_pack
 
-from runtime import errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_assertive_verb_cannot_call_a_commissive_verb(rt) -> None:  # type: igno
 def test_verbs_cannot_control_transactions(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from runtime_fakes import Count, Empty
 
-    from runtime import Act, Pack
+    from palimpsest_memory.runtime import Act, Pack
 
     pack = Pack("tx", version="1.0")
 
@@ -203,7 +203,7 @@ def test_every_call_leaves_no_transaction_open(rt) -> None:  # type: ignore[no-u
 def test_a_call_names_its_namespace_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from pydantic import BaseModel
 
-    from runtime import Act, Context, NamespacedParams, Pack
+    from palimpsest_memory.runtime import Act, Context, NamespacedParams, Pack
 
     pack = Pack("nsp", version="1.0")
 

@@ -4,7 +4,7 @@ import json
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from runtime import errors
+from palimpsest_memory.runtime import errors
 
 EXPECTED = {  # code, exit code, HTTP status: changing any of these breaks users' scripts
     "PalimpsestError": ("internal", 1, 500), "InvalidParams": ("invalid_params", 2, 400),

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 from runtime_fakes import store_pack
 
-from runtime import errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 def rows(rt) -> int:  # type: ignore[no-untyped-def]

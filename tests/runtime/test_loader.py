@@ -4,10 +4,10 @@ import types
 import pytest
 from runtime_fakes import Count, Empty, plain_pack
 
-from runtime import Act, Context, Pack, hookimpl
-from runtime.errors import PackLoadError, PackUnavailable
-from runtime.loader import load_packs
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Context, Pack, hookimpl
+from palimpsest_memory.runtime.errors import PackLoadError, PackUnavailable
+from palimpsest_memory.runtime.loader import load_packs
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 def names(loaded) -> list[str]:  # type: ignore[no-untyped-def]
@@ -45,7 +45,7 @@ def test_two_packs_claiming_one_verb_is_an_error_naming_both() -> None:
 
 
 def test_duplicate_verb_across_packs_via_catalog() -> None:
-    from runtime.registry import Catalog
+    from palimpsest_memory.runtime.registry import Catalog
 
     a = plain_pack("a")
     impostor = plain_pack("b")
@@ -81,7 +81,7 @@ def test_select_and_disable() -> None:
 
 def test_disable_through_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PALIMPSEST_DISABLE_PACKS", "b")
-    from runtime import Runtime
+    from palimpsest_memory.runtime import Runtime
 
     rt = Runtime.open(":memory:", packs=[plain_pack("a"), plain_pack("b")])
     assert list(rt.catalog.packs) == ["a"]
@@ -104,7 +104,7 @@ def test_misspelled_hook_fails_loudly() -> None:
 
 
 def test_a_pack_can_declare_hookspecs_that_others_implement() -> None:
-    from runtime import hookspec
+    from palimpsest_memory.runtime import hookspec
 
     specs = types.ModuleType("specs")
 

@@ -10,10 +10,10 @@ import pytest
 from runtime_fakes import migrated_pack
 from pydantic import BaseModel, Field
 
-from runtime import Act, Context, Mirror, Pack, Visibility, errors
-from runtime.mirror import Change
-from runtime.params import NamespacedParams, Params
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Context, Mirror, Pack, Visibility, errors
+from palimpsest_memory.runtime.mirror import Change
+from palimpsest_memory.runtime.params import NamespacedParams, Params
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 class Text(NamespacedParams):

@@ -2,8 +2,8 @@
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from runtime import Act, Context, Pack, Visibility
-from runtime.errors import PackLoadError
+from palimpsest_memory.runtime import Act, Context, Pack, Visibility
+from palimpsest_memory.runtime.errors import PackLoadError
 
 
 class Strict(BaseModel):

@@ -1,7 +1,7 @@
 """Many processes on one PostgreSQL store (issue 14, ADR 0016): the seam, credentials, read-only transactions, the
 change log and its followers, per-namespace write serialisation, and no lost acknowledged write after SIGKILL.
 
-These tests start real processes on a real PostgreSQL server (the ``pal_postgres`` fixture of runtime.testing);
+These tests start real processes on a real PostgreSQL server (the ``pal_postgres`` fixture of palimpsest_memory.runtime.testing);
 they are skipped, with the reason, when the postgres extra is not installed. Nothing here is timed: waits are
 bounded polls that fail the test when the bound is reached."""
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime import changelog, errors
-from runtime.storage import postgres
-from runtime.testing import POSTGRES_MISSING, open_test_runtime, postgres_available
+from palimpsest_memory.runtime import changelog, errors
+from palimpsest_memory.runtime.storage import postgres
+from palimpsest_memory.runtime.testing import POSTGRES_MISSING, open_test_runtime, postgres_available
 
 pytestmark = pytest.mark.skipif(not postgres_available(), reason=POSTGRES_MISSING)
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +96,7 @@ def test_credentials_never_reach_messages_or_logs(url, caplog, monkeypatch) -> N
 
 
 def test_assertive_verbs_run_in_read_only_transactions(url) -> None:  # type: ignore[no-untyped-def]
-    from runtime import storage
+    from palimpsest_memory.runtime import storage
 
     with open_test_runtime(path=url) as rt, rt._lock:
         con = rt._con

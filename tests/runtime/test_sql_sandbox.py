@@ -12,9 +12,9 @@ import pytest
 from runtime_fakes import migrated_pack
 from pydantic import BaseModel, Field
 
-from runtime import Act, Context, Pack, errors
-from runtime.params import Params
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Context, Pack, errors
+from palimpsest_memory.runtime.params import Params
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 class Sql(Params):

@@ -2,8 +2,8 @@
 import pytest
 from runtime_fakes import store_pack
 
-from runtime import Runtime, errors
-from runtime.storage import discover_migrations
+from palimpsest_memory.runtime import Runtime, errors
+from palimpsest_memory.runtime.storage import discover_migrations
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 

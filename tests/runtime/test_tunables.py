@@ -3,7 +3,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 from runtime_fakes import Count, Empty
 
-from runtime import Act, Context, Pack, Runtime, errors
+from palimpsest_memory.runtime import Act, Context, Pack, Runtime, errors
 
 
 class SetParams(BaseModel):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime import Act, Context, Pack, Visibility, errors
+from palimpsest_memory.runtime import Act, Context, Pack, Visibility, errors
 
 HERE = Path(__file__).parent
 

@@ -4,8 +4,8 @@ leave no stale weights behind; serves record the actor and the profile that rank
 import pytest
 
 from brain_helpers import DEFAULT_WEIGHTS, HASHING, NOW, Clock, means, order, pair, recall, snapshot, weights_used
-from runtime import errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 def teach(rt, good: int, bad: int, rounds: int, actor: str | None = None) -> None:
@@ -157,8 +157,8 @@ def test_a_store_from_before_actor_projections_is_migrated(tmp_path):
     """brain 002 keeps the namespace projections (as actor '*') and the serves written before it."""
     import shutil
 
-    from packs.brain.pack import pack as brain
-    from runtime import storage
+    from palimpsest_memory.packs.brain.pack import pack as brain
+    from palimpsest_memory.runtime import storage
 
     first = tmp_path / "brain_sql_v1"
     first.mkdir()

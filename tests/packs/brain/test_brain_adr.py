@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from packs.brain import posteriors as post
-from runtime.config import load_config
+from palimpsest_memory.packs.brain import posteriors as post
+from palimpsest_memory.runtime.config import load_config
 
 ROOT = Path(__file__).resolve().parents[3]
 ADR = (ROOT / "adr" / "0010-brain.md").read_text(encoding="utf-8")

@@ -7,8 +7,8 @@ from pydantic import BaseModel, ConfigDict
 
 from brain_helpers import (DEFAULT_WEIGHTS, HASHING, NOW, QUERY, Clock, means, order, pair, recall,
                            snapshot, weights_used)
-from runtime import Act, Context, Pack, Visibility, errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Context, Pack, Visibility, errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 def teach_recency(rt, relevant: int, fresh: int, rounds: int, **kw) -> list:

@@ -6,8 +6,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from brain_helpers import HASHING, NOW, QUERY, Clock, pair, recall, snapshot
-from runtime import Act, Context, Pack, Visibility, errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Context, Pack, Visibility, errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 def flush(rt) -> int:
@@ -196,7 +196,7 @@ def test_close_and_flush_lose_nothing_within_the_bound(tmp_path):
 
 
 def test_the_bound_must_hold_the_serves_kept_in_memory():
-    from runtime import errors as e
+    from palimpsest_memory.runtime import errors as e
 
     with pytest.raises(e.ConfigError, match="serve_max_per_namespace"):
         open_test_runtime(config=bounded(64, 10)).close()
@@ -218,9 +218,9 @@ def test_the_old_ledger_is_converted_and_feedback_on_its_serves_works(tmp_path):
     """Migration 003 turns brain 002's serves and serve_items into one row per serve, in served order."""
     import shutil
 
-    from packs.brain import posteriors as post
-    from packs.brain.pack import pack as brain
-    from runtime import storage
+    from palimpsest_memory.packs.brain import posteriors as post
+    from palimpsest_memory.packs.brain.pack import pack as brain
+    from palimpsest_memory.runtime import storage
 
     old = tmp_path / "brain_sql_v2"
     old.mkdir()

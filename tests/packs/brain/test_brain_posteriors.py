@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from brain_helpers import HASHING, NOW, Clock, pair, recall
-from packs.brain import posteriors as post
-from runtime import errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.packs.brain import posteriors as post
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 CAP, FLOOR = 40.0, 1.0
 PRIOR = {"relevance": (7.0, 3.0), "salience": (2.0, 8.0), "temporal": (1.0, 9.0)}

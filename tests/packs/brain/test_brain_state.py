@@ -7,8 +7,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from brain_helpers import HASHING, NOW, Clock, pair, recall
-from packs.brain.state import BrainState
-from runtime import Act, Context, Pack
+from palimpsest_memory.packs.brain.state import BrainState
+from palimpsest_memory.runtime import Act, Context, Pack
 
 
 def fresh_digests(rt) -> dict:
@@ -73,7 +73,7 @@ def test_a_rolled_back_binding_changes_no_mirror(make_pal_runtime):
 
 
 def test_a_failed_flush_keeps_the_serves_pending(make_pal_runtime, monkeypatch):
-    from packs.brain import ledger
+    from palimpsest_memory.packs.brain import ledger
 
     rt = make_pal_runtime(config={"packs": {"memory": {"embedder": "hashing"}, "brain": {"serve_flush_every": 2}}},
                           clock=Clock(NOW))

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from packs.kg import pack as kg_pack_module
+from palimpsest_memory.packs.kg import pack as kg_pack_module
 
 
 class Clock:

@@ -9,13 +9,13 @@ import random
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime import Act, Context, Pack, errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Context, Pack, errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
-from packs.kg import pack as kg_pack
-from packs.kg.cache import FactCache
-from packs.kg.cache_columns import LOAD_COLUMNS
-from packs.kg.detect import EntityDetectors
+from palimpsest_memory.packs.kg import pack as kg_pack
+from palimpsest_memory.packs.kg.cache import FactCache
+from palimpsest_memory.packs.kg.cache_columns import LOAD_COLUMNS
+from palimpsest_memory.packs.kg.detect import EntityDetectors
 
 from .conftest import Clock, counts
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime import Act, Context, Pack, errors
-from runtime.params import Params
+from palimpsest_memory.runtime import Act, Context, Pack, errors
+from palimpsest_memory.runtime.params import Params
 
 
 def test_link_unlink_edges(kg, clock):
@@ -162,7 +162,7 @@ def test_link_and_unlink_publish_edges_changed_only_when_committed(make_pal_runt
         ctx.call("kg.link", {"src": "m:1", "dst": "m:2", "relation": "supports"})
         raise ValueError("boom")
 
-    import packs.kg.pack as kg_pack
+    import palimpsest_memory.packs.kg.pack as kg_pack
     rt = make_pal_runtime(kg_pack, watcher)
     eid = rt.call("kg.link", {"src": "m:1", "dst": "m:2", "relation": "supports", "weight": 2}).edge.id
     assert [(ns, [(e.edge_id, e.src, e.dst, e.relation, e.weight) for e in ev.linked]) for ns, ev in got] == [

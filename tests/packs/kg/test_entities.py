@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime import errors
+from palimpsest_memory.runtime import errors
 
 
 def test_unknown_names_are_created_and_resolved_case_insensitively(kg):

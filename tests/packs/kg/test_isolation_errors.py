@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime import errors
+from palimpsest_memory.runtime import errors
 
 from .conftest import counts
 

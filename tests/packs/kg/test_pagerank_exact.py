@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import pytest
 
-from packs.kg import pack as kg_pack_module
+from palimpsest_memory.packs.kg import pack as kg_pack_module
 from store_support import HASHING
 
 D = Fraction(17, 20)

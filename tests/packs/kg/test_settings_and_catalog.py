@@ -4,11 +4,11 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from runtime import Act
-from runtime.config import default_config_path
+from palimpsest_memory.runtime import Act
+from palimpsest_memory.runtime.config import default_config_path
 
-from packs.kg.settings import KgSettings
-from packs.kg.pack import pack
+from palimpsest_memory.packs.kg.settings import KgSettings
+from palimpsest_memory.packs.kg.pack import pack
 
 
 def test_settings_have_no_code_defaults_and_default_toml_validates():

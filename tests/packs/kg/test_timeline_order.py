@@ -12,8 +12,8 @@ from datetime import datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from packs.kg import pack as kg_pack_module
-from runtime.testing import open_test_runtime
+from palimpsest_memory.packs.kg import pack as kg_pack_module
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 INF = 9_000
 TIMES = [datetime(y, m, 1) for y in range(1998, 2016) for m in (1, 7)]

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from packs.kg import pack as kg_pack_module
-from runtime.testing import open_test_runtime
+from palimpsest_memory.packs.kg import pack as kg_pack_module
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 steps = st.lists(st.tuples(st.sampled_from("ABCD"), st.integers(2000, 2030),
                            st.one_of(st.none(), st.integers(1, 5))), min_size=1, max_size=12)

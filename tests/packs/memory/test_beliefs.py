@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from runtime import errors
+from palimpsest_memory.runtime import errors
 from store_support import T0, snapshot
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import errors
+from palimpsest_memory.runtime import errors
 
 T0 = datetime(2026, 1, 1)
 FILTERS = st.fixed_dictionaries({}, optional={
@@ -67,7 +67,7 @@ def pages(rt, params: dict, limit: int) -> list[list[int]]:  # type: ignore[no-u
 
 @pytest.fixture(scope="module")
 def store():  # type: ignore[no-untyped-def]
-    from runtime.testing import open_test_runtime
+    from palimpsest_memory.runtime.testing import open_test_runtime
 
     rt = open_test_runtime(config={"packs": {"memory": {"embedder": "hashing"}}})
     seed(rt)
@@ -120,7 +120,7 @@ def test_pal_memory_list_and_recall_read_at_80_columns(tmp_path) -> None:  # typ
                PALIMPSEST__packs__memory__embedder="hashing")
 
     def pal(*args: str) -> str:
-        proc = subprocess.run([sys.executable, "-m", "runtime.adapters.cli", *args], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", *args], capture_output=True, text=True,
                               env=env, timeout=120)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout

@@ -2,12 +2,12 @@ import datetime as dt
 
 import pytest
 
-from packs.memory.bm25 import BM25Index
-from packs.memory.context import (
+from palimpsest_memory.packs.memory.bm25 import BM25Index
+from palimpsest_memory.packs.memory.context import (
     ThreadExpander, ThreadLinks, date_window_boost, expand_bag, has_time_expression, query_date_windows,
     render_dated, speaker_boost, temporal_intent,
 )
-from packs.memory.text import tokenize
+from palimpsest_memory.packs.memory.text import tokenize
 
 
 def links_for(threads):

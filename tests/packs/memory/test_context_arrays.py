@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from packs.memory import ranking
-from packs.memory.context import ThreadLinks
+from palimpsest_memory.packs.memory import ranking
+from palimpsest_memory.packs.memory.context import ThreadLinks
 
 N = 40  # note ids 0..N-1
 

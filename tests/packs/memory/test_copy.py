@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime import errors
-from runtime.storecopy import copy_store, store_namespaces
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.storecopy import copy_store, store_namespaces
+from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -120,7 +120,7 @@ def test_pal_copy_from_the_shell(tmp_path, pal_postgres) -> None:
     url = pal_postgres.fresh()
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "PALIMPSEST__packs__memory__embedder": "hashing",
            "HOME": str(tmp_path), "PALIMPSEST_CONFIG_DISABLED": "1"}
-    run = lambda *args: subprocess.run([sys.executable, "-m", "runtime.adapters.cli", *args],  # noqa: E731
+    run = lambda *args: subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", *args],  # noqa: E731
                                        capture_output=True, text=True, cwd=ROOT, env=env)
     a, b = str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb")
     try:

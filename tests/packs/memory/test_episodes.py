@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from store_support import HASHING, T0, Clock
 
-from packs.memory.threads import Episodes
-from runtime import errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.packs.memory.threads import Episodes
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 GAP = 30 * 60.0
 

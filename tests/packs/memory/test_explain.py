@@ -7,9 +7,9 @@ from datetime import datetime
 
 import pytest
 
-from packs.memory.commands import import_conversations
-from packs.memory.importers import Conversation, Turn
-from runtime import Act, errors
+from palimpsest_memory.packs.memory.commands import import_conversations
+from palimpsest_memory.packs.memory.importers import Conversation, Turn
+from palimpsest_memory.runtime import Act, errors
 from store_support import Clock, snapshot
 
 T0 = datetime(2026, 7, 1, 12, 0, 0)

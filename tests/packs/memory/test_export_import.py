@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime import errors, portable
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import errors, portable
+from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -146,7 +146,7 @@ def test_a_bad_file_is_a_typed_error_naming_the_line_and_writes_nothing(tmp_path
 
 
 def test_pal_export_import_and_backup_restore_from_the_shell(tmp_path) -> None:
-    pal = [sys.executable, "-m", "runtime.adapters.cli"]
+    pal = [sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli"]
     env_db = ["--db", str(tmp_path / "a.duckdb")]
     run = lambda *args: subprocess.run([*pal, *args], capture_output=True, text=True, cwd=ROOT,  # noqa: E731
                                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime import errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import snapshot
 
 HASHING = {"packs": {"memory": {"embedder": "hashing"}}}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 HASHING = {"packs": {"memory": {"embedder": "hashing"}}}
 SECRET = b"Oxbridge-5521-Valparaiso"

@@ -1,6 +1,6 @@
 import pytest
 
-from packs.memory.fusion import minmax, rrf, union, weighted
+from palimpsest_memory.packs.memory.fusion import minmax, rrf, union, weighted
 
 
 TEXT = [(1, 10.0), (2, 5.0), (3, 0.0)]

@@ -7,11 +7,11 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from packs.kg.pack import pack as kg_pack
-from packs.memory.embedding import EmbedderSpec
-from packs.memory.pack import pack as memory_pack
-from runtime import Pack, errors, hookimpl
-from runtime.testing import open_test_runtime
+from palimpsest_memory.packs.kg.pack import pack as kg_pack
+from palimpsest_memory.packs.memory.embedding import EmbedderSpec
+from palimpsest_memory.packs.memory.pack import pack as memory_pack
+from palimpsest_memory.runtime import Pack, errors, hookimpl
+from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import HASHING, T0, snapshot
 
 

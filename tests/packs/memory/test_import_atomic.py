@@ -14,9 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from packs.memory.commands import import_conversations
-from packs.memory.importers import Conversation, Turn, iter_jsonl, line_bound
-from runtime import errors
+from palimpsest_memory.packs.memory.commands import import_conversations
+from palimpsest_memory.packs.memory.importers import Conversation, Turn, iter_jsonl, line_bound
+from palimpsest_memory.runtime import errors
 
 ROOT = Path(__file__).resolve().parents[3]
 HASHING = {"packs": {"memory": {"embedder": "hashing"}}}
@@ -133,7 +133,7 @@ def pal(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
     env.update(PALIMPSEST_CONFIG_DISABLED="1", PALIMPSEST_DB=str(tmp / "c.duckdb"),
                PALIMPSEST__packs__memory__embedder="hashing")
-    return subprocess.run([sys.executable, "-m", "runtime.adapters.cli", "--json", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--json", *args], capture_output=True,
                           text=True, env=env, cwd=str(ROOT), timeout=120)
 
 
@@ -181,7 +181,7 @@ def test_openai_style_and_untimed_chat_lines_import_in_file_order(tmp_path):  # 
     without a time import; a line that is neither is invalid params naming the line, and nothing is written."""
     import json
 
-    from packs.memory.importers import parse_jsonl
+    from palimpsest_memory.packs.memory.importers import parse_jsonl
 
     good = tmp_path / "chat.jsonl"
     good.write_text("\n".join(json.dumps(x) for x in [

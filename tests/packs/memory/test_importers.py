@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from packs.memory.commands import import_conversations
-from packs.memory.importers import parse_jsonl, parse_locomo, parse_locomo_date
-from runtime import errors
+from palimpsest_memory.packs.memory.commands import import_conversations
+from palimpsest_memory.packs.memory.importers import parse_jsonl, parse_locomo, parse_locomo_date
+from palimpsest_memory.runtime import errors
 
 ROOT = Path(__file__).resolve().parents[3]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev5.json"
@@ -176,7 +176,7 @@ def run_pal(db: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PALIMPSEST_CONFIG_DISABLED": "1"}
     for var in ("PALIMPSEST_DB", "PALIMPSEST_PACKS", "PALIMPSEST_DISABLE_PACKS", "PALIMPSEST_SERVER"):
         env.pop(var, None)
-    return subprocess.run([sys.executable, "-m", "runtime.adapters.cli", "--db", str(db), *args],
+    return subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db), *args],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
 
 

@@ -3,8 +3,8 @@ from datetime import timedelta
 
 import pytest
 
-from runtime import errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import HASHING, T0, snapshot
 
 

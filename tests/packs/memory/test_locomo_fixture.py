@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from packs.memory.commands import import_conversations
-from packs.memory.importers import parse_locomo
+from palimpsest_memory.packs.memory.commands import import_conversations
+from palimpsest_memory.packs.memory.importers import parse_locomo
 
 ROOT = Path(__file__).resolve().parents[3]
 MINI = ROOT / "tests" / "fixtures" / "locomo" / "locomo-mini.json"
@@ -58,7 +58,7 @@ def test_pal_import_locomo_end_to_end(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
     env["PALIMPSEST_CONFIG_DISABLED"] = "1"
     db = tmp_path / "pal.duckdb"
-    res = subprocess.run([sys.executable, "-m", "runtime.adapters.cli", "--db", str(db), "--json", "import", "locomo",
+    res = subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db), "--json", "import", "locomo",
                           str(MINI)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == {"conversations": 2, "created": 14, "replayed": 0}, res.stdout

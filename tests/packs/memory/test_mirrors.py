@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from store_support import HASHING
 
-from runtime import Act, Context, Pack, errors
-from runtime.params import Params
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Context, Pack, errors
+from palimpsest_memory.runtime.params import Params
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 
 def fresh_digests(rt: Any) -> dict[str, Any]:

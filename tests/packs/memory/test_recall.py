@@ -4,8 +4,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from runtime import Act, Visibility, errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Visibility, errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import HASHING, HASHING_NO_EPISODES, NO_EPISODES, T0, Clock, snapshot  # noqa: E402,F401
 
 WORDLLAMA = {"packs": {"memory": {"embedder": "wordllama"}}}

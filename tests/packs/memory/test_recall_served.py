@@ -4,8 +4,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from runtime import Pack
-from runtime.events import RecallServed, ScoreComponents
+from palimpsest_memory.runtime import Pack
+from palimpsest_memory.runtime.events import RecallServed, ScoreComponents
 
 NOW = datetime(2026, 3, 2, 12, 0, 0)
 CONFIG = {"packs": {"memory": {"embedder": "hashing"}}}

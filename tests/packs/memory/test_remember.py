@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from runtime import Act, Context, Pack, errors
+from palimpsest_memory.runtime import Act, Context, Pack, errors
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULTS = tomllib.loads((ROOT / "config" / "default.toml").read_text(encoding="utf-8"))["packs"]["memory"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime import Act, Context, Pack, errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import Act, Context, Pack, errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 ROOT = Path(__file__).resolve().parents[3]
 ADR = ROOT / "adr" / "0008-memory-recall-pipeline.md"

@@ -4,7 +4,7 @@ import copy
 import pytest
 from store_support import HASHING, T0
 
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 SNAP = copy.deepcopy(HASHING)
 SNAP["packs"]["memory"]["index_snapshot_min_notes"] = 1
@@ -107,9 +107,9 @@ def test_small_stores_and_unchanged_indexes_write_no_snapshot(tmp_path) -> None:
 def test_one_failing_close_hook_does_not_stop_the_others(tmp_path, monkeypatch, broken) -> None:
     """A plain pluggy hook call stops at the first exception, so Runtime.close runs each pack's close hook on its
     own: a failed snapshot still lets the brain write its buffered serves, and the reverse."""
-    import packs.brain.pack  # noqa: F401  # the pack module first: it imports its verb modules in order
-    from packs.brain import ledger
-    from packs.memory.bm25 import BM25Index
+    import palimpsest_memory.packs.brain.pack  # noqa: F401  # the pack module first: it imports its verb modules in order
+    from palimpsest_memory.packs.brain import ledger
+    from palimpsest_memory.packs.memory.bm25 import BM25Index
 
     def fail(*args, **kwargs):  # type: ignore[no-untyped-def]  # a fault injected into our own code
         raise OSError("disk full")

@@ -1,6 +1,6 @@
 from hypothesis import given, strategies as st
 
-from packs.memory.text import STOPWORDS, cjk_ratio, is_meaningless_query, tokenize, tokenize_query
+from palimpsest_memory.packs.memory.text import STOPWORDS, cjk_ratio, is_meaningless_query, tokenize, tokenize_query
 
 
 def test_lowercase_stem_and_stopwords():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime import errors
-from runtime.testing import open_test_runtime
+from palimpsest_memory.runtime import errors
+from palimpsest_memory.runtime.testing import open_test_runtime
 
 HASHING = {"packs": {"memory": {"embedder": "hashing"}}}
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from packs.memory.vectors import Ann, VectorIndex, l2_normalize
+from palimpsest_memory.packs.memory.vectors import Ann, VectorIndex, l2_normalize
 
 
 def rand(n, d, seed=0):
