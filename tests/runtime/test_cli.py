@@ -70,7 +70,7 @@ def test_generated_command_call_and_persistence(installed_example: Path, tmp_pat
     made = pal(installed_example, db, "--json", "example", "note", "remember the milk", "--loud")
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout)["text"] == "REMEMBER THE MILK!"
-    assert pal(installed_example, db, "call", "example.note", "--json", '{"text": "second"}').returncode == 0
+    assert pal(installed_example, db, "call", "example.note", "--params", '{"text": "second"}').returncode == 0
     assert pal(installed_example, db, "call", "example.note", "-p", "text=third").returncode == 0
     listed = json.loads(pal(installed_example, db, "--json", "example", "notes", "--limit", "2").stdout)
     assert [n["text"] for n in listed["notes"]] == ["third", "second"]
@@ -80,7 +80,7 @@ def test_generated_command_call_and_persistence(installed_example: Path, tmp_pat
 
 def test_invalid_params_exit_2_with_json_error_and_nothing_written(installed_example: Path, tmp_path: Path) -> None:
     db = tmp_path / "p.duckdb"
-    bad = pal(installed_example, db, "--json", "call", "example.note", "--json", '{"text": "", "zz": 1}')
+    bad = pal(installed_example, db, "--json", "call", "example.note", "--params", '{"text": "", "zz": 1}')
     assert bad.returncode == 2
     body = json.loads(bad.stdout)
     assert body["ok"] is False and body["error"]["code"] == "invalid_params"
