@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from palimpsest_memory.packs.memory.importers import Conversation, parse_jsonl, parse_locomo
-from palimpsest_memory.runtime import errors, hookimpl, portable
+from palimpsest_memory.runtime import hookimpl, portable
 
 
 def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, namespace: str | None,
@@ -77,8 +77,11 @@ def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]
         """Import a `pal export` file into --namespace (default: the namespace it was exported from), which must
         be empty; ids are kept, so the target store must not use them. The whole file is checked first."""
         session = invocation()
-        if session.server:
-            raise errors.InvalidParams("import palimpsest writes the store directly: stop the server first")
+        if session.server:  # the server that holds the database imports it (POST /v1/import)
+            counts = session.client().import_from(file, session.namespace)
+            total = sum(n for per in counts.values() for n in per.values())
+            print(json.dumps(counts) if session.as_json else f"{total} records imported through the server")
+            return
         with Console(stderr=True).status(f"importing {file}", spinner="dots") if not session.as_json \
                 else nullcontext():
             counts = portable.import_file(session.runtime(), file, session.namespace)

@@ -26,10 +26,12 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         """Export a namespace (--namespace, default the configured one) as versioned JSONL: notes, vectors,
         audit trail, tombstones, the kg with its full history, the brain's posteriors, events and serves."""
         s = session()
-        if s.server:
-            raise errors.InvalidParams("export reads the store directly: stop the server or use `pal backup`, "
-                                       "which goes through it (a PostgreSQL store needs no stopping: pass its "
-                                       "URL as --db instead of --server)")
+        if s.server:  # the server that holds the database writes the export (GET /v1/export)
+            if file == "-":
+                raise errors.InvalidParams("export through --server writes a file: name one instead of '-'")
+            size = s.client().export_to(file, s.namespace)
+            print(json.dumps({"bytes": size, "file": file}) if s.as_json else f"{size} bytes written to {file}")
+            return
         rt = s.runtime()
         if file == "-":
             n = portable().export_namespace(rt, sys.stdout, s.namespace)

@@ -6,6 +6,7 @@ exception class, found by its ``code``, so the CLI prints and exits exactly as i
 from __future__ import annotations
 
 import json
+import os
 import socket
 import urllib.error
 import uuid
@@ -74,6 +75,55 @@ class RemoteClient:
 
     def verbs(self) -> list[dict[str, Any]]:
         return self._request("GET", "/v1/verbs", None, None)["result"]["verbs"]
+
+    def export_to(self, file: str, namespace: str | None = None) -> int:
+        """GET /v1/export into ``file`` (written whole, then renamed); returns the number of bytes."""
+        query = "?" + urllib.parse.urlencode({"namespace": namespace}) if namespace else ""
+        req = self._raw_request("GET", f"/v1/export{query}", None)
+        tmp = file + ".part"
+        size = 0
+        try:
+            with self._open(req, "export") as resp, open(tmp, "wb") as out:
+                while chunk := resp.read(1 << 20):
+                    out.write(chunk)
+                    size += len(chunk)
+            os.replace(tmp, file)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return size
+
+    def import_from(self, file: str, namespace: str | None = None) -> dict[str, Any]:
+        """POST /v1/import with ``file`` as the body; returns the counts imported per pack and record type."""
+        query = "?" + urllib.parse.urlencode({"namespace": namespace}) if namespace else ""
+        with open(file, "rb") as f:
+            req = self._raw_request("POST", f"/v1/import{query}", f.read())
+        with self._open(req, "import") as resp:
+            return _decode(resp.read(), resp.status, "import")["result"]["imported"]
+
+    def _raw_request(self, method: str, path: str, data: bytes | None) -> urllib.request.Request:
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/x-ndjson")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        return req
+
+    def _open(self, req: urllib.request.Request, what: str) -> Any:
+        """The open response (a context manager), or the server's error / an unreachable server as ours."""
+        try:
+            return urllib.request.urlopen(req, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                payload = json.loads(raw)
+            except ValueError:
+                payload = raw.decode("utf-8", "replace")[:500]
+            raise error_from_dict(payload, status=exc.code, verb=what) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise errors.StorageError(f"cannot reach the palimpsest server at {self.url}: "
+                                      f"{getattr(exc, 'reason', exc)}", verb=what,
+                                      details={"reason": "server_unreachable", "url": self.url}) from None
 
     def _request(self, method: str, path: str, body: Any, verb: str | None,
                  headers: dict[str, str] | None = None) -> dict[str, Any]:

@@ -41,3 +41,44 @@ def test_backup_through_a_running_server_and_restore(tmp_path):
     assert json.loads(proc.stdout)["count"] == 5, proc.stdout + proc.stderr
     proc = run_cli("--db", str(restored), "restore", str(tmp_path / "nope.duckdb"), env=env)
     assert proc.returncode == 3
+
+
+def test_export_and_import_through_a_running_server(tmp_path):
+    """`pal --server URL export FILE` and `… import palimpsest FILE`: the server that holds the database reads and
+    writes it (GET /v1/export, POST /v1/import); a bad file is refused whole, with nothing written."""
+    env = child_env(**HASHING)
+
+    def serve(db):  # type: ignore[no-untyped-def]
+        return ServerProcess(db, "http", env=env, argv=[sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli",
+                                                        "--db", str(db), "serve", "--port", "0"])
+
+    out = tmp_path / "team.jsonl"
+    server = serve(tmp_path / "held.duckdb")
+    try:
+        for i in range(4):
+            proc = run_cli("--server", server.url, "-n", "team", "memory", "remember", f"heron at the pond {i}",
+                           env=env)
+            assert proc.returncode == 0, proc.stderr
+        proc = run_cli("--server", server.url, "-n", "team", "export", str(out), env=env)
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        server.stop()
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["namespace"] == "team" and sum(1 for r in lines if r.get("type") == "note") == 4
+    server = serve(tmp_path / "other.duckdb")  # ids are kept: an export goes to another store
+    try:
+        broken = tmp_path / "broken.jsonl"
+        broken.write_text("\n".join(out.read_text(encoding="utf-8").splitlines()[:-1]) + "\n", encoding="utf-8")
+        proc = run_cli("--server", server.url, "import", "palimpsest", str(broken), env=env)
+        assert proc.returncode != 0  # truncated (no end line): refused before anything is written
+        proc = run_cli("--server", server.url, "-n", "team", "--json", "memory", "count", env=env)
+        assert json.loads(proc.stdout)["count"] == 0, proc.stdout
+        proc = run_cli("--server", server.url, "--json", "import", "palimpsest", str(out), env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["memory"]["note"] == 4
+        proc = run_cli("--server", server.url, "-n", "team", "--json", "memory", "recall", "heron pond", env=env)
+        assert len(json.loads(proc.stdout)["results"]) == 4
+        again = run_cli("--server", server.url, "import", "palimpsest", str(out), env=env)
+        assert again.returncode != 0  # the namespace is no longer empty: refused
+    finally:
+        server.stop()
