@@ -18,9 +18,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from palimpsest_memory.runtime import PalimpsestError, Runtime
-from palimpsest_memory.runtime.adapters.serving import success
-
-MEDIA_TYPE = "application/x-ndjson"
+from palimpsest_memory.runtime.adapters.serving import NDJSON, success
 
 
 def mount(app: FastAPI, runtime: Runtime, error_response: Any) -> None:
@@ -39,7 +37,7 @@ def mount(app: FastAPI, runtime: Runtime, error_response: Any) -> None:
         except BaseException:
             os.unlink(path)
             raise
-        return FileResponse(path, media_type=MEDIA_TYPE, filename="palimpsest-export.jsonl",
+        return FileResponse(path, media_type=NDJSON, filename="palimpsest-export.jsonl",
                             background=BackgroundTask(os.unlink, path))
 
     @app.post("/v1/import", tags=["data"], operation_id="import_namespace")

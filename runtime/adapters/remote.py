@@ -12,10 +12,10 @@ import urllib.error
 import uuid
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import Any, NoReturn
 
 from palimpsest_memory.runtime import PalimpsestError, errors
-from palimpsest_memory.runtime.adapters.serving import ACTOR_HEADER, IDEMPOTENCY_HEADER, TOKEN_ENV, client_settings
+from palimpsest_memory.runtime.adapters.serving import ACTOR_HEADER, IDEMPOTENCY_HEADER, NDJSON, TOKEN_ENV, client_settings
 
 # later classes win, so "internal" maps to InternalError rather than the base class
 _BY_CODE: dict[str, type[PalimpsestError]] = {cls.code: cls for cls in errors.ALL_ERRORS}
@@ -79,7 +79,7 @@ class RemoteClient:
     def export_to(self, file: str, namespace: str | None = None) -> int:
         """GET /v1/export into ``file`` (written whole, then renamed); returns the number of bytes."""
         query = "?" + urllib.parse.urlencode({"namespace": namespace}) if namespace else ""
-        req = self._raw_request("GET", f"/v1/export{query}", None)
+        req = self._build("GET", f"/v1/export{query}", None, NDJSON)
         tmp = file + ".part"
         size = 0
         try:
@@ -97,14 +97,15 @@ class RemoteClient:
         """POST /v1/import with ``file`` as the body; returns the counts imported per pack and record type."""
         query = "?" + urllib.parse.urlencode({"namespace": namespace}) if namespace else ""
         with open(file, "rb") as f:
-            req = self._raw_request("POST", f"/v1/import{query}", f.read())
+            req = self._build("POST", f"/v1/import{query}", f.read(), NDJSON)
         with self._open(req, "import") as resp:
             return _decode(resp.read(), resp.status, "import")["result"]["imported"]
 
-    def _raw_request(self, method: str, path: str, data: bytes | None) -> urllib.request.Request:
-        req = urllib.request.Request(self.url + path, data=data, method=method)
+    def _build(self, method: str, path: str, data: bytes | None, content_type: str,
+               headers: dict[str, str] | None = None) -> urllib.request.Request:
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers or {})
         if data is not None:
-            req.add_header("Content-Type", "application/x-ndjson")
+            req.add_header("Content-Type", content_type)
         if self.token:
             req.add_header("Authorization", f"Bearer {self.token}")
         return req
@@ -113,49 +114,40 @@ class RemoteClient:
         """The open response (a context manager), or the server's error / an unreachable server as ours."""
         try:
             return urllib.request.urlopen(req, timeout=self.timeout)
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                payload = json.loads(raw)
-            except ValueError:
-                payload = raw.decode("utf-8", "replace")[:500]
-            raise error_from_dict(payload, status=exc.code, verb=what) from None
         except (urllib.error.URLError, OSError) as exc:
-            raise errors.StorageError(f"cannot reach the palimpsest server at {self.url}: "
-                                      f"{getattr(exc, 'reason', exc)}", verb=what,
-                                      details={"reason": "server_unreachable", "url": self.url}) from None
+            self._fail(exc, what)
 
     def _request(self, method: str, path: str, body: Any, verb: str | None,
                  headers: dict[str, str] | None = None) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers or {})
+        req = self._build(method, path, data, "application/json", headers)
         req.add_header("Accept", "application/json")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return _decode(resp.read(), resp.status, verb)
-        except urllib.error.HTTPError as exc:
+        except (urllib.error.URLError, OSError) as exc:
+            self._fail(exc, verb, (headers or {}).get(IDEMPOTENCY_HEADER))
+
+    def _fail(self, exc: BaseException, verb: str | None, key: str | None = None) -> NoReturn:
+        """Raise the server's error (an HTTP error answer), or ours for a server that did not answer: with an
+        idempotency ``key``, a timeout is an unknown outcome that is safe to retry with that key."""
+        if isinstance(exc, urllib.error.HTTPError):
             raw = exc.read()
             try:
                 payload = json.loads(raw)
             except ValueError:
                 payload = raw.decode("utf-8", "replace")[:500]
             raise error_from_dict(payload, status=exc.code, verb=verb) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            key = (headers or {}).get(IDEMPOTENCY_HEADER)
-            if isinstance(reason, (TimeoutError, socket.timeout)) and key:
-                raise errors.StorageError(
-                    f"unknown outcome: the server at {self.url} did not answer within {self.timeout:g} s, and may "
-                    f"still have run the call. Retrying it with --idempotency-key {key} is safe: the server runs "
-                    "a write at most once per key.", verb=verb,
-                    details={"reason": "unknown_outcome", "url": self.url, "idempotency_key": key}) from None
-            hint = f" (is `pal serve` running there? check {TOKEN_ENV} if it needs a token)"
-            raise errors.StorageError(f"cannot reach the palimpsest server at {self.url}: {reason}{hint}", verb=verb,
-                                      details={"reason": "server_unreachable", "url": self.url}) from None
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, (TimeoutError, socket.timeout)) and key:
+            raise errors.StorageError(
+                f"unknown outcome: the server at {self.url} did not answer within {self.timeout:g} s, and may "
+                f"still have run the call. Retrying it with --idempotency-key {key} is safe: the server runs "
+                "a write at most once per key.", verb=verb,
+                details={"reason": "unknown_outcome", "url": self.url, "idempotency_key": key}) from None
+        hint = f" (is `pal serve` running there? check {TOKEN_ENV} if it needs a token)"
+        raise errors.StorageError(f"cannot reach the palimpsest server at {self.url}: {reason}{hint}", verb=verb,
+                                  details={"reason": "server_unreachable", "url": self.url}) from None
 
 
 def _decode(raw: bytes, status: int, verb: str | None) -> dict[str, Any]:
