@@ -1,0 +1,84 @@
+"""``pal serve`` and ``pal mcp``: the commands that serve the memory (HTTP; MCP over stdio or HTTP).
+
+Fixed commands of their own module (cli.COMMAND_MODULES), so that ``pal --help`` imports neither adapter: each is
+imported when its command runs, with a clear message when its optional extra is missing.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Optional
+
+import typer
+
+from palimpsest_memory.runtime import errors
+
+
+def _extra(module: str, extra: str) -> Any:
+    """Import an adapter that needs an optional extra, or say how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"palimpsest_memory.runtime.adapters.{module}")
+    except ImportError as exc:
+        needs = {"http": "fastapi uvicorn", "mcp": "mcp"}[extra]  # no brackets: the terminal renderer eats them
+        raise errors.ConfigError(f"this command needs palimpsest's optional extra {extra!r} ({exc.name or exc} is "
+                                 f"missing): pip install {needs}", details={"extra": extra}) from None
+
+
+def _token(token: str | None, token_file: str | None) -> str | None:
+    """The bearer token: from --token-file, else --token / PALIMPSEST_TOKEN (warning when it was typed on the
+    command line, where every local user can read it in the process list)."""
+    if token_file:
+        try:
+            token = open(token_file, encoding="utf-8").read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise errors.ConfigError(f"cannot read --token-file {token_file}: {exc}") from None
+        if not token:
+            raise errors.ConfigError(f"--token-file {token_file} is empty")
+        return token
+    if token and any(a == "--token" or a.startswith("--token=") for a in sys.argv):
+        print("palimpsest: a token given with --token shows in the process list; use PALIMPSEST_TOKEN or "
+              "--token-file", file=sys.stderr)
+    return token
+
+
+def register(app: typer.Typer, session: Callable[[], Any]) -> None:
+    @app.command("serve")
+    def serve_cmd(
+        host: Optional[str] = typer.Option(None, "--host", help="Interface (default [adapters] host, loopback)."),
+        port: Optional[int] = typer.Option(None, "--port", help="Port (default [adapters] http_port; 0 = any free)."),
+        token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
+                                            help="Require this bearer token (needed for a non-loopback host). "
+                                                 "Visible in the process list: prefer the variable or --token-file."),
+        token_file: Optional[str] = typer.Option(None, "--token-file", help="Read the bearer token from this file."),
+    ) -> None:
+        """Serve every public verb over HTTP (POST /v1/verbs/{verb}, resource routes, OpenAPI at /docs).
+
+        Each request names its actor with the X-Palimpsest-Actor header (the global --actor is the default)."""
+        http = _extra("http", "http")
+        s = session()
+        http.serve(s.runtime(), host=host, port=port, token=_token(token, token_file), actor=s.actor)
+
+    @app.command("mcp")
+    def mcp_cmd(
+        over_http: bool = typer.Option(False, "--http", help="Streamable HTTP on loopback instead of stdio."),
+        host: Optional[str] = typer.Option(None, "--host", help="Interface for --http (default [adapters] host)."),
+        port: Optional[int] = typer.Option(None, "--port", help="Port for --http (default [adapters] mcp_port)."),
+        token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
+                                            help="Require this bearer token with --http (visible in the process "
+                                                 "list: prefer the variable or --token-file)."),
+        token_file: Optional[str] = typer.Option(None, "--token-file", help="Read the bearer token from this file."),
+        actor: Optional[str] = typer.Option(None, "--actor", help="Who every tool call is made for (one server per "
+                                                                  "client session; default: the global --actor)."),
+        tools: Optional[str] = typer.Option(None, "--tools", help="Which tools to list: 'core' (the small set in "
+                                                                  "[mcp] tools), 'all', or names (memory.recall,kg.facts)."),
+    ) -> None:
+        """Serve the memory as MCP tools (stdio by default).
+
+        When another process holds the database and serves it over HTTP (`pal serve`), or --server / PALIMPSEST_SERVER
+        names one, the tools forward their calls to that server instead."""
+        mcp = _extra("mcp", "mcp")
+        s = session()
+        actor = actor or s.actor
+        mcp.serve_from_cli(s, over_http=over_http, host=host, port=port, token=_token(token, token_file),
+                           actor=actor, tools=tools)
