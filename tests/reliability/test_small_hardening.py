@@ -36,7 +36,7 @@ def test_reembed_with_an_unknown_model_is_the_callers_error_and_changes_nothing(
 
 
 def test_a_token_file_is_read_and_an_empty_or_missing_one_is_a_config_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from palimpsest_memory.runtime.adapters.cli import _token
+    from palimpsest_memory.runtime.adapters.cli_servers import _token
 
     good = tmp_path / "token"
     good.write_text("s3cret\n")
