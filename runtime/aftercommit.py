@@ -225,13 +225,16 @@ class Followers:
                               MAX_DELIVERIES)
                     return
                 frame = self.run_own(sub.pack, f"{sub.pack}.<on {event}>", ns, actor,
-                                     lambda ctx, s=sub, p=payload: s.handler(p, ctx), follow_events=False)
+                                     lambda ctx, s=sub, p=payload: s.handler(p, ctx), follow_events=False,
+                                     namespace_lock=sub.namespace_lock)
                 if frame is not None:
                     queue.extend(frame.events)
 
     def run_own(self, pack: str, label: str, namespace: str, actor: str | None,
-                body: Callable[[Context], None], *, follow_events: bool = True) -> Frame | None:
-        """Run ``body(ctx)`` for ``pack`` in a write transaction of its own, commit it and feed its changes.
+                body: Callable[[Context], None], *, follow_events: bool = True,
+                namespace_lock: bool = True) -> Frame | None:
+        """Run ``body(ctx)`` for ``pack`` in a write transaction of its own, commit it and feed its changes
+        (on a shared store under the namespace's write lock, unless ``namespace_lock`` is False).
 
         Returns the finished frame, or None when ``body`` failed (logged, rolled back): a subscriber's or a
         closing mirror's failure never fails anything else."""
@@ -240,7 +243,7 @@ class Followers:
         frame = Frame(read_only=False)
         with rt._lock:
             try:
-                if rt.shared:
+                if rt.shared and namespace_lock:
                     rt.lock_namespace(frame, namespace)
                 body(Context(rt, pack, label, namespace, frame, 0, actor, read_only=False))
                 rt.commit(frame)

@@ -89,6 +89,15 @@ class Context:
             raise ReadOnlyViolation("a read-only call has no changes to record", verb=self.verb)
         self._frame.changes.append((self.pack, self.namespace, kind, data))
 
+    def serialise(self, name: str) -> None:
+        """Until this transaction ends, be the only transaction of any process holding ``name`` (a lock of this
+        pack's: ``"<pack>:<name>"``), with this process's mirrors caught up with every change committed before the
+        lock was granted. Writing calls are already serialised per namespace; a handler that runs without that
+        lock (``Pack.subscribe(..., namespace_lock=False)``) uses this for the part that must not run twice at once."""
+        if self.read_only:
+            raise ReadOnlyViolation("a read-only call takes no write lock", verb=self.verb)
+        self._runtime.serialise(self._frame, f"{self.pack}: {name}")  # the space: never a namespace's name
+
     def uncommitted(self, kind: str | None = None) -> list[Any]:
         """The data of the changes this pack recorded for this namespace in the current, not yet committed
         transaction (of one kind, or all): while there are any, the mirrors do not show them, the SQL does."""

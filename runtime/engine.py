@@ -245,6 +245,20 @@ class Runtime:
             con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key("idempotency", key)])
         self.followers.catch_up(in_transaction=True)
 
+    def serialise(self, frame: Frame, name: str) -> None:
+        """Shared store: take the store-wide lock ``name`` until ``frame``'s transaction ends, then apply what
+        other processes committed before it was granted (``Context.serialise``). A single-process store already
+        runs one call at a time under the runtime's lock: nothing to do."""
+        if not self.shared or name in frame.locked:
+            return
+        con = self._require_open()
+        if not frame.began:
+            storage.begin(con, read_only=False)
+            frame.began = True
+        con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key("named", name)])
+        frame.locked.add(name)
+        self.followers.catch_up(in_transaction=True)
+
     def commit(self, frame: Frame) -> None:
         """Commit a writing frame; on a shared store its changes go to the change log in the same transaction."""
         con = self._require_open()

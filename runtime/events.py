@@ -89,6 +89,7 @@ class Subscription:
     pack: str
     event: str  # "<publisher>.<event>"
     handler: Callable[..., Any]
+    namespace_lock: bool = True  # shared store: take the namespace's write lock first (Pack.subscribe says when not)
 
 
 @dataclass(frozen=True, slots=True)

@@ -151,16 +151,22 @@ class Pack:
 
         return register
 
-    def subscribe(self, event: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def subscribe(self, event: str, *, namespace_lock: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
         """Run ``handler(payload, ctx)`` after each successful call that published ``event`` ("<pack>.<name>",
         declared by this pack or one it requires), in a write transaction of its own for the event's namespace
-        and actor. The handler's failure is logged; it never fails the call that published the event."""
+        and actor. The handler's failure is logged; it never fails the call that published the event.
+
+        On a shared store the handler first takes its namespace's write lock, like any writing call (ADR 0016).
+        ``namespace_lock=False`` is for a handler that only records changes nobody else reads back under that
+        lock (an append such as the brain's serve record): it then never waits for the namespace's writers, so
+        the call that published the event (a recall) does not either. Such a handler serialises what must be
+        serialised itself, with ``ctx.serialise``."""
         pack_name, _, name = event.partition(".")
         _check_name("event pack", pack_name)
         _check_name("event", name)
 
         def register(handler: Callable[..., None]) -> Callable[..., None]:
-            self.subscriptions.append(Subscription(self.name, event, handler))
+            self.subscriptions.append(Subscription(self.name, event, handler, namespace_lock))
             return handler
 
         return register

@@ -42,9 +42,13 @@ def pending(ctx: Context) -> dict[str, Serve]:
     return serves.pending
 
 
-@pack.subscribe("memory.recall_served")
+@pack.subscribe("memory.recall_served", namespace_lock=False)
 def on_recall_served(event: RecallServed, ctx: Context) -> None:
-    """Keep what a recall served: note ids and the three components, read from their typed fields."""
+    """Keep what a recall served: note ids and the three components, read from their typed fields.
+
+    Keeping a serve only records a change (an append no other writer reads back under the namespace's lock), so
+    on a shared store it does not wait for the namespace's writers: a recall never queues behind a
+    ``remember_many`` (ADR 0016). A flush, which must not run twice at once, serialises itself."""
     notes = event.notes
     w = event.weights
     keep(ctx, event.recall_id, Serve(
@@ -90,6 +94,9 @@ def flush(ctx: Context) -> tuple[int, int]:
     loses nothing. Pruning runs here, once per flush, not once per recall: a DELETE that finds nothing still
     costs ~0.3 ms.
     """
+    # one flush at a time across processes (a shared store): after the lock, the pending serves are those no
+    # other process has flushed yet, so none is written twice and sequence numbers stay unique
+    ctx.serialise("serve-ledger")
     buf = {**pending(ctx), **dict(ctx.uncommitted("serve"))}  # with this transaction's own, not yet committed
     if not buf:
         return 0, 0

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -166,6 +167,50 @@ def test_a_follower_s_mirrors_equal_a_fresh_load(url) -> None:  # type: ignore[n
                     except NotImplementedError:
                         continue
                     assert mine[name].digest() == want, f"{owner}.{name} drifted from the store"
+
+
+def test_a_recall_does_not_queue_behind_a_writer_of_its_namespace(url) -> None:  # type: ignore[no-untyped-def]
+    """A recall's serve record takes no namespace lock (ADR 0016): while another process holds the namespace's
+    write lock (a writer mid-batch), the recall still answers, and its serve is kept for feedback."""
+    import psycopg
+
+    with open_test_runtime(path=url) as rt:
+        note = rt.call("memory.remember", {"content": "otters hold hands while they sleep"}).note
+        answers: list = []
+        done = threading.Event()
+        with psycopg.connect(url) as writer:  # its transaction holds the lock until the block ends
+            writer.execute("SELECT pg_advisory_xact_lock(%s)", [postgres.lock_key("ns", rt.default_namespace)])
+            threading.Thread(target=lambda: (answers.append(rt.call("memory.recall", {"query": "otters"})),
+                                             done.set()), daemon=True).start()
+            assert done.wait(60), "the recall waited for the namespace's writer"
+        answer = answers[0]
+        assert [h.note.id for h in answer.results][:1] == [note.id]
+        fed = rt.call("brain.feedback", {"recall_id": answer.recall_id, "note_id": note.id, "signal": "useful"})
+        assert fed.event_seq >= 1
+
+
+def test_serves_flushed_by_two_processes_are_written_once(url) -> None:  # type: ignore[no-untyped-def]
+    """Both runtimes keep every serve (the change log) and flush when enough are pending, at the same time; the
+    flush serialises itself, so no serve is written twice or lost and ledger sequence numbers stay unique."""
+    config = {"packs": {"brain": {"serve_flush_every": 2}}}
+    with open_test_runtime(path=url, config=config) as a, open_test_runtime(path=url, config=config) as b:
+        a.call("memory.remember_many", {"notes": [{"content": f"river {i} floods in spring"} for i in range(5)]})
+        ids: list[str] = []
+
+        def recalls(rt) -> None:  # type: ignore[no-untyped-def]
+            for i in range(60):
+                ids.append(rt.call("memory.recall", {"query": f"river {i % 5}"}).recall_id)
+
+        threads = [threading.Thread(target=recalls, args=(rt,)) for rt in (a, b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+    with open_test_runtime(path=url) as check:
+        rows = sql(check, "SELECT recall_id, seq FROM brain.serves")
+    assert len(ids) == 120
+    assert sorted(r[0] for r in rows) == sorted(ids)
+    assert len({r[1] for r in rows}) == len(rows)
 
 
 # -- many writers ----------------------------------------------------------------------------------------------------
