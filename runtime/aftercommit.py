@@ -101,10 +101,18 @@ class Followers:
             self._deliver(frame.events)
 
     def _after_commit(self, frame: Frame) -> None:
-        if self._rt.shared:
-            self.catch_up(own=frame)
-        else:
+        if not self._rt.shared:
             self._apply(frame)
+        elif frame.seqs and frame.seqs[0] == self.seq + 1 and not frame.reload and not self._reload_pending:
+            # nobody committed between the last change applied and ours (numbers are drawn under the commit
+            # lock, so ours are contiguous): apply ours from memory, no need to read the log back
+            changes = [Change(seq, *c) for seq, c in zip(frame.seqs, frame.changes)]
+            self.seq = frame.seqs[-1]
+            if self._feed(changes, set()):
+                self.load_all()
+        elif frame.seqs or frame.reload or self._reload_pending:
+            self.catch_up(own=frame)
+        # a call that logged nothing has nothing to apply: other processes' commits come through the listener
 
     # -- following a shared store ------------------------------------------------------------------------------
     def catch_up(self, *, own: Frame | None = None, in_transaction: bool = False) -> int:

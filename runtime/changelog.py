@@ -23,7 +23,7 @@ import numpy as np
 from palimpsest_memory.runtime.errors import StorageError
 from palimpsest_memory.runtime.mirror import Change
 from palimpsest_memory.runtime.storage.base import META_SCHEMA
-from palimpsest_memory.runtime.storage.postgres import CHANNEL, COMMIT_LOCK
+from palimpsest_memory.runtime.storage.postgres import COMMIT_LOCK
 
 TABLE = f"{META_SCHEMA}.changes"
 HORIZON = f"{META_SCHEMA}.change_horizon"
@@ -147,18 +147,20 @@ class Codec:
 
 
 # -- the log on PostgreSQL -----------------------------------------------------------------------------------------
-def write(con: Any, codec: Codec, changes: list[tuple[str, str, str, Any]], origin: str) -> list[int]:
-    """Log the frame's changes in its transaction (call just before COMMIT): the commit lock makes sequence
-    numbers follow commit order, since it is held until this transaction ends."""
+def write(con: Any, codec: Codec, changes: list[tuple[str, str, str, Any]], origin: str, *,
+          durable: bool = True) -> list[int]:
+    """Log the frame's changes in its transaction (call just before COMMIT), in one round trip: the function
+    ``log_changes`` (made with the runtime's tables) takes the commit lock, draws the sequence numbers, inserts the
+    rows and notifies. The commit lock is held until this transaction ends, so sequence numbers follow commit order.
+
+    ``durable=False`` commits asynchronously (``synchronous_commit = off`` for this transaction only): for a frame
+    that wrote no table, whose changes are mirror-only state such as a kept serve. It survives any process's crash;
+    a crash of the database server itself may lose the last fraction of a second of them (ADR 0016)."""
     texts = [codec.encode(data) for _, _, _, data in changes]  # before any lock: a codec error costs nothing
-    con.execute(f"SELECT pg_advisory_xact_lock({COMMIT_LOCK})")
-    seqs = [r[0] for r in con.execute(f"SELECT nextval('{META_SCHEMA}.change_seq') FROM range(?)",
-                                      [len(changes)]).fetchall()]
-    con.execute(f"INSERT INTO {TABLE} (seq, pack, namespace, kind, data, origin) SELECT unnest(?::BIGINT[]), "
-                "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), ?",
-                [seqs, [c[0] for c in changes], [c[1] for c in changes], [c[2] for c in changes], texts, origin])
-    con.execute(f"SELECT pg_notify('{CHANNEL}', ?)", [str(seqs[-1])])
-    return seqs
+    (seqs,) = con.execute(f"SELECT {META_SCHEMA}.log_changes(?::VARCHAR[], ?::VARCHAR[], ?::VARCHAR[], "
+                          "?::VARCHAR[], ?, ?)", [[c[0] for c in changes], [c[1] for c in changes],
+                                                  [c[2] for c in changes], texts, origin, durable]).fetchone()
+    return [int(x) for x in seqs]
 
 
 def head(con: Any) -> int:
@@ -167,11 +169,12 @@ def head(con: Any) -> int:
 
 
 def read_after(con: Any, seq: int) -> tuple[int, list[tuple[int, str, str, str, str, str]]]:
-    """(pruned-through horizon, rows after ``seq`` in order)."""
-    rows = con.execute(f"SELECT seq, pack, namespace, kind, data, origin FROM {TABLE} WHERE seq > ? ORDER BY seq",
-                       [seq]).fetchall()
-    horizon = con.execute(f"SELECT coalesce(max(seq), 0) FROM {HORIZON}").fetchone()[0]
-    return int(horizon), rows
+    """(pruned-through horizon, rows after ``seq`` in order), in one round trip."""
+    got = con.execute(f"SELECT h.horizon, c.seq, c.pack, c.namespace, c.kind, c.data, c.origin FROM "
+                      f"(SELECT coalesce(max(seq), 0) AS horizon FROM {HORIZON}) h LEFT JOIN LATERAL "
+                      f"(SELECT * FROM {TABLE} WHERE seq > ? ORDER BY seq) c ON true ORDER BY c.seq",
+                      [seq]).fetchall()
+    return int(got[0][0]), [tuple(r[1:]) for r in got if r[1] is not None]
 
 
 def prune(con: Any, hours: float) -> None:

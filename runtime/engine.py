@@ -263,11 +263,16 @@ class Runtime:
         """Commit a writing frame; on a shared store its changes go to the change log in the same transaction."""
         con = self._require_open()
         if self.shared and (frame.changes or frame.reload):
+            logged = frame.changes + [(p, self.default_namespace, changelog.RELOAD, None) for p in sorted(frame.reload)]
+            assert self.codec is not None
+            if not frame.began and not frame.erase:
+                # nothing but recorded changes, no table written (a kept serve): the log write is a transaction
+                # by itself, one round trip instead of BEGIN, write, COMMIT, and needs no fsync (ADR 0016)
+                frame.seqs = changelog.write(con, self.codec, logged, self.origin, durable=False)
+                return
             if not frame.began:
                 storage.begin(con, read_only=False)
                 frame.began = True
-            logged = frame.changes + [(p, self.default_namespace, changelog.RELOAD, None) for p in sorted(frame.reload)]
-            assert self.codec is not None
             frame.seqs = changelog.write(con, self.codec, logged, self.origin)
         if frame.erase:  # erased text must not survive in a stored idempotent result either
             if not frame.began:

@@ -366,6 +366,18 @@ CREATE TABLE IF NOT EXISTS {META_SCHEMA}.changes (
     data TEXT NOT NULL, origin VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'));
 CREATE TABLE IF NOT EXISTS {META_SCHEMA}.change_horizon (seq BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS changes_committed_idx ON {META_SCHEMA}.changes (committed_at);
+CREATE OR REPLACE FUNCTION {META_SCHEMA}.log_changes(p text[], n text[], k text[], d text[], o text, durable boolean)
+    RETURNS bigint[] LANGUAGE plpgsql AS $$
+    DECLARE s bigint[];
+    BEGIN
+        IF NOT durable THEN PERFORM set_config('synchronous_commit', 'off', true); END IF;
+        PERFORM pg_advisory_xact_lock({COMMIT_LOCK});
+        SELECT array_agg(nextval('{META_SCHEMA}.change_seq') ORDER BY i) INTO s FROM generate_series(1, cardinality(p)) i;
+        INSERT INTO {META_SCHEMA}.changes (seq, pack, namespace, kind, data, origin)
+            SELECT x.s, x.p, x.n, x.k, x.d, o FROM unnest(s, p, n, k, d) AS x(s, p, n, k, d);
+        PERFORM pg_notify('{CHANNEL}', s[cardinality(s)]::text);
+        RETURN s;
+    END $$;
 CREATE OR REPLACE FUNCTION {META_SCHEMA}.jarr(j text) RETURNS text[] LANGUAGE sql IMMUTABLE AS
     $$ SELECT CASE WHEN j IS NULL THEN NULL ELSE coalesce((SELECT array_agg(x) FROM jsonb_array_elements_text(j::jsonb) x),
        '{{}}'::text[]) END $$;
