@@ -7,6 +7,9 @@
 - The resource routes users of the seed API expect, from one declarative table (:data:`RESOURCE_ROUTES`): each maps
   to a verb and says which path placeholder fills which params field. A route whose verb is not loaded is not
   mounted.
+- Every route takes the optional ``X-Palimpsest-Consistency: strong`` header: on a shared store (PostgreSQL) the
+  server first applies every change other processes committed, so the call reads the newest state (ADR 0016);
+  the default ``eventual`` reads the server's mirrors as they are (behind by at most the follower's delay).
 - ``GET /v1/verbs`` lists the catalog.
 - Success: ``{"ok": true, "verb": "<pack.verb>", "result": {...}}``; errors: ``PalimpsestError.to_dict()`` with
   the error class's ``http_status``. Auth, Host/Origin checks and the body limit are :class:`serving.Guard`.
@@ -34,7 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
 from palimpsest_memory.runtime.adapters import http_data, web
 from palimpsest_memory.runtime.adapters.serving import (
-    ACTOR_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
+    ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
     stop_on_signals, success, tool_name, url_of,
 )
 
@@ -154,7 +157,8 @@ def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], bod
         try:
             result = await run_in_threadpool(runtime.call, spec.full_name, params, namespace=namespace,
                                              actor=default_actor if actor is None else actor,
-                                             idempotency_key=request.headers.get(IDEMPOTENCY_HEADER))
+                                             idempotency_key=request.headers.get(IDEMPOTENCY_HEADER),
+                                             consistency=request.headers.get(CONSISTENCY_HEADER) or "eventual")
         except PalimpsestError as exc:
             return error_response(exc)
         except Exception as exc:  # a bug: answer in the one shape, keep the traceback in the log
@@ -253,7 +257,9 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
     app = FastAPI(title="palimpsest", version=__version__, docs_url=None, redoc_url=None,
                   description="palimpsest's verb catalog over HTTP. Success: `{\"ok\": true, \"verb\", \"result\"}`; "
                               "errors: `{\"ok\": false, \"error\": {\"code\", \"message\", \"verb\", \"details\"}}`. "
-                              f"Every route takes an optional `{ACTOR_HEADER}` header: {ACTOR_DOC}")
+                              f"Every route takes an optional `{ACTOR_HEADER}` header: {ACTOR_DOC} "
+                              f"and an optional `{CONSISTENCY_HEADER}: strong` header: on a shared (PostgreSQL) "
+                              "store the call first catches up with every other process's commits.")
     public = {spec.full_name: spec for spec in runtime.verbs()}
     models = {name: _response_model(spec) for name, spec in public.items()}
     for route in RESOURCE_ROUTES:

@@ -15,7 +15,7 @@ import urllib.request
 from typing import Any, NoReturn
 
 from palimpsest_memory.runtime import PalimpsestError, errors
-from palimpsest_memory.runtime.adapters.serving import ACTOR_HEADER, IDEMPOTENCY_HEADER, NDJSON, TOKEN_ENV, client_settings
+from palimpsest_memory.runtime.adapters.serving import ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, NDJSON, TOKEN_ENV, client_settings
 
 # later classes win, so "internal" maps to InternalError rather than the base class
 _BY_CODE: dict[str, type[PalimpsestError]] = {cls.code: cls for cls in errors.ALL_ERRORS}
@@ -70,6 +70,9 @@ class RemoteClient:
         query = "?" + urllib.parse.urlencode({"namespace": namespace}) if namespace else ""
         headers = {ACTOR_HEADER: actor} if actor else {}
         headers[IDEMPOTENCY_HEADER] = idempotency_key or uuid.uuid4().hex
+        # a person at a shell expects to see what any agent just stored: the server catches up first (one indexed
+        # read on a shared store, nothing on a DuckDB file)
+        headers[CONSISTENCY_HEADER] = "strong"
         payload = self._request("POST", f"/v1/verbs/{urllib.parse.quote(verb)}{query}", params or {}, verb, headers)
         return payload.get("result")
 

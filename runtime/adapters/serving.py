@@ -31,6 +31,7 @@ INFO_SUFFIX = ".server.json"
 TOKEN_ENV = "PALIMPSEST_TOKEN"
 ACTOR_HEADER = "X-Palimpsest-Actor"  # HTTP: who a request's call is made for (Runtime.call(actor=))
 IDEMPOTENCY_HEADER = "Idempotency-Key"  # HTTP: a retry of a write with the same key runs it once
+CONSISTENCY_HEADER = "X-Palimpsest-Consistency"  # HTTP: "strong" catches up with other processes first (ADR 0016)
 NDJSON = "application/x-ndjson"  # a `pal export` file on the wire (GET /v1/export, POST /v1/import)
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
