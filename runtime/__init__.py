@@ -32,6 +32,7 @@ def _version() -> str:
 # public name -> the module that defines it
 _WHERE = {
     "CallInfo": "palimpsest_memory.runtime.dispatch", "Context": "palimpsest_memory.runtime.dispatch",
+    "hostile_value": "palimpsest_memory.runtime.dispatch",
     "Runtime": "palimpsest_memory.runtime.engine", "load_catalog": "palimpsest_memory.runtime.engine",
     "PalimpsestError": "palimpsest_memory.runtime.errors",
     "hookimpl": "palimpsest_memory.runtime.hookspecs", "hookspec": "palimpsest_memory.runtime.hookspecs",
@@ -42,7 +43,8 @@ _WHERE = {
 
 __all__ = [
     "Act", "CallInfo", "Change", "Context", "Mirror", "NamespacedParams", "Pack", "PalimpsestError", "Params",
-    "Runtime", "VerbSpec", "Visibility", "__version__", "errors", "hookimpl", "hookspec", "load_catalog",
+    "Runtime", "VerbSpec", "Visibility", "__version__", "errors", "hookimpl", "hookspec", "hostile_value",
+    "load_catalog",
 ]
 
 
@@ -67,7 +69,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     __version__: str
     from palimpsest_memory.runtime import errors
-    from palimpsest_memory.runtime.dispatch import CallInfo, Context
+    from palimpsest_memory.runtime.dispatch import CallInfo, Context, hostile_value
     from palimpsest_memory.runtime.engine import Runtime, load_catalog
     from palimpsest_memory.runtime.errors import PalimpsestError
     from palimpsest_memory.runtime.hookspecs import hookimpl, hookspec

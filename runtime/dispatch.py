@@ -207,7 +207,7 @@ def validate_params(spec: VerbSpec, params: dict[str, Any] | BaseModel | None, *
 
 
 def _refuse_hostile(spec: VerbSpec, params: Any) -> None:
-    problem = _hostile(params, [], 0)
+    problem = hostile_value(params)
     if problem is not None:
         loc, msg = problem
         raise InvalidParams(f"invalid params: {'.'.join(loc) or 'params'}: {msg}", verb=spec.full_name,
@@ -218,12 +218,17 @@ MAX_PARAMS_DEPTH = 64
 INT64 = (-(2**63), 2**63 - 1)
 
 
-def _hostile(value: Any, loc: list[str], depth: int) -> tuple[list[str], str] | None:
-    """Input no verb can store, found before any pack sees it: JSON nested deeper than 64 levels, strings with
+def hostile_value(value: Any, *, max_depth: int = MAX_PARAMS_DEPTH) -> tuple[list[str], str] | None:
+    """``(location, problem)`` of the first input no verb can store, found before any pack sees it (the MCP
+    stdio reader checks whole messages with it too): JSON nested deeper than ``max_depth`` levels, strings with
     lone UTF-16 surrogates (not encodable as UTF-8, so not storable), integers beyond 64 bits, NaN and infinite
-    numbers (which JSON cannot carry: a JSON property would come back as null)."""
-    if depth > MAX_PARAMS_DEPTH:
-        return loc, f"nested more than {MAX_PARAMS_DEPTH} levels deep"
+    numbers (which JSON cannot carry: a JSON property would come back as null); None when there is none."""
+    return _hostile(value, [], 0, max_depth)
+
+
+def _hostile(value: Any, loc: list[str], depth: int, max_depth: int) -> tuple[list[str], str] | None:
+    if depth > max_depth:
+        return loc, f"nested more than {max_depth} levels deep"
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -239,12 +244,13 @@ def _hostile(value: Any, loc: list[str], depth: int) -> tuple[list[str], str] | 
             return loc, "number is NaN or infinite (JSON has neither; it would be stored as null)"
     elif isinstance(value, dict):
         for k, v in value.items():
-            found = _hostile(k, loc + [str(k)], depth + 1) or _hostile(v, loc + [str(k)], depth + 1)
+            here = loc + [str(k)]
+            found = _hostile(k, here, depth + 1, max_depth) or _hostile(v, here, depth + 1, max_depth)
             if found:
                 return found
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            found = _hostile(v, loc + [str(i)], depth + 1)
+            found = _hostile(v, loc + [str(i)], depth + 1, max_depth)
             if found:
                 return found
     return None

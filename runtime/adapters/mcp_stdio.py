@@ -20,7 +20,9 @@ import anyio
 import mcp_types as types
 from mcp.server.stdio import stdio_server
 
-MAX_DEPTH = 64  # the runtime refuses params nested deeper anyway (palimpsest_memory.runtime.dispatch.MAX_PARAMS_DEPTH)
+from palimpsest_memory.runtime import hostile_value
+
+MAX_DEPTH = 64  # a whole message: the runtime refuses params nested deeper anyway (dispatch.MAX_PARAMS_DEPTH)
 
 
 def line_problem(line: str) -> tuple[int, str, Any] | None:
@@ -34,34 +36,13 @@ def line_problem(line: str) -> tuple[int, str, Any] | None:
     msg_id = message.get("id") if isinstance(message, dict) else None
     if not isinstance(msg_id, (str, int)) or isinstance(msg_id, bool):
         msg_id = None
-    problem = _bad_value(message, 0)
+    problem = hostile_value(message, max_depth=MAX_DEPTH)
     if problem is not None:
-        return -32602, f"Invalid params: {problem}", msg_id
+        return -32602, f"Invalid params: {problem[1]}", msg_id
     try:
         types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception as exc:  # noqa: BLE001 - whatever the SDK would have choked on
         return -32600, f"Invalid Request: {type(exc).__name__}: {str(exc)[:300]}", msg_id
-    return None
-
-
-def _bad_value(value: Any, depth: int) -> str | None:
-    if depth > MAX_DEPTH:
-        return f"nested more than {MAX_DEPTH} levels deep"
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "text contains a lone surrogate (not valid Unicode text)"
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            found = _bad_value(k, depth + 1) or _bad_value(v, depth + 1)
-            if found:
-                return found
-    elif isinstance(value, list):
-        for v in value:
-            found = _bad_value(v, depth + 1)
-            if found:
-                return found
     return None
 
 
