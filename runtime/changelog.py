@@ -80,6 +80,8 @@ class Codec:
 
     def __init__(self, roots: Iterable[str]) -> None:
         self.roots = tuple(sorted(set(roots) | {__name__.rpartition(".")[0]}))
+        self._classes: dict[str, type] = {}  # name -> class: a batch of notes names one class thousands of times
+        self._late: dict[type, frozenset[str]] = {}  # dataclass -> its fields that __init__ does not take
 
     def encode(self, data: Any) -> str:
         return json.dumps(_enc(data), separators=(",", ":"))
@@ -88,6 +90,12 @@ class Codec:
         return self._dec(json.loads(text))
 
     def _cls(self, name: str) -> type:
+        found = self._classes.get(name)
+        if found is None:
+            found = self._classes[name] = self._find(name)
+        return found
+
+    def _find(self, name: str) -> type:
         module, _, qual = name.partition(":")
         if not any(module == r or module.startswith(r + ".") for r in self.roots):
             raise CodecError(f"change data names class {name}, which is not in a loaded pack")
@@ -130,14 +138,17 @@ class Codec:
             return self._cls(body)(*[self._dec(x) for x in v["v"]])
         if tag == "$dc":
             cls = self._cls(body)
-            if not dataclasses.is_dataclass(cls):
-                raise CodecError(f"change data names {body}, which is not a dataclass")
+            late = self._late.get(cls)
+            if late is None:
+                if not dataclasses.is_dataclass(cls):
+                    raise CodecError(f"change data names {body}, which is not a dataclass")
+                late = self._late[cls] = frozenset(f.name for f in dataclasses.fields(cls) if not f.init)
             values = {k: self._dec(x) for k, x in v["f"].items()}
-            fields = {f.name: f for f in dataclasses.fields(cls)}
-            obj = cls(**{k: x for k, x in values.items() if fields[k].init})
-            for k, x in values.items():
-                if not fields[k].init:
-                    object.__setattr__(obj, k, x)
+            if not late:
+                return cls(**values)
+            obj = cls(**{k: x for k, x in values.items() if k not in late})
+            for k in late & values.keys():
+                object.__setattr__(obj, k, values[k])
             return obj
         raise CodecError(f"unknown tag {tag!r} in logged change data")
 
