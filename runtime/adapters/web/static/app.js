@@ -82,10 +82,11 @@ export function parseT(iso) {
   return Date.parse(/([zZ]|[+-]\d\d:?\d\d)$/.test(iso) ? iso : `${iso}Z`);
 }
 
+// Times are shown as the API gives them, in UTC, and say so: a reader in another zone must not take them for local.
 export function fmtTime(iso, withTime = true) {
   if (!iso) return "—";
   const t = iso.replace("T", " ");
-  return withTime ? t.slice(0, 16) : t.slice(0, 10);
+  return withTime ? `${t.slice(0, 16)} UTC` : t.slice(0, 10);
 }
 
 export function go(view, query = {}) {
