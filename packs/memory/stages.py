@@ -73,6 +73,8 @@ def fuse(ctx: Context, text: Leg, vector: Leg, fusion: str, filters: RecallFilte
     pool = ranking.context(fused.scores, prev=index.cols["prev"], nxt=index.cols["next"],
                            thread=index.cols["thread"], alpha=c.neighbour_alpha, beta=c.thread_beta,
                            top=c.thread_top)
+    if c.information_prior:
+        pool = ranking.information_prior(pool, index.bm25.own_information(pool.ids))
     # neighbours pulled in by the context stage must pass the same namespace and filters as the legs
     return ranking.candidates(pool, index.mask(ctx.namespace, filters, ids=pool.ids), per_leg)
 
