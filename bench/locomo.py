@@ -137,6 +137,7 @@ class Scheme:
     beta: float = 0.5  # thread propagation (0 = off)
     top: int = 3
     gap_minutes: float = 30.0  # notes without a thread: episodes of their scope (threads.Episodes); 0 = none
+    lift_cap: int = 0  # beyond the n-th best note of a thread, notes lose their context lift (not shipped); 0 = off
     info_prior: bool = False  # score × ln(e + Σ idf of a note's own words) after the context signals
     crowding: float = 0.0  # diversification share (crowding_factors, not shipped); 0 = off
     gamma_date: float = 0.0  # query-date window boost (experimental, bench only)
@@ -187,6 +188,7 @@ def ablations(new: Scheme) -> list[Scheme]:
     return [
         replace(new, name="− information prior", info_prior=False),
         replace(new, name="− information prior − neighbour smoothing", info_prior=False, alpha=0.0),
+        replace(new, name="+ lift cap: a thread's 5 best notes keep their context lift, the rest lose it", lift_cap=5),
         replace(new, name="− inferred episodes", gap_minutes=0.0),
         replace(new, name="episode gap 1 minute", gap_minutes=1.0),
         replace(new, name="episode gap 1 day", gap_minutes=24 * 60.0),
@@ -359,7 +361,19 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
                            top=scheme.top)
     if scheme.info_prior:
         idx = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
-        pool = ranking.information_prior(pool, idx.own_information(pool.ids))
+        info = np.zeros(pool.ids.size)
+        info[pool.base > 0] = idx.own_information(pool.ids[pool.base > 0])  # as stages.information does
+        pool = ranking.information_prior(pool, info)
+    if scheme.lift_cap:  # "smoothing as a tie-break": only a thread's best lift_cap notes keep what context lent
+        order = np.lexsort((pool.ids, -pool.scores))
+        rank = np.zeros(pool.ids.size, dtype=np.int64)
+        t = code[pool.ids[order]]
+        seen: dict[int, int] = {}
+        for j, tt in zip(order.tolist(), t.tolist()):
+            seen[tt] = seen.get(tt, 0) + 1
+            rank[j] = seen[tt] if tt else 0
+        own = pool.base * (pool.information if pool.information is not None else 1.0)
+        pool.scores = np.where(rank > scheme.lift_cap, own, pool.scores)
     scores = dict(zip(pool.ids.tolist(), pool.scores.tolist()))
     if scheme.gamma_date or scheme.gamma_speaker:
         by_id = {t.id: t for t in conv.turns}
@@ -419,7 +433,7 @@ def speed(convs: list[Conversation], n: int) -> list[str]:
     qs = [q["q"] for c in convs for q in c.qa][:300]
     out = [f"\n### Speed of inferred episodes ({n:,} notes, index only)\n",
            "| notes | index ingest (tokenise + expansion + BM25, no embedding) | BM25 + fusion + context p50 | "
-           "load |", "|---|---|---|---|"]
+           "information prior p50 (on top) | load |", "|---|---|---|---|---|"]
     for label, gap, threads in (("no thread, inference off", 0.0, False), ("no thread, inference on (30 min)",
                                                                            1800.0, False),
                                 ("with `thread` (sessions)", 1800.0, True)):
@@ -429,14 +443,20 @@ def speed(convs: list[Conversation], n: int) -> list[str]:
         for s in range(0, n, 500):
             idx.add(notes[s:s + 500], {})
         ingest = n / (time.perf_counter() - t0)
-        lat = []
+        lat, prior = [], []
         for q in qs:
             s0 = time.perf_counter()
             fused = fusion.weighted({"text": idx.bm25.search(q, POOL)}, {"text": 1.0}).scores
-            ranking.context(fused, prev=idx.cols["prev"], nxt=idx.cols["next"], thread=idx.cols["thread"],
-                            alpha=0.5, beta=0.5, top=3)
+            pool = ranking.context(fused, prev=idx.cols["prev"], nxt=idx.cols["next"], thread=idx.cols["thread"],
+                                   alpha=0.5, beta=0.5, top=3)
             lat.append((time.perf_counter() - s0) * 1000)
+            s1 = time.perf_counter()
+            info = np.zeros(pool.ids.size)
+            info[pool.base > 0] = idx.bm25.own_information(pool.ids[pool.base > 0])
+            ranking.information_prior(pool, info)
+            prior.append((time.perf_counter() - s1) * 1000)
         out.append(f"| {label} | {ingest:,.0f} notes/s | {statistics.median(lat):.2f} ms | "
+                   f"{statistics.median(prior):.2f} ms | "
                    f"{__import__('os').getloadavg()[0]:.1f} |")
     return out + ["\nWith inference on, a note without a thread costs what a threaded note always cost (its "
                   "previous neighbour's bag is re-indexed); the product's ingest and recall at 100k are in "

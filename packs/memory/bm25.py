@@ -342,22 +342,20 @@ class BM25Index:
         """Per id, ``Σ idf(t)`` over the distinct terms its row holds at weight ≥ 1 — the note's own words: a
         thread neighbour's word is in the bag at the expansion weight (< 1) unless both neighbours say it. How much
         a note says, in the index's own statistics (recall's information prior, ADR 0008); 0 for unknown ids."""
-        out = np.zeros(len(ids), dtype=np.float64)
-        rows = [(j, self._row_of.get(int(i))) for j, i in enumerate(ids)]
-        rows = [(j, r) for j, r in rows if r is not None]
-        if not rows or self._n_alive == 0:
+        keys = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
+        out = np.zeros(len(keys), dtype=np.float64)
+        row_of = self._row_of
+        found = [(j, r) for j, r in enumerate(map(row_of.get, keys)) if r is not None]
+        if not found or self._n_alive == 0:
             return out
-        parts = [self._terms(r) for _, r in rows]
-        tids = np.concatenate([t for t, _ in parts]).astype(np.int64, copy=False)
-        tfs = np.concatenate([w for _, w in parts])
-        sizes = np.fromiter((t.size for t, _ in parts), dtype=np.int64, count=len(parts))
-        uniq, inv = np.unique(tids, return_inverse=True)  # a few thousand terms: look each df up once
-        df = np.fromiter((self._df[t] for t in uniq.tolist()), dtype=np.float64, count=uniq.size)
-        idf = np.log1p((self._n_alive - df + 0.5) / (df + 0.5))[inv]
-        contrib = np.where(tfs >= 1.0, idf, 0.0)
-        owner = np.repeat(np.arange(len(parts)), sizes)
-        out[np.fromiter((j for j, _ in rows), dtype=np.int64, count=len(rows))] = np.bincount(
-            owner, weights=contrib, minlength=len(parts))
+        parts = [self._terms(r) for _, r in found]
+        tids = np.concatenate([t for t, _ in parts])
+        owner = np.repeat(np.arange(len(parts)), [t.size for t, _ in parts])
+        own = np.concatenate([w for _, w in parts]) >= 1.0
+        tids, owner = tids[own], owner[own]
+        df = np.fromiter(map(self._df.__getitem__, tids.tolist()), dtype=np.float64, count=tids.size)
+        idf = np.log1p((self._n_alive - df + 0.5) / (df + 0.5))
+        out[[j for j, _ in found]] = np.bincount(owner, weights=idf, minlength=len(parts))
         return out
 
     def score_ids(self, query: str, ids: Sequence[int] | np.ndarray) -> np.ndarray:
