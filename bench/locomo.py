@@ -522,8 +522,8 @@ def split_section(st: Stores, new: Scheme, env, emb, cache, qcache, qconv: np.nd
            "prior was chosen looking at these only); held-out part = the others, looked at once to confirm. "
            "Δ = variant − new default, paired bootstrap over that part's questions.\n",
            f"| scheme | {head} |", "|---|" + "---|" * (5 * len(parts))]
-    variants = [(new, base_res), *((s, None) for s in [replace(PREV, name="the previous default (no prior)"),
-                                                      *ablations(new)[:2]])]
+    variants = [(new, base_res), *((s, None) for s in [replace(PREV, name="− information prior (the previous default)"),
+                                                      ablations(new)[1]])]
     for s, r in variants:
         r = evaluate(st, s, env, emb, cache, qcache) if r is None else r
         cells = []
