@@ -518,8 +518,9 @@ def split_section(st: Stores, new: Scheme, env, emb, cache, qcache, qconv: np.nd
     parts = [(name, sel) for name, sel in (("dev part", dev), ("held-out part", ~dev)) if sel.any()]
     head = " | ".join(f"R@10 {n} | Δ {n} | R@5 {n} | multi-hop {n} | several sessions {n}" for n, _ in parts)
     out = [f"\n### Dev part / held-out part, {ENVS[env]}\n",
-           f"Dev part = {', '.join(c.sid for c in st.convs if c.sid in DEV_CONVS) or 'none'} (issue 19's information "
-           "prior was chosen looking at these only); held-out part = the others, looked at once to confirm. "
+           f"Dev part = {', '.join(c.sid for c in st.convs if c.sid in DEV_CONVS) or 'none'} (the information "
+           "prior's form was chosen by these figures); held-out part = the others (printed beside them while "
+           "choosing, never chosen on). "
            "Δ = variant − new default, paired bootstrap over that part's questions.\n",
            f"| scheme | {head} |", "|---|" + "---|" * (5 * len(parts))]
     variants = [(new, base_res), *((s, None) for s in [replace(PREV, name="− information prior (the previous default)"),
