@@ -4,6 +4,7 @@ that thread expansion and neighbour smoothing lifted must give way to the turn t
 from __future__ import annotations
 
 import math
+import random
 from datetime import timedelta
 
 import numpy as np
@@ -88,3 +89,28 @@ def test_without_the_prior_the_greeting_crowds_the_answer():
     order = [h.note.id for h in hits]
     assert order.index(ids["greeting"]) < order.index(ids["answer"])
     assert all("information" not in h.breakdown.context for h in hits)
+
+
+def test_own_information_is_the_same_for_restored_extended_and_removed_rows():
+    """A restored index keeps its rows in flat arrays, rows added since as small arrays: the vectorised sum
+    equals a row-by-row reference over both kinds, and a removed id says nothing."""
+    rng = random.Random(3)
+
+    def bag():
+        return {f"t{rng.randrange(50)}": rng.choice([0.5, 1.0, 1.5, 2.0]) for _ in range(rng.randrange(1, 12))}
+
+    built = BM25Index()
+    built.add_weighted(list(range(200)), [bag() for _ in range(200)])
+    idx = BM25Index()
+    idx.restore(built.snapshot())
+    idx.add_weighted(list(range(200, 260)), [bag() for _ in range(60)])
+    idx.remove([5, 210])
+    ids = list(range(0, 270, 3)) + [5, 210]
+    n = idx._n_alive
+    ref = []
+    for i in ids:
+        row = idx._row_of.get(i)
+        terms = [] if row is None else zip(*(a.tolist() for a in idx._terms(row)))
+        ref.append(sum(_idf(n, idx._df[t]) for t, w in terms if w >= 1.0))
+    got = idx.own_information(np.array(ids))
+    assert np.allclose(got, ref) and got[-2:].tolist() == [0.0, 0.0]
