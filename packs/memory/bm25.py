@@ -338,6 +338,40 @@ class BM25Index:
         order = np.lexsort((self._ids[cand], -s))[:k]
         return [(int(self._ids[cand[i]]), float(s[i])) for i in order]
 
+    def own_information(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Per id, ``Σ idf(t)`` over the distinct terms its row holds at weight ≥ 1 — the note's own words: a
+        thread neighbour's word is in the bag at the expansion weight (< 1) unless both neighbours say it. How much
+        a note says, in the index's own statistics (recall's information prior, ADR 0008); 0 for unknown ids."""
+        keys = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
+        row_of = self._row_of
+        rows = np.fromiter((row_of.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+        out = np.zeros(len(keys), dtype=np.float64)
+        found = np.flatnonzero(rows >= 0)
+        if found.size == 0 or self._n_alive == 0:
+            return out
+        rows = rows[found]
+        tids, tfs, owner = [], [], []
+        flat = rows < self._flat_rows
+        if flat.any():  # rows restored from a snapshot: one gather from the flat arrays
+            fr = rows[flat]
+            start, size = self._flat_starts[fr], self._flat_starts[fr + 1] - self._flat_starts[fr]
+            pos = np.repeat(start - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(int(size.sum()))
+            tids.append(self._flat_tids[pos])
+            tfs.append(self._flat_tfs[pos])
+            owner.append(np.repeat(np.flatnonzero(flat), size))
+        for j in np.flatnonzero(~flat).tolist():  # rows added since: a pair of small arrays each
+            t, w = self._row_terms[int(rows[j]) - self._flat_rows]
+            tids.append(t)
+            tfs.append(w)
+            owner.append(np.full(t.size, j, dtype=np.int64))
+        tid, own = np.concatenate(tids), np.concatenate(tfs) >= 1.0
+        tid, who = tid[own], np.concatenate(owner)[own]
+        uniq, inv = np.unique(tid, return_inverse=True)  # each distinct term's df looked up once
+        df = np.fromiter(map(self._df.__getitem__, uniq.tolist()), dtype=np.float64, count=uniq.size)
+        idf = np.log1p((self._n_alive - df + 0.5) / (df + 0.5))[inv]
+        out[found] = np.bincount(who, weights=idf, minlength=found.size)
+        return out
+
     def score_ids(self, query: str, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """BM25 score of ``query`` for each of ``ids`` (0.0 for unknown ids or no match)."""
         out = np.zeros(len(ids), dtype=np.float64)

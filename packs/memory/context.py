@@ -23,6 +23,10 @@ R@10, WordLlama; see ``bench/results/locomo.md`` for the full ablation):
    of its top-3 candidate scores, normalised by the best thread, and every
    candidate adds ``β`` times its thread's value: evidence clusters in the
    episode where a topic was discussed.
+3b. **Information prior** (query time, ``ranking.information_prior``) - a note a leg matched has its
+   score multiplied by ``ln(e + I)``, ``I`` = Σ idf of the distinct words it says itself
+   (``BM25Index.own_information``): greetings and acknowledgements that 1-3 lifted give way to the turn
+   that answers.
 4. **Date rendering** - ``occurred_at`` is rendered as words ("8 May 2023")
    into the indexed text so "in May 2023" matches by BM25/embedding.
 5. Measured by ``bench/locomo.py`` only, within noise on LoCoMo, not part of recall: query-date windows

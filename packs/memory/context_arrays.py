@@ -25,6 +25,7 @@ class PoolScores:
     base: np.ndarray
     neighbour: np.ndarray
     thread: np.ndarray
+    information: np.ndarray | None = None  # the information prior's factor per note (None: the prior is off)
 
 
 def _lookup(pool: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -4,7 +4,8 @@ A recall runs them in this order, each over columns (one list or array per featu
 
 1. ``fuse_legs`` — the BM25 and vector legs fused (rrf | weighted | union | vector_only | keyword_only);
 2. ``context`` — neighbour smoothing and thread propagation (``context_arrays.context_scores``), then
-   ``relevance = fused / max(fused)``;
+   ``information_prior`` — each matched note's score × ``ln(e + I)``, ``I`` the information of its own words;
+   then ``relevance = score / max(score)``;
 3. ``graph_expansion`` (``expand_graph`` only) — notes walked to from the best candidates join them;
 4. ``score`` — the ADR 0008 formula (``tests/packs/memory/test_scoring.py`` executes the ADR's text against it);
 5. ``rerank`` — when any rerank weight is non-zero, ``Σ w·feature / Σ w`` replaces the score;
@@ -12,7 +13,7 @@ A recall runs them in this order, each over columns (one list or array per featu
 7. ``explain_boosts`` — ``memory.explain`` only: decision and fact-source boosts added to the recall score.
 
 Each one leaves its trace in the breakdown: the formula's inputs and weights, ``formula`` ("score" or
-"rerank"), and per-note values under ``context`` (``neighbour``, ``thread``, ``graph``, ``near_duplicate``,
+"rerank"), and per-note values under ``context`` (``neighbour``, ``thread``, ``information``, ``graph``, ``near_duplicate``,
 and in explain's hits ``decision_boost`` and ``fact_boost``). These functions are pure: the stages
 (``stages.py``) read the index, settings and tunables and hand them the numbers.
 """
@@ -62,18 +63,33 @@ def context(fused: Mapping[int, float], *, prev: np.ndarray, nxt: np.ndarray, th
     return context_scores(ids, scores, prev=prev, nxt=nxt, thread=thread, alpha=alpha, beta=beta, top=top)
 
 
+def information_prior(pool: PoolScores, information: np.ndarray) -> PoolScores:
+    """A document prior: each pooled note's score × ``ln(e + I)``, with ``I`` = Σ idf over the distinct words
+    the note says itself (``BM25Index.own_information``, aligned with ``pool.ids``). A turn that says nothing
+    of its own — a greeting, "thanks!", "wow, cool" — has a small ``I`` and gives way to the turn that answers,
+    however much of the query its neighbours' words or its thread lent it. The factor is 1 for a note with no
+    indexed word of its own (it keeps its score, never zeroed) and grows with the log of what a note says; a
+    note that joined the pool only as a thread neighbour (no leg matched it: ``base`` 0) keeps factor 1 — what
+    it says is not what the query asked for. No constant to set."""
+    info = np.maximum(np.asarray(information, dtype=np.float64), 0.0)
+    factor = np.where(pool.base > 0, np.log(np.e + info), 1.0)
+    return PoolScores(ids=pool.ids, scores=pool.scores * factor, base=pool.base, neighbour=pool.neighbour,
+                      thread=pool.thread, information=factor)
+
+
 def candidates(pool: PoolScores, keep: np.ndarray, per_leg: Mapping[str, Mapping[int, float]]) -> Candidates:
     """The pooled notes that pass ``keep``, with ``relevance = score / max(score)`` ∈ [0, 1]."""
     ids = pool.ids[keep].tolist()
     raw = pool.scores[keep]
     top = float(raw.max()) if raw.size else 0.0
     zeros = [0.0] * len(ids)
+    info = {} if pool.information is None else {"information": pool.information[keep].tolist()}
     return Candidates.model_construct(
         ids=ids, relevance=(raw / top if top > 0 else raw * 0).tolist(),
         text_match=list(map(per_leg["text"].get, ids, repeat(0.0))),  # 0 where the leg missed the note
         vector_match=list(map(per_leg["vector"].get, ids, repeat(0.0))),
         context={"neighbour": pool.neighbour[keep].tolist(), "thread": pool.thread[keep].tolist(),
-                 "date": zeros, "speaker": list(zeros)})
+                 "date": zeros, "speaker": list(zeros), **info})
 
 
 # -- 3. graph expansion -------------------------------------------------------------------------------------------

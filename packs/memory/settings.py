@@ -56,6 +56,7 @@ class ContextSettings(BaseModel):
     date_gamma: float = Field(ge=0)
     speaker_gamma: float = Field(ge=0)
     episode_gap_minutes: float = Field(ge=0)  # notes without a thread: the gap that ends an inferred episode
+    information_prior: bool = True  # score × ln(e + Σ idf of a note's own words): content-free turns give way
 
 
 class VectorIndexSettings(BaseModel):

@@ -73,8 +73,19 @@ def fuse(ctx: Context, text: Leg, vector: Leg, fusion: str, filters: RecallFilte
     pool = ranking.context(fused.scores, prev=index.cols["prev"], nxt=index.cols["next"],
                            thread=index.cols["thread"], alpha=c.neighbour_alpha, beta=c.thread_beta,
                            top=c.thread_top)
+    if c.information_prior:
+        pool = ranking.information_prior(pool, information(index, pool))
     # neighbours pulled in by the context stage must pass the same namespace and filters as the legs
     return ranking.candidates(pool, index.mask(ctx.namespace, filters, ids=pool.ids), per_leg)
+
+
+def information(index, pool: ranking.PoolScores) -> np.ndarray:
+    """The own information of each pooled note a leg matched (0 for the neighbours the context stage added:
+    the prior leaves them at factor 1, so their information is never needed)."""
+    out = np.zeros(pool.ids.size, dtype=np.float64)
+    matched = pool.base > 0
+    out[matched] = index.bm25.own_information(pool.ids[matched])
+    return out
 
 
 def score_weights(ctx: Context) -> dict[str, float]:
