@@ -238,6 +238,18 @@ class Runtime:
                 compact.backup(self, frame.backup_to)
             return result
 
+    def hold(self, namespace: str) -> None:
+        """Load ``namespace``'s per-namespace mirrors now, as its first call would (ADR 0016); a no-op when held."""
+        ns = check_namespace(namespace, None)
+        with self._lock:
+            self._require_open()
+            self.followers.ensure(ns)
+
+    def held_namespaces(self) -> list[str]:
+        """The namespaces whose mirrors this process holds, least recently used first."""
+        with self._lock:
+            return list(self.followers.held)
+
     def lock_namespace(self, frame: Frame, namespace: str, key: str | None = None) -> None:
         """Shared store: open the write transaction, take the namespace's write lock (and the idempotency key's),
         then apply what other processes committed before it, so the call starts from the newest state."""

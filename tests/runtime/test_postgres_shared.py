@@ -158,6 +158,8 @@ def test_a_follower_s_mirrors_equal_a_fresh_load(url) -> None:  # type: ignore[n
         a.call("memory.recall", {"query": "topic 1"})
         b.call("memory.recall", {"query": "topic zebra"}, consistency="strong")
         with open_test_runtime(path=url) as fresh:
+            fresh.call("memory.recall", {"query": "topic"})  # holds the namespace b holds (loaded at first call)
+            assert list(fresh.followers.held) == list(b.followers.held) == ["default"]
             for owner, mirrors in fresh.followers.mirrors.items():
                 mine = dict(b.followers.mirrors[owner])
                 for name, mirror in mirrors:
