@@ -76,8 +76,9 @@ def memory_fingerprint(rt: Any) -> tuple:
     if st is None:
         return (dict(rt._tunables),)
     graph = st.graph
+    # one index per namespace held; loading a namespace (a call's first use of it) is not a change
     held = tuple((ns, len(index), len(index.bm25), {m: len(v) for m, v in index.vectors.items()})
-                 for ns, index in sorted(st.index.by_ns.items()))  # one index per namespace held
+                 for ns, index in sorted(st.index.by_ns.items()) if index.rows)
     return (held, len(graph.edges), {ns: dict(c) for ns, c in graph.centrality.items()}, dict(rt._tunables))
 
 
