@@ -89,7 +89,7 @@ def run_size(size: int, n_queries: int, batch: int) -> dict:
                    recall_excl_p95=pct(warm, 95), scoped_p50=pct(scoped, 50), scoped_p95=pct(scoped, 95))
         # the vector leg's prefilter (large scans only) against the exact scan: share of the exact top-200
         # (by score, so ties count) that the leg returned, and the leg's own latency both ways
-        index = rt._state["memory"].index
+        index = rt._state["memory"].index.of("default")  # one index per namespace (ADR 0016)
         leg = index.vectors[next(iter(index.vectors))]
         mask = index.mask("default", RecallFilters())
         found, t_pf, t_ex = [], [], []

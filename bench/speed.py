@@ -103,7 +103,7 @@ def measure(corpus: str, size: int, path: Path, n_queries: int) -> dict:
             cpu.append(time.thread_time() - c)
     out.update(recall_p50=ms(lat), recall_p95=ms(lat, 95), recall_cpu_p50=ms(cpu), load_recall=load())
     state = rt._state["memory"]
-    index, embedders = state.index, state.embedders
+    index, embedders = state.index.of("default"), state.embedders  # one index per namespace (ADR 0016)
     vi = index.vectors[next(iter(index.vectors))]
     mask = index.mask("default", RecallFilters())
     Q = embedders.embed("wordllama", qs)

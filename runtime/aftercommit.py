@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from palimpsest_memory.runtime import changelog
@@ -41,6 +41,13 @@ class Followers:
         self._stop = threading.Event()
         self._listener: threading.Thread | None = None
         self._reload_pending = False  # shared store: a mirror failed inside a transaction; reload all after it
+        # namespaces whose per-namespace mirrors are loaded, least recently used first → the sequence number they
+        # were loaded at (they take only changes after it); their estimated sizes; the budget in bytes (0: none)
+        self.held: OrderedDict[str, int] = OrderedDict()
+        self.sizes: dict[str, int] = {}
+        self.budget = 0
+        self.loads = self.evictions = 0  # counters, for `pal info` and the benchmark
+        self._loading: set[str] = set()
 
     def add_mirrors(self, owner: str, state: Any) -> None:
         self.mirrors[owner] = mirrors_of(state)
@@ -49,49 +56,149 @@ class Followers:
         self.subscribers.setdefault(sub.event, []).append(sub)
 
     # -- loading and closing ------------------------------------------------------------------------------------
+    def _per_ns(self) -> list[tuple[str, Mirror]]:
+        return [(owner, m) for owner, ms in self.mirrors.items() for _, m in ms if m.per_namespace]
+
     def load_all(self) -> None:
-        """Build every mirror. On a shared store all of them read one snapshot, together with the change log's
-        head: the mirrors then hold exactly the changes up to that sequence number."""
+        """Build every process-wide mirror and reload every namespace held. On a shared store all of them read one
+        snapshot, together with the change log's head: the mirrors then hold exactly the changes up to it."""
         if self._rt.shared:
             con = self._rt._con
             con.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 head = changelog.head(con)
                 frame = Frame(read_only=True, began=True)
-                for owner, mirrors in self.mirrors.items():
-                    for _, mirror in mirrors:
-                        self.load(owner, mirror, frame)
+                for owner, mirror in self._everything():
+                    self.load(owner, mirror, frame)
             finally:
                 rollback_quietly(con)
             self.seq = head
+            self.held.update(dict.fromkeys(self.held, head))
             self._reload_pending = False
         else:
-            for owner, mirrors in self.mirrors.items():
-                for _, mirror in mirrors:
-                    self.load(owner, mirror)
+            for owner, mirror in self._everything():
+                self.load(owner, mirror)
+            self.held.update(dict.fromkeys(self.held, self.seq))
         release_freed_memory()
 
+    def _everything(self) -> list[tuple[str, Mirror]]:
+        return [(owner, m) for owner, ms in self.mirrors.items() for _, m in ms]
+
     def load(self, owner: str, mirror: Mirror, frame: Frame | None = None) -> None:
-        """(Re)build one mirror from committed data, in a read-only transaction of its own (or ``frame``'s)."""
-        con = self._rt._con
-        if frame is not None:
-            mirror.load(Context(self._rt, owner, f"{owner}.<load>", self._rt.default_namespace, frame, 0,
-                                read_only=True))
+        """(Re)build one mirror from committed data (a per-namespace one: every namespace held), in a read-only
+        transaction of its own (or ``frame``'s)."""
+        if not mirror.per_namespace:
+            self._load_one(owner, mirror, self._rt.default_namespace, frame)
             return
-        frame = Frame(read_only=True)
+        for ns in list(self.held):
+            mirror.evict(ns)
+            self._load_one(owner, mirror, ns, frame)
+
+    def _load_one(self, owner: str, mirror: Mirror, ns: str, frame: Frame | None) -> None:
+        own = frame is None
+        frame = Frame(read_only=True) if own else frame
+        ctx = Context(self._rt, owner, f"{owner}.<load>", ns, frame, 0, read_only=True)
         try:
-            mirror.load(Context(self._rt, owner, f"{owner}.<load>", self._rt.default_namespace, frame, 0,
-                                read_only=True))
+            mirror.load(ctx, ns) if mirror.per_namespace else mirror.load(ctx)
         finally:
-            if frame.began:
-                rollback_quietly(con)
+            if own and frame.began:
+                rollback_quietly(self._rt._con)
+
+    # -- namespaces held (ADR 0016: per-namespace mirrors, on demand, under a budget) -----------------------------
+    def ensure(self, namespace: str, frame: Frame | None = None) -> None:
+        """Make ``namespace`` held (loading its per-namespace mirrors if it is not) and the most recently used.
+
+        Outside a transaction (``frame`` None or not begun) the load reads committed data, on a shared store in a
+        REPEATABLE READ snapshot together with the log's head: the namespace then starts at that sequence number
+        and takes only later changes. Inside a transaction (a nested call into a namespace not held) it reads
+        through that transaction, which has not written the namespace yet; on a shared store it first takes the
+        namespace's lock (shared, unless the call holds it already), so no writer of the namespace is between its
+        commit and the head read."""
+        if namespace in self.held:
+            self.held.move_to_end(namespace)
+            return
+        if namespace in self._loading or not self._per_ns():
+            return
+        rt = self._rt
+        con = rt._con
+        self._loading.add(namespace)
+        try:
+            if frame is not None and frame.began:
+                if rt.shared:
+                    if namespace not in frame.locked:
+                        con.execute("SELECT pg_advisory_xact_lock_shared(?)",
+                                    [postgres.lock_key("ns", namespace)])
+                    head = changelog.head(con)
+                else:
+                    head = self.seq
+                for owner, mirror in self._per_ns():
+                    self._load_one(owner, mirror, namespace, frame)
+            elif rt.shared:
+                con.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                try:
+                    head = changelog.head(con)
+                    snap = Frame(read_only=True, began=True)
+                    for owner, mirror in self._per_ns():
+                        self._load_one(owner, mirror, namespace, snap)
+                finally:
+                    rollback_quietly(con)
+            else:
+                head = self.seq
+                for owner, mirror in self._per_ns():
+                    self._load_one(owner, mirror, namespace, None)
+        except BaseException:
+            for _, mirror in self._per_ns():
+                mirror.evict(namespace)
+            raise
+        finally:
+            self._loading.discard(namespace)
+        self.held[namespace] = head
+        self.sizes[namespace] = self.size_of(namespace)
+        self.loads += 1
+
+    def size_of(self, namespace: str) -> int:
+        return sum(int(m.size_bytes(namespace)) for _, m in self._per_ns())
+
+    def trim(self, used: str | None = None) -> None:
+        """Re-measure ``used`` and evict the least recently used namespaces while the held ones' summed size is
+        over the budget (never the most recent one: a call's own namespace stays, however large)."""
+        if used is not None and used in self.held:
+            self.sizes[used] = self.size_of(used)
+        if self.budget <= 0:
+            return
+        evicted = False
+        while len(self.held) > 1 and sum(self.sizes.get(ns, 0) for ns in self.held) > self.budget:
+            self.evict(next(iter(self.held)))
+            evicted = True
+        if evicted:
+            release_freed_memory()
+
+    def evict(self, namespace: str) -> None:
+        """Write what the namespace keeps only in memory (each mirror's ``release``), then drop it."""
+        if namespace not in self.held:
+            return
+        for owner, mirror in self._per_ns():
+            if releases(mirror):
+                self.run_own(owner, f"{owner}.<release {namespace}>", namespace, None,
+                             lambda ctx, m=mirror: m.release(ctx, namespace))
+        for _, mirror in self._per_ns():
+            mirror.evict(namespace)
+        self.held.pop(namespace, None)
+        self.sizes.pop(namespace, None)
+        self.evictions += 1
 
     def close_all(self) -> None:
-        """Each mirror's ``close`` in a write transaction of its own; a failure is logged and closes the rest."""
+        """Each mirror's ``close`` (per-namespace mirrors: ``release`` of every namespace held) in a write
+        transaction of its own; a failure is logged and closes the rest."""
         for owner, mirrors in reversed(list(self.mirrors.items())):
             for name, mirror in mirrors:
-                self.run_own(owner, f"{owner}.<close {name}>", self._rt.default_namespace, None,
-                             lambda ctx, m=mirror: m.close(ctx))
+                if mirror.per_namespace:
+                    for ns in list(self.held) if releases(mirror) else ():
+                        self.run_own(owner, f"{owner}.<release {name} {ns}>", ns, None,
+                                     lambda ctx, m=mirror, n=ns: m.release(ctx, n))
+                else:
+                    self.run_own(owner, f"{owner}.<close {name}>", self._rt.default_namespace, None,
+                                 lambda ctx, m=mirror: m.close(ctx))
 
     # -- after commit -------------------------------------------------------------------------------------------
     def committed(self, frame: Frame) -> None:
@@ -141,7 +248,8 @@ class Followers:
                 reload = True
             elif seq in mine:
                 changes.append(Change(seq, *mine[seq]))
-            elif pack in self.mirrors:
+            elif pack in self.mirrors and (ns in self.held or not all(m.per_namespace
+                                                                        for _, m in self.mirrors[pack])):
                 assert rt.codec is not None
                 try:
                     changes.append(Change(seq, pack, ns, kind, rt.codec.decode(data)))
@@ -213,8 +321,13 @@ class Followers:
             if owner in skip:
                 continue
             for name, mirror in self.mirrors.get(owner, ()):
+                feed = mine
+                if mirror.per_namespace:  # only namespaces held, and only what their load did not include
+                    feed = [c for c in mine if c.namespace in self.held and c.seq > self.held[c.namespace]]
+                    if not feed:
+                        continue
                 try:
-                    mirror.apply(mine)
+                    mirror.apply(feed)
                 except Exception:  # noqa: BLE001 - the data is committed: rebuild the mirror from it
                     log.exception("mirror %s.%s failed to apply changes %d-%d; reloading it", owner, name,
                                   mine[0].seq, mine[-1].seq)
@@ -264,6 +377,11 @@ class Followers:
         if follow_events and frame.events:
             self._deliver(frame.events)
         return frame
+
+
+def releases(mirror: Mirror) -> bool:
+    """Whether a per-namespace mirror keeps something only in memory (overrides ``release``)."""
+    return type(mirror).release is not Mirror.release
 
 
 def release_freed_memory() -> None:

@@ -82,12 +82,14 @@ class Context:
         The nested call is made for the same actor."""
         return self._runtime._nested_call(self, verb, params, namespace or self.namespace, self._frame, self._depth)
 
-    def record_change(self, kind: str, data: Any = None) -> None:
+    def record_change(self, kind: str, data: Any = None, *, namespace: str | None = None) -> None:
         """Tell this pack's mirrors what this call changed in the store; they get it (as a
-        :class:`~palimpsest_memory.runtime.mirror.Change`) after the outermost transaction commits, never if it rolls back."""
+        :class:`~palimpsest_memory.runtime.mirror.Change`) after the outermost transaction commits, never if it rolls back.
+        ``namespace``: the namespace the change is about, when a store-wide verb changed another one than its own
+        (per-namespace mirrors take a change only for the namespace it names)."""
         if self.read_only:
             raise ReadOnlyViolation("a read-only call has no changes to record", verb=self.verb)
-        self._frame.changes.append((self.pack, self.namespace, kind, data))
+        self._frame.changes.append((self.pack, namespace or self.namespace, kind, data))
 
     def serialise(self, name: str) -> None:
         """Until this transaction ends, be the only transaction of any process holding ``name`` (a lock of this

@@ -17,7 +17,7 @@ from palimpsest_memory.runtime.aftercommit import Followers
 from palimpsest_memory.runtime.config import load_config, pack_settings
 from palimpsest_memory.runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
                               utc_now, validate_params)
-from palimpsest_memory.runtime.errors import InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError
+from palimpsest_memory.runtime.errors import ConfigError, InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError
 from palimpsest_memory.runtime.loader import discover, load_packs
 from palimpsest_memory.runtime.mirror import Change, Mirror
 from palimpsest_memory.runtime.pack import Pack, VerbSpec
@@ -96,6 +96,11 @@ class Runtime:
         rt_cfg = rt.config.get("runtime", {})
         rt.default_namespace = check_namespace(str(rt_cfg.get("default_namespace", "default")), "runtime")
         rt.deadline_seconds = float(rt_cfg["deadline_seconds"])
+        budget = float(rt_cfg.get("mirror_budget_mb", 0))
+        if not math.isfinite(budget) or budget < 0:
+            raise ConfigError(f"config: runtime.mirror_budget_mb must be 0 (no limit) or a positive number of MB, "
+                              f"got {budget!r}", details={"key": "runtime.mirror_budget_mb"})
+        rt.followers.budget = int(budget * 1024 * 1024)
         rt._pm = rt.catalog.plugin_manager
         rt._core = CoreDispatch(rt)
         rt._pm.register(rt._core, name="runtime-core")
@@ -190,6 +195,7 @@ class Runtime:
         key = idempotency.check_key(idempotency_key, verb) if spec.writes else None
         with self._lock:
             con = self._require_open()
+            self.followers.ensure(ns)  # its mirrors, loaded at the namespace's first call (ADR 0016)
             digest = idempotency.call_hash(verb, ns, who, model) if key else ""
             if key and not self.shared:
                 stored = idempotency.replay(con, key, verb, digest)
@@ -225,11 +231,24 @@ class Runtime:
                     raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
                 raise
             self.followers.committed(frame)
+            self.followers.trim(ns)
             if frame.erase:  # a forget: the deleted rows' bytes must leave the file (ADR 0018)
                 compact.compact(self)
             if frame.backup_to is not None:
                 compact.backup(self, frame.backup_to)
             return result
+
+    def hold(self, namespace: str) -> None:
+        """Load ``namespace``'s per-namespace mirrors now, as its first call would (ADR 0016); a no-op when held."""
+        ns = check_namespace(namespace, None)
+        with self._lock:
+            self._require_open()
+            self.followers.ensure(ns)
+
+    def held_namespaces(self) -> list[str]:
+        """The namespaces whose mirrors this process holds, least recently used first."""
+        with self._lock:
+            return list(self.followers.held)
 
     def lock_namespace(self, frame: Frame, namespace: str, key: str | None = None) -> None:
         """Shared store: open the write transaction, take the namespace's write lock (and the idempotency key's),
@@ -296,6 +315,7 @@ class Runtime:
         ns = check_namespace(getattr(model, "namespace", None) or namespace, verb)
         if self.shared and spec.writes and not frame.read_only and ns not in frame.locked:
             self.lock_namespace(frame, ns)
+        self.followers.ensure(ns, frame)
         if depth >= 32:
             raise ReadOnlyViolation(f"call depth limit reached calling {verb}", verb=ctx.verb)
         marks = len(frame.changes), len(frame.events)

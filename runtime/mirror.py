@@ -11,6 +11,13 @@ that is a :class:`Mirror` is driven by the runtime:
 
 The change record names its pack, namespace, kind and a sequence number given at commit, so the same records
 could later arrive from another process's commits (a shared store) without the mirrors changing shape.
+
+A mirror whose data is kept per namespace says so (``per_namespace = True``): the runtime then loads a namespace
+at its first use (``load(ctx, namespace)``), feeds it only the changes of namespaces it holds, committed after
+that namespace's load, writes what it keeps only in memory (``release(ctx, namespace)``) and drops it
+(``evict(namespace)``) when the held namespaces' summed ``size_bytes`` exceed ``runtime.mirror_budget_mb``
+(least recently used first). A mirror that holds something not per namespace (embedding models, tunables, a
+buffer of pending serves) keeps ``per_namespace = False`` and is loaded once, at open (ADR 0016).
 """
 from __future__ import annotations
 
@@ -40,14 +47,28 @@ class Change:
 class Mirror:
     """Base class of an in-memory mirror of part of a pack's tables. Override what the mirror needs."""
 
-    def load(self, ctx: "Context") -> None:
-        """Rebuild from the store's committed state (a mirror may also just forget and rebuild lazily)."""
+    per_namespace = False  # True: the runtime loads, follows and evicts this mirror one namespace at a time
+
+    def load(self, ctx: "Context", namespace: str | None = None) -> None:
+        """Rebuild from the store's committed state. A per-namespace mirror gets the namespace to (re)build
+        (``ctx.namespace`` is that namespace too) and must leave the others it holds as they are."""
 
     def apply(self, changes: Sequence[Change]) -> None:
         """Take committed changes of this pack, in commit order; ignore kinds this mirror does not hold."""
 
     def close(self, ctx: "Context") -> None:
         """The runtime is closing and the store is still open: write what is kept only in memory."""
+
+    def release(self, ctx: "Context", namespace: str) -> None:
+        """Per-namespace mirrors: the namespace is about to be dropped (evicted, or the runtime closes), the store
+        still open: write what is kept only in memory for it (runs in a write transaction in that namespace)."""
+
+    def evict(self, namespace: str) -> None:
+        """Per-namespace mirrors: forget everything held for ``namespace`` (the next use loads it again)."""
+
+    def size_bytes(self, namespace: str) -> int:
+        """Per-namespace mirrors: about how many bytes ``namespace`` holds (the budget compares their sum)."""
+        return 0
 
     def digest(self) -> Any:
         """A comparable summary of what the mirror holds: a mirror kept up to date by ``apply`` and one just

@@ -137,8 +137,14 @@ class NsCache:
                 hashlib.sha256(repr(rows).encode()).hexdigest())
 
 
+FACT_BYTES = 400  # one current fact version held as a tuple (ids, strings, times), an estimate for the budget
+KEY_BYTES = 150  # one entity key and name
+
+
 class FactCache(Mirror):
     """The fact cache of every namespace used since the runtime opened (a namespace is built at its first use)."""
+
+    per_namespace = True
 
     def __init__(self, hold: Iterable[str] = ()) -> None:
         # ``hold``: namespaces the next ``load`` builds at once (a consistency check compares with a fresh load)
@@ -155,10 +161,23 @@ class FactCache(Mirror):
     def held(self, namespace: str) -> NsCache | None:
         return self.namespaces.get(namespace)
 
-    def load(self, ctx: Context) -> None:
-        """Rebuild the namespaces held (none at open: each is built at its first use)."""
-        for ns in list(self.namespaces):
+    def load(self, ctx: Context, namespace: str | None = None) -> None:
+        """Build one namespace (the runtime loads a namespace at its first call; ADR 0016); without one, rebuild
+        the namespaces held (a consistency check's ``hold``)."""
+        for ns in [namespace] if namespace is not None else list(self.namespaces):
             self.namespaces[ns] = NsCache.build(ctx.db, ns)
+
+    def evict(self, namespace: str) -> None:
+        self.namespaces.pop(namespace, None)
+
+    def size_bytes(self, namespace: str) -> int:
+        c = self.namespaces.get(namespace)
+        if c is None:
+            return 0
+        base = c.subjects.base
+        columns = sum(v.nbytes for v in vars(base).values() if hasattr(v, "nbytes")) if base is not None else 0
+        written = sum(len(rows) for rows in c.subjects.over.values() if isinstance(rows, tuple))
+        return columns + FACT_BYTES * written + KEY_BYTES * len(c.keys)
 
     def apply(self, changes: Sequence[Change]) -> None:
         for ch in changes:

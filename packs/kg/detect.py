@@ -117,11 +117,20 @@ class EntityDetectors(Mirror):
             det = self.built[ns] = Detector(self.keys[ns], max_words)
         return det
 
-    def load(self, ctx: Context) -> None:
-        """Reload the keys of the namespaces held (none at open: each is loaded when first used)."""
-        self.built.clear()
-        for ns in self.keys:
+    per_namespace = True
+
+    def load(self, ctx: Context, namespace: str | None = None) -> None:
+        """Load one namespace's keys (at its first call; ADR 0016); without one, reload the namespaces held."""
+        for ns in [namespace] if namespace is not None else list(self.keys):
+            self.built.pop(ns, None)
             self.keys[ns] = load_entity_keys(ctx, ns)
+
+    def evict(self, namespace: str) -> None:
+        self.keys.pop(namespace, None)
+        self.built.pop(namespace, None)
+
+    def size_bytes(self, namespace: str) -> int:
+        return 2 * 150 * len(self.keys.get(namespace, ()))  # the keys, and the detector built from them
 
     def apply(self, changes: Sequence[Change]) -> None:
         for ch in changes:

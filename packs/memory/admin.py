@@ -9,7 +9,6 @@ from palimpsest_memory.packs.memory import snapshot
 from palimpsest_memory.packs.memory.changes import SnapshotSaved, VectorsReplaced, record
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.index import index_text
-from palimpsest_memory.packs.memory.index_mirror import IndexMirror
 from palimpsest_memory.packs.memory.models import GetParams, GetResult, ReembedParams, ReembedResult
 from palimpsest_memory.packs.memory.remember import fetch_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings
@@ -35,16 +34,19 @@ def reembed(params: ReembedParams, ctx: Context) -> ReembedResult:
                                    details={"errors": [{"loc": ["model"], "msg": "unknown embedder",
                                                         "type": "value_error"}], "known": sorted(embedders.specs)})
     embedders.get(model)  # fail early, with the reason, if the model is unavailable (a missing extra)
-    rows = ctx.db.query("SELECT id, content, occurred_at FROM memory.notes ORDER BY id")
+    rows = ctx.db.query("SELECT id, content, occurred_at, namespace FROM memory.notes ORDER BY id")
     ctx.db.execute("DELETE FROM memory.vectors WHERE model = ?", [model])
     snapshot.drop_graphs(ctx)  # the saved HNSW graphs were built from the vectors this replaces
     if not rows:
         return ReembedResult(model=model, embedded=0)
-    matrix = embedders.embed(model, [index_text(c, t) for _, c, t in rows])
+    matrix = embedders.embed(model, [index_text(c, t) for _, c, t, _ in rows])
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     ctx.db.execute("INSERT INTO memory.vectors SELECT unnest($1), $2, $3, unnest($4::BLOB[])",
                    [ids.tolist(), model, int(matrix.shape[1]), [v.tobytes() for v in matrix]])
-    record(ctx, VectorsReplaced(model, ids, matrix))
+    spaces = np.array([r[3] for r in rows], dtype=object)
+    for ns in sorted(set(spaces.tolist())):  # the index is held per namespace: one change for each
+        mine = spaces == ns
+        record(ctx, VectorsReplaced(model, ids[mine], matrix[mine]), namespace=ns)
     return ReembedResult(model=model, embedded=len(rows))
 
 
@@ -63,7 +65,7 @@ def save_index(params: SaveIndexParams, ctx: Context) -> SaveIndexResult:
     """Write the full-text index snapshot, and the vector graphs that changed, if the index changed since it was
     loaded (the runtime's close calls it)."""
     s: MemorySettings = ctx.settings
-    index: IndexMirror = ctx.state.index
+    index = ctx.state.index.of(ctx.namespace)
     if not index.dirty or len(index.rows) < s.index_snapshot_min_notes:
         return SaveIndexResult(saved=False, notes=len(index.rows), bytes=0)
     size = snapshot.write(ctx, index) + snapshot.write_graphs(ctx, index)

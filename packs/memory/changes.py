@@ -111,6 +111,6 @@ class CentralitySet:
     scores: dict[int, float]
 
 
-def record(ctx: "Context", change: Any) -> None:
-    """Record one of the changes above under its kind."""
-    ctx.record_change(change.KIND, change)
+def record(ctx: "Context", change: Any, namespace: str | None = None) -> None:
+    """Record one of the changes above under its kind (about ``namespace``, by default the call's)."""
+    ctx.record_change(change.KIND, change, namespace=namespace)

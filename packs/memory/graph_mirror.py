@@ -1,7 +1,7 @@
 """The memory graph as a mirror (runtime/mirror.py): note ↔ note edges per namespace, and each note's centrality.
 
-The edges live in the kg pack (``kg.edges`` rows between ``m:<note id>`` nodes). At load the graph pages them
-through the kg's public ``kg.list_edges`` for each namespace that has notes (it never reads the kg's table);
+The edges live in the kg pack (``kg.edges`` rows between ``m:<note id>`` nodes). A namespace is loaded at its first
+call (ADR 0016): the graph pages its edges through the kg's public ``kg.list_edges`` (it never reads the kg's table);
 afterwards it follows ``kg.edges_changed`` (sync.py records each change, whoever linked: memory.link or a bare
 kg.link) and the ``memory.centrality`` verb. A walk never goes back to SQL (ADR 0012).
 """
@@ -29,6 +29,8 @@ class MemoryGraph(Mirror):
     """Memory edges (note ↔ note) per namespace, mirroring the kg's active ``m:``→``m:`` edges of a note
     relation, plus the stored centrality of each note."""
 
+    per_namespace = True
+
     def __init__(self) -> None:
         self._clear()
 
@@ -36,22 +38,37 @@ class MemoryGraph(Mirror):
         self.edges: dict[int, tuple[str, int, int, str, float]] = {}  # id → (namespace, src, dst, relation, w)
         self.adj: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
         self.centrality: dict[str, dict[int, float]] = defaultdict(dict)
+        self.held: set[str] = set()  # namespaces loaded (the runtime feeds only their changes)
 
     # -- the mirror ---------------------------------------------------------------------------------------------
-    def load(self, ctx: Context) -> None:
-        self._clear()  # forget everything, then page the kg's note edges
-        for (ns,) in ctx.db.query("SELECT DISTINCT namespace FROM memory.notes ORDER BY namespace"):
-            after: int | None = 0
-            while after is not None:
-                page = ctx.call("kg.list_edges", {"node_prefix": "m:", "relations": list(NOTE_RELATIONS),
-                                                  "after_id": after, "limit": LOAD_PAGE}, namespace=ns)
-                for e in page.edges:
-                    src, dst = note_of(e.src), note_of(e.dst)
-                    if src is not None and dst is not None:
-                        self.add(e.id, ns, src, dst, e.relation, e.weight)
-                after = page.next_after_id
-        for nid, ns, score in ctx.db.query("SELECT note_id, namespace, score FROM memory.centrality"):
-            self.centrality[ns][nid] = score
+    def load(self, ctx: Context, namespace: str | None = None) -> None:
+        if namespace is None:
+            return  # nothing is held before a namespace's first call
+        self.evict(namespace)  # forget the namespace, then page the kg's note edges
+        after: int | None = 0
+        while after is not None:
+            page = ctx.call("kg.list_edges", {"node_prefix": "m:", "relations": list(NOTE_RELATIONS),
+                                              "after_id": after, "limit": LOAD_PAGE}, namespace=namespace)
+            for e in page.edges:
+                src, dst = note_of(e.src), note_of(e.dst)
+                if src is not None and dst is not None:
+                    self.add(e.id, namespace, src, dst, e.relation, e.weight)
+            after = page.next_after_id
+        self.held.add(namespace)
+        for nid, score in ctx.db.query("SELECT note_id, score FROM memory.centrality WHERE namespace = ?",
+                                       [namespace]):
+            self.centrality[namespace][nid] = score
+
+    def evict(self, namespace: str) -> None:
+        self.held.discard(namespace)
+        for eid in [eid for eid, e in self.edges.items() if e[0] == namespace]:
+            del self.edges[eid]
+        self.adj.pop(namespace, None)
+        self.centrality.pop(namespace, None)
+
+    def size_bytes(self, namespace: str) -> int:
+        edges = sum(len(ids) for ids in self.adj.get(namespace, {}).values()) // 2
+        return 300 * edges + 100 * len(self.centrality.get(namespace, ()))
 
     def apply(self, changes: Sequence[Change]) -> None:
         for change in changes:
@@ -69,7 +86,7 @@ class MemoryGraph(Mirror):
     def digest(self) -> Any:
         edges = tuple(sorted((eid, *e) for eid, e in self.edges.items()))
         adj = tuple(sorted((ns, n, tuple(sorted(ids))) for ns, by in self.adj.items() for n, ids in by.items() if ids))
-        cent = tuple(sorted((ns, n, v) for ns, by in self.centrality.items() for n, v in by.items()))
+        cent = tuple(sorted((ns, n, v) for ns, by in self.centrality.items() for n, v in by.items() if ns in self.held))
         return edges, adj, cent
 
     # -- the graph ------------------------------------------------------------------------------------------------

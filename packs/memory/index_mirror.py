@@ -1,8 +1,9 @@
-"""The search index as a mirror of the store (runtime/mirror.py): loaded from the notes and vectors tables (BM25
-and the HNSW graphs from their snapshots when those are current), fed with committed changes, snapshotted at close.
+"""The search index as a mirror of the store (runtime/mirror.py): one :class:`MemoryIndex` per namespace, loaded
+from that namespace's notes and vectors (BM25 and the HNSW graphs from their snapshots when those are current) at
+the namespace's first call, fed with its committed changes, snapshotted when it is evicted or the runtime closes.
 
-Readers use it as a plain :class:`~palimpsest_memory.packs.memory.index.MemoryIndex` (``ctx.state.index``); only the runtime
-calls ``load``, ``apply`` and ``close``.
+Readers take the namespace's index, ``ctx.state.index.of(ctx.namespace)`` (recall is per namespace); only the
+runtime calls ``load``, ``apply``, ``release`` and ``evict`` (ADR 0016).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex, Note
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.vectors import Ann
 from palimpsest_memory.runtime import Context
+from palimpsest_memory.runtime.errors import InternalError
 from palimpsest_memory.runtime.mirror import Change, Mirror
 
 
@@ -32,8 +34,8 @@ CHUNK = 8192  # rows per read at load: the whole table as Python tuples at once 
 # malloc then kept (issue 16, item 14); reading in id ranges keeps that transient small
 
 
-def read_rows(ctx: Context) -> list[NoteRow]:
-    """Every note as a row, read in id ranges; the strings many notes share (namespace, type, kind, scope,
+def read_rows(ctx: Context, namespace: str) -> list[NoteRow]:
+    """Every note of ``namespace`` as a row, read in id ranges; the strings many notes share (namespace, type, kind, scope,
     thread) are stored once — each fetched value is otherwise its own string object (~55 bytes a field)."""
     shared: dict[Any, Any] = {}
 
@@ -43,7 +45,8 @@ def read_rows(ctx: Context) -> list[NoteRow]:
     rows: list[NoteRow] = []
     last = -1
     while True:
-        got = ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes WHERE id > ? ORDER BY id LIMIT {CHUNK}", [last])
+        got = ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes WHERE namespace = ? AND id > ? ORDER BY id "
+                           f"LIMIT {CHUNK}", [namespace, last])
         for r in got:
             (nid, ns, content, mtype, kind, scope, thread, tags, *rest) = r
             rows.append(NoteRow(nid, one(ns), content, one(mtype), one(kind), one(scope), one(thread),
@@ -53,15 +56,17 @@ def read_rows(ctx: Context) -> list[NoteRow]:
         last = got[-1][0]
 
 
-def read_vectors(ctx: Context, model: str) -> tuple[np.ndarray, np.ndarray]:
-    """Note ids and their vectors for ``model``, read in id ranges into one float32 matrix."""
-    total = ctx.db.query("SELECT count(*), max(dim) FROM memory.vectors WHERE model = ?", [model])[0]
+def read_vectors(ctx: Context, model: str, namespace: str) -> tuple[np.ndarray, np.ndarray]:
+    """Note ids of ``namespace`` and their vectors for ``model``, read in id ranges into one float32 matrix."""
+    total = ctx.db.query("SELECT count(*), max(v.dim) FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
+                         "WHERE n.namespace = ? AND v.model = ?", [namespace, model])[0]
     n, dims = int(total[0]), int(total[1] or 0)
     ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
     done, last = 0, -1
     while done < n:
-        got = ctx.db.query("SELECT note_id, vec FROM memory.vectors WHERE model = ? AND note_id > ? "
-                           f"ORDER BY note_id LIMIT {CHUNK}", [model, last])
+        got = ctx.db.query("SELECT v.note_id, v.vec FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
+                           "WHERE n.namespace = ? AND v.model = ? AND v.note_id > ? "
+                           f"ORDER BY v.note_id LIMIT {CHUNK}", [namespace, model, last])
         if not got:
             break
         k = min(len(got), n - done)
@@ -71,69 +76,130 @@ def read_vectors(ctx: Context, model: str) -> tuple[np.ndarray, np.ndarray]:
     return ids[:done], matrix[:done]
 
 
-class IndexMirror(MemoryIndex, Mirror):
-    """A :class:`MemoryIndex` that the runtime keeps equal to the committed notes."""
+class IndexMirror(Mirror):
+    """One :class:`MemoryIndex` per namespace held, each kept equal to that namespace's committed notes."""
+
+    per_namespace = True
 
     def __init__(self) -> None:
-        # settings arrive with the first load; until then an empty index with BM25's usual constants
-        super().__init__(k1=1.2, b=0.75, max_query_terms=64, expansion_weight=0.0)
+        self.by_ns: dict[str, MemoryIndex] = {}
 
-    def load(self, ctx: Context) -> None:
-        """Rebuild from the tables (vectors are read back, never re-embedded)."""
+    def of(self, namespace: str) -> MemoryIndex:
+        """The namespace's index (the runtime loaded it before the call that asks)."""
+        index = self.by_ns.get(namespace)
+        if index is None:
+            raise InternalError(f"the memory index of namespace {namespace!r} is not loaded (the runtime loads a "
+                                "namespace's mirrors before a call in it)")
+        return index
+
+    def load(self, ctx: Context, namespace: str | None = None) -> None:
+        """Rebuild one namespace's index from the tables (vectors are read back, never re-embedded)."""
+        if namespace is None:
+            return  # nothing is held before a namespace's first call
         s: MemorySettings = ctx.settings
-        MemoryIndex.__init__(self, **index_options(s))  # empty, with this runtime's settings
-        rows = read_rows(ctx)
-        restored = snapshot.restore(ctx, self, len(rows), rows[-1].id if rows else 0)
-        self.add(rows, {}, text_index=not restored)  # a restored BM25 needs no tokenising
-        self.dirty = not restored
+        index = MemoryIndex(**index_options(s))  # empty, with this runtime's settings
+        rows = read_rows(ctx, namespace)
+        restored = snapshot.restore(ctx, index, len(rows), rows[-1].id if rows else 0)
+        index.add(rows, {}, text_index=not restored)  # a restored BM25 needs no tokenising
+        index.dirty = not restored
         for model in s.stored_models():
-            ids, matrix = read_vectors(ctx, model)
+            ids, matrix = read_vectors(ctx, model, namespace)
             if len(ids) < len(rows):
-                ctx.log.warning("%d notes have no %s vector; run memory.reembed", len(rows) - len(ids), model)
+                ctx.log.warning("%d notes of %s have no %s vector; run memory.reembed", len(rows) - len(ids),
+                                namespace, model)
             if len(ids):
-                self.add_vectors(model, ids, matrix, build=False)
-                vi = self.vectors[model]
+                index.add_vectors(model, ids, matrix, build=False)
+                vi = index.vectors[model]
                 if not snapshot.restore_graph(ctx, vi, model):  # a saved HNSW graph, else build it now
                     vi.build_graph()
-                    self.dirty = self.dirty or vi.has_graph
+                    index.dirty = index.dirty or vi.has_graph
+        self.by_ns[namespace] = index
 
     def apply(self, changes: Sequence[Change]) -> None:
         for change in changes:
-            c = change.data
-            if isinstance(c, NotesAdded):
-                self.add(c.rows, c.vectors)
-            elif isinstance(c, SupersededSet):
-                for note_id, by in zip(c.note_ids, c.by):
-                    self.set_superseded(note_id, c.when, by)
-            elif isinstance(c, Archived):
-                for note_id in c.note_ids:
-                    self.set_archived(note_id, c.when)
-            elif isinstance(c, MetadataEdited):
-                self.set_metadata(c.note_id, c.fields)
-            elif isinstance(c, VectorsReplaced):
-                self.vectors.pop(c.model, None)
-                self.add_vectors(c.model, c.ids, c.matrix)
-                self.dirty = True  # a new graph (when large): the snapshot at close saves it
-            elif isinstance(c, NotesErased):  # memory.forget (ADR 0018)
-                self.forget(c.note_ids)
-            elif isinstance(c, SnapshotSaved):
-                self.dirty = False
-                for vi in self.vectors.values():
-                    vi.graph_dirty = False
+            index = self.by_ns.get(change.namespace)
+            if index is not None:
+                take(index, change.data)
 
-    def close(self, ctx: Context) -> None:
-        """Snapshot the full-text index while the store is still open (a no-op when nothing changed)."""
-        ctx.call("memory.save_index", {})
+    def release(self, ctx: Context, namespace: str) -> None:
+        """Snapshot the namespace's full-text index while the store is still open (a no-op when nothing changed)."""
+        if namespace in self.by_ns:
+            ctx.call("memory.save_index", {}, namespace=namespace)
+
+    def evict(self, namespace: str) -> None:
+        self.by_ns.pop(namespace, None)
+
+    def size_bytes(self, namespace: str) -> int:
+        index = self.by_ns.get(namespace)
+        return 0 if index is None else index_bytes(index)
 
     def digest(self) -> Any:
-        """Every note's id and the flags recall filters on, the BM25 content, and the vector ids per model."""
-        ids = np.array(sorted(self.rows), dtype=np.int64)
-        c = self.cols
-        notes = tuple(zip(ids.tolist(), c["alive"][ids].tolist(), c["archived"][ids].tolist(),
-                          np.nan_to_num(c["superseded"][ids], nan=-1.0).tolist(),
-                          [self.rows[i].superseded_by for i in ids.tolist()],
-                          c["prev"][ids].tolist(), c["next"][ids].tolist(),
-                          [(r.kind, r.scope, tuple(r.tags), r.salience, r.decay_factor, float(c["salience"][i]),
-                            float(c["decay"][i]), sorted(self.tags.get(i, ())))
-                           for i, r in ((i, self.rows[i]) for i in ids.tolist())]))
-        return notes, self.bm25.digest(), tuple(sorted((m, v.digest()) for m, v in self.vectors.items()))
+        return {ns: index_digest(index) for ns, index in sorted(self.by_ns.items())}
+
+
+def take(index: MemoryIndex, c: Any) -> None:
+    """Apply one committed change to a namespace's index."""
+    if isinstance(c, NotesAdded):
+        index.add(c.rows, c.vectors)
+    elif isinstance(c, SupersededSet):
+        for note_id, by in zip(c.note_ids, c.by):
+            index.set_superseded(note_id, c.when, by)
+    elif isinstance(c, Archived):
+        for note_id in c.note_ids:
+            index.set_archived(note_id, c.when)
+    elif isinstance(c, MetadataEdited):
+        index.set_metadata(c.note_id, c.fields)
+    elif isinstance(c, VectorsReplaced):
+        index.vectors.pop(c.model, None)
+        index.add_vectors(c.model, c.ids, c.matrix)
+        index.dirty = True  # a new graph (when large): the snapshot at close saves it
+    elif isinstance(c, NotesErased):  # memory.forget (ADR 0018)
+        index.forget(c.note_ids)
+    elif isinstance(c, SnapshotSaved):
+        index.dirty = False
+        for vi in index.vectors.values():
+            vi.graph_dirty = False
+
+
+ROW_BYTES = 420  # a NoteRow's slots, its datetimes and tags tuple, and its dict entry, besides its text
+ENTRY_BYTES = 100  # one entry of a dict of small objects (ids → rows of a posting map, codes, tags)
+
+
+def held_bytes(obj: Any) -> int:
+    """The numpy arrays, ``array.array`` posting lists and dicts directly held by ``obj``'s attributes."""
+    total = 0
+    for v in (vars(obj).values() if hasattr(obj, "__dict__") else ()):
+        if isinstance(v, np.ndarray):
+            total += v.nbytes
+        elif isinstance(v, dict):
+            total += ENTRY_BYTES * len(v) + sum(a.nbytes for a in v.values() if isinstance(a, np.ndarray))
+        elif isinstance(v, list):
+            total += 8 * len(v) + sum(a.nbytes if isinstance(a, np.ndarray) else len(a) * a.itemsize
+                                      for a in v if hasattr(a, "itemsize"))
+    return total
+
+
+def index_bytes(index: MemoryIndex) -> int:
+    """About how many bytes one namespace's index holds: its columns and maps, its BM25 arrays and postings, its
+    vectors and HNSW graphs, each note's row and text. An estimate for the budget, not an exact count."""
+    total = held_bytes(index) + held_bytes(index.bm25)
+    total += sum(ROW_BYTES + len(r.content) for r in index.rows.values())
+    for vi in index.vectors.values():
+        total += held_bytes(vi)
+        graph = getattr(vi, "_graph", None)
+        total += int(getattr(graph, "memory_usage", 0) or 0) if graph is not None else 0
+    return total
+
+
+def index_digest(index: MemoryIndex) -> Any:
+    """Every note's id and the flags recall filters on, the BM25 content, and the vector ids per model."""
+    ids = np.array(sorted(index.rows), dtype=np.int64)
+    c = index.cols
+    notes = tuple(zip(ids.tolist(), c["alive"][ids].tolist(), c["archived"][ids].tolist(),
+                      np.nan_to_num(c["superseded"][ids], nan=-1.0).tolist(),
+                      [index.rows[i].superseded_by for i in ids.tolist()],
+                      c["prev"][ids].tolist(), c["next"][ids].tolist(),
+                      [(r.kind, r.scope, tuple(r.tags), r.salience, r.decay_factor, float(c["salience"][i]),
+                        float(c["decay"][i]), sorted(index.tags.get(i, ())))
+                       for i, r in ((i, index.rows[i]) for i in ids.tolist())]))
+    return notes, index.bm25.digest(), tuple(sorted((m, v.digest()) for m, v in index.vectors.items()))

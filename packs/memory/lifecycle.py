@@ -115,7 +115,7 @@ def consolidation_candidates(params: CandidatesGroupParams, ctx: Context) -> Can
     s: MemorySettings = ctx.settings
     g = s.graph
     cut = g.consolidation_min_similarity if params.min_similarity is None else params.min_similarity
-    index = ctx.state.index
+    index = ctx.state.index.of(ctx.namespace)
     mask = index.mask(ctx.namespace, RecallFilters(memory_type=params.memory_type, scope=params.scope))
     ids = np.flatnonzero(mask)
     graph: MemoryGraph = ctx.state.graph

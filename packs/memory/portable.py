@@ -35,7 +35,8 @@ def import_records(params: ImportParams, ctx: Context) -> ImportResult:
     """Check or write exported memory records into the namespace (ids preserved); finish reloads the index."""
     res = import_page(ctx, TABLES, params)
     if params.finish and not params.check_only:
-        ctx.db.execute("DELETE FROM memory.index_snapshot")  # the notes changed under it: rebuilt, saved at close
+        ctx.db.execute("DELETE FROM memory.index_snapshot WHERE namespace = ?",  # the notes changed under it:
+                       [ctx.namespace])                                        # rebuilt, saved at close
         ctx.reload_mirrors()
     return res
 

@@ -63,7 +63,7 @@ def answer(params: RecallParams, ctx: Context) -> tuple[RecallResult, Scored, li
     s: MemorySettings = ctx.settings
     scored, fusion, model, weights = rank(params, ctx)
     keep = [j for j, sc in enumerate(scored.score) if params.min_score is None or sc >= params.min_score]
-    rows = ctx.state.index.rows  # the index holds each committed note as stored: no SQL on the recall path
+    rows = ctx.state.index.of(ctx.namespace).rows  # the index holds each committed note as stored: no SQL on the recall path
     hits, served, used, truncated = [], [], 0, False
     for j in keep[: params.limit]:
         note = note_from_index(rows[scored.ids[j]])

@@ -1,4 +1,5 @@
-"""The full-text index survives a restart as a snapshot in DuckDB (``memory.index_snapshot``).
+"""The full-text index survives a restart as a snapshot in the store (``memory.index_snapshot``), one per namespace
+(the index is held per namespace, ADR 0016: rows keyed by ``(namespace, id)``).
 
 Rebuilding BM25 on open means tokenising every note again (~15 s at 100k notes, and every ``pal`` command opens
 the store). The snapshot is derived data, trusted only when it covers exactly the stored notes (their count and
@@ -42,7 +43,8 @@ def signature(s: MemorySettings) -> str:
 def restore(ctx: Context, index: MemoryIndex, notes: int, max_id: int) -> bool:
     """Load the snapshot into ``index.bm25`` when it covers exactly these notes; False if there is none to use."""
     s: MemorySettings = ctx.settings
-    row = ctx.db.query("SELECT signature, notes, max_id, data FROM memory.index_snapshot WHERE id = 1")
+    row = ctx.db.query("SELECT signature, notes, max_id, data FROM memory.index_snapshot WHERE namespace = ? AND id = 1",
+                       [ctx.namespace])
     if not row or notes == 0:
         return False
     sig, n, mx, data = row[0]
@@ -68,10 +70,10 @@ def write(ctx: Context, index: MemoryIndex) -> int:
     buf = io.BytesIO()
     np.savez(buf, **index.bm25.snapshot())
     data = buf.getvalue()
-    ctx.db.execute("INSERT INTO memory.index_snapshot VALUES (1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                   "signature = excluded.signature, notes = excluded.notes, max_id = excluded.max_id, "
+    ctx.db.execute("INSERT INTO memory.index_snapshot VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT (namespace, id) DO UPDATE "
+                   "SET signature = excluded.signature, notes = excluded.notes, max_id = excluded.max_id, "
                    "saved_at = excluded.saved_at, data = excluded.data",
-                   [signature(ctx.settings), len(index.rows), max(index.rows), ctx.now(), data])
+                   [ctx.namespace, signature(ctx.settings), len(index.rows), max(index.rows), ctx.now(), data])
     return len(data)
 
 
@@ -91,8 +93,8 @@ def restore_graph(ctx: Context, vi: VectorIndex, model: str) -> bool:
     """Give ``vi`` its saved HNSW graph when one matches its vectors exactly; False if there is none to use."""
     if not vi.ann.min_rows or len(vi) < vi.ann.min_rows:
         return False
-    row = ctx.db.query("SELECT signature, notes, max_id, data FROM memory.index_snapshot WHERE id = ?",
-                       [_graph_row(ctx.settings, model)])
+    row = ctx.db.query("SELECT signature, notes, max_id, data FROM memory.index_snapshot WHERE namespace = ? AND id = ?",
+                       [ctx.namespace, _graph_row(ctx.settings, model)])
     if not row:
         return False
     sig, n, mx, data = row[0]
@@ -114,14 +116,15 @@ def write_graphs(ctx: Context, index: MemoryIndex) -> int:
         data = vi.graph_bytes()
         if data is None:
             continue
-        ctx.db.execute("INSERT INTO memory.index_snapshot VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                       "signature = excluded.signature, notes = excluded.notes, max_id = excluded.max_id, "
+        ctx.db.execute("INSERT INTO memory.index_snapshot VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, id) DO "
+                       "UPDATE SET signature = excluded.signature, notes = excluded.notes, max_id = excluded.max_id, "
                        "saved_at = excluded.saved_at, data = excluded.data",
-                       [_graph_row(ctx.settings, model), graph_signature(model, vi), len(vi), vi.max_id(),
-                        ctx.now(), data])
+                       [ctx.namespace, _graph_row(ctx.settings, model), graph_signature(model, vi), len(vi),
+                        vi.max_id(), ctx.now(), data])
         size += len(data)
     return size
 
 
 def drop_graphs(ctx: Context) -> None:
+    """Every namespace's saved graphs (memory.reembed replaces the vectors of all of them)."""
     ctx.db.execute("DELETE FROM memory.index_snapshot WHERE id >= ?", [GRAPH_ROW])

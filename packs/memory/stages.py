@@ -50,7 +50,7 @@ def embed(ctx: Context, query: str) -> EmbedResult:
 def candidates(ctx: Context, query: str, vector: list[float], model: str, k: int,
                filters: RecallFilters) -> CandidatesResult:
     """BM25 leg and exact-cosine vector leg, each top-k, over this namespace's notes that pass the filters."""
-    index = ctx.state.index
+    index = ctx.state.index.of(ctx.namespace)
     mask = index.mask(ctx.namespace, filters)
     text = index.bm25.search(query, k, allowed=mask)
     vec_hits: list[tuple[int, float]] = []
@@ -68,7 +68,7 @@ def fuse(ctx: Context, text: Leg, vector: Leg, fusion: str, filters: RecallFilte
     s: MemorySettings = ctx.settings
     fused, per_leg = ranking.fuse_legs(zip(text.ids, text.scores), zip(vector.ids, vector.scores), fusion,
                                        rrf_k=s.rrf_k, weights=s.fusion_weights)
-    index = ctx.state.index
+    index = ctx.state.index.of(ctx.namespace)
     c = s.context
     pool = ranking.context(fused.scores, prev=index.cols["prev"], nxt=index.cols["next"],
                            thread=index.cols["thread"], alpha=c.neighbour_alpha, beta=c.thread_beta,
@@ -99,7 +99,7 @@ def score_weights(ctx: Context) -> dict[str, float]:
 def score(ctx: Context, cand: Candidates, now: datetime, weights: dict[str, float], rerank: bool = True) -> Scored:
     """The ADR 0008 score over the candidates (ranking 4), then the rerank stage when it is on (ranking 5)."""
     s: MemorySettings = ctx.settings
-    f = ctx.state.index.features(cand.ids)
+    f = ctx.state.index.of(ctx.namespace).features(cand.ids)
     feats = ranking.NoteFeatures(salience=f["salience"], decay=f["decay"], occurred=f["occurred"])
     scored = ranking.score(cand, feats, seconds(now), weights, s.recency_half_life_days)
     rw = s.rerank.model_dump()
@@ -111,7 +111,7 @@ def demote_near_duplicates(ctx: Context, scored: Scored) -> Scored:
     s: MemorySettings = ctx.settings
     if not s.near_duplicate_prefix or not scored.ids:
         return scored
-    prefixes = ctx.state.index.cols["prefix"][np.asarray(scored.ids, dtype=np.int64)]
+    prefixes = ctx.state.index.of(ctx.namespace).cols["prefix"][np.asarray(scored.ids, dtype=np.int64)]
     return ranking.demote_near_duplicates(scored, prefixes, s.near_duplicate_penalty)
 
 

@@ -31,7 +31,7 @@ def run_walk(ctx: Context, q: np.ndarray, model: str, seeds: dict[int, float], m
     s: MemorySettings = ctx.settings
     factors = s.graph.relation_factors.model_dump()
     graph: MemoryGraph = ctx.state.graph
-    vectors = ctx.state.index.vectors.get(model)
+    vectors = ctx.state.index.of(ctx.namespace).vectors.get(model)
     ns = ctx.namespace
     best: dict[int, tuple] = {n: (f, 0, n, ()) for n, f in seeds.items()}
     cos: dict[int, float] = {}
@@ -70,7 +70,7 @@ def run_walk(ctx: Context, q: np.ndarray, model: str, seeds: dict[int, float], m
 
 def _walk_mask(ctx: Context, include_superseded: bool, filters: RecallFilters | None = None) -> np.ndarray:
     f = filters or RecallFilters(include_superseded=include_superseded)
-    return ctx.state.index.mask(ctx.namespace, f)
+    return ctx.state.index.of(ctx.namespace).mask(ctx.namespace, f)
 
 
 @pack.verb("walk", act=Act.ASSERTIVE)
@@ -90,7 +90,7 @@ def walk(params: WalkParams, ctx: Context) -> WalkResult:
     emb = ctx.call("memory.recall_embed", EmbedParams(query=params.query))
     q = np.asarray(emb.vector, dtype=np.float32)
     mask = _walk_mask(ctx, params.include_superseded)
-    vectors = ctx.state.index.vectors.get(emb.model)
+    vectors = ctx.state.index.of(ctx.namespace).vectors.get(emb.model)
     hits = vectors.search(q, params.seeds or g.walk_seeds, allowed=mask, min_cosine=cut) if vectors else []
     seeds = {i: 1.0 for i, _ in hits}
     best, cos = run_walk(ctx, q, emb.model, seeds, mask, max_depth=depth, cut=cut,
@@ -100,7 +100,7 @@ def walk(params: WalkParams, ctx: Context) -> WalkResult:
     factors = s.graph.relation_factors.model_dump()
     ranked = sorted(((cos[n] * f * (1.0 + cent.get(n, 0.0)), n) for n, (f, *_rest) in best.items()),
                     key=lambda t: (-t[0], t[1]))[: params.limit]
-    rows = ctx.state.index.rows
+    rows = ctx.state.index.of(ctx.namespace).rows
     notes = {n: note_from_index(rows[n]) for _, n in ranked}
     results = []
     for score, n in ranked:

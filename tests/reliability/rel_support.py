@@ -75,9 +75,11 @@ def memory_fingerprint(rt: Any) -> tuple:
     st = rt._state.get("memory")
     if st is None:
         return (dict(rt._tunables),)
-    index, graph = st.index, st.graph
-    return (len(index), len(index.bm25), {m: len(v) for m, v in index.vectors.items()}, len(graph.edges),
-            {ns: dict(c) for ns, c in graph.centrality.items()}, dict(rt._tunables))
+    graph = st.graph
+    # one index per namespace held; loading a namespace (a call's first use of it) is not a change
+    held = tuple((ns, len(index), len(index.bm25), {m: len(v) for m, v in index.vectors.items()})
+                 for ns, index in sorted(st.index.by_ns.items()) if index.rows)
+    return (held, len(graph.edges), {ns: dict(c) for ns, c in graph.centrality.items()}, dict(rt._tunables))
 
 
 def schema_shape(con: Any) -> list[tuple]:
@@ -167,17 +169,13 @@ def integrity_problems(rt: Any) -> list[str]:
     return out
 
 
-def index_problems(rt: Any, graph_edges: bool = True) -> list[str]:
-    """The memory indexes agree with the tables: every note is in the BM25 index and carries its namespace and
-    state in the column store, every stored vector is loaded (normalised, bit-identical), nothing extra; and
-    (``graph_edges``) the memory graph holds exactly the active note-to-note edges of ``kg.edges``."""
+def _namespace_problems(rt: Any, index: Any, namespace: str) -> list[str]:
     from palimpsest_memory.packs.memory.vectors import l2_normalize
 
-    st = rt._state["memory"]
-    index, graph = st.index, st.graph
     con = rt._con
-    rows = con.execute("SELECT id, namespace, archived_at IS NOT NULL FROM memory.notes ORDER BY id").fetchall()
-    out = []
+    rows = con.execute("SELECT id, namespace, archived_at IS NOT NULL FROM memory.notes WHERE namespace = ? "
+                       "ORDER BY id", [namespace]).fetchall()
+    out: list[str] = []
     if len(index.bm25) != len(rows):
         out.append(f"BM25 index holds {len(index.bm25)} notes, the table {len(rows)}")
     for nid, ns, archived in rows:
@@ -190,7 +188,8 @@ def index_problems(rt: Any, graph_edges: bool = True) -> list[str]:
         if len(out) > 20:
             return out
     for model in stored_models(rt):
-        vecs = con.execute("SELECT note_id, vec FROM memory.vectors WHERE model = ?", [model]).fetchall()
+        vecs = con.execute("SELECT v.note_id, v.vec FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
+                           "WHERE v.model = ? AND n.namespace = ?", [model, namespace]).fetchall()
         vi = index.vectors.get(model)
         if vecs and vi is None:
             out.append(f"no {model} vector index although {len(vecs)} vectors are stored")
@@ -203,6 +202,24 @@ def index_problems(rt: Any, graph_edges: bool = True) -> list[str]:
                 out.append(f"note {nid}: {model} vector in the index differs from the table")
                 if len(out) > 20:
                     return out
+    return out
+
+
+def index_problems(rt: Any, graph_edges: bool = True) -> list[str]:
+    """The memory indexes agree with the tables: every note is in the BM25 index and carries its namespace and
+    state in the column store, every stored vector is loaded (normalised, bit-identical), nothing extra; and
+    (``graph_edges``) the memory graph holds exactly the active note-to-note edges of ``kg.edges``."""
+    st = rt._state["memory"]
+    graph = st.graph
+    con = rt._con
+    out: list[str] = []
+    spaces = [r[0] for r in con.execute("SELECT DISTINCT namespace FROM memory.notes ORDER BY 1").fetchall()]
+    for ns in spaces:  # the index is held per namespace, loaded at a namespace's first call (ADR 0016)
+        with rt._lock:
+            rt.followers.ensure(ns)
+        out += _namespace_problems(rt, st.index.of(ns), ns)
+        if len(out) > 20:
+            return out
     if not graph_edges:
         return out
     active = {r[0] for r in con.execute(

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from palimpsest_memory.runtime import changelog, errors
+from palimpsest_memory.runtime import Act, Context, Pack, changelog, errors
+from palimpsest_memory.runtime.params import Params
 from palimpsest_memory.runtime.storage import postgres
 from palimpsest_memory.runtime.testing import POSTGRES_MISSING, open_test_runtime, postgres_available
 
@@ -159,6 +160,8 @@ def test_a_follower_s_mirrors_equal_a_fresh_load(url) -> None:  # type: ignore[n
         a.call("memory.recall", {"query": "topic 1"})
         b.call("memory.recall", {"query": "topic zebra"}, consistency="strong")
         with open_test_runtime(path=url) as fresh:
+            fresh.call("memory.recall", {"query": "topic"})  # holds the namespace b holds (loaded at first call)
+            assert list(fresh.followers.held) == list(b.followers.held) == ["default"]
             for owner, mirrors in fresh.followers.mirrors.items():
                 mine = dict(b.followers.mirrors[owner])
                 for name, mirror in mirrors:
@@ -289,3 +292,70 @@ def test_sigkill_mid_batch_loses_no_acknowledged_write(url) -> None:  # type: ig
         stored = {r[0] for r in sql(rt, "SELECT DISTINCT object_text FROM kg.claims")}
         logged = set(_commit_order(rt))
     assert set(acked) <= stored and set(acked) <= logged
+
+
+# -- namespaces loaded on demand (ADR 0016, issue 14 item 4) -----------------------------------------------------------
+def _per_ns_digests(rt) -> dict:  # type: ignore[no-untyped-def]
+    return {f"{o}.{n}": m.digest() for o, ms in rt.followers.mirrors.items() for n, m in ms if m.per_namespace}
+
+
+def test_a_late_loaded_namespace_sees_commits_before_and_after_its_load_once(url) -> None:  # type: ignore[no-untyped-def]
+    """B loads namespace 'late' after A committed to it, while B's cursor may still be behind those commits; then A
+    commits more. B's index of 'late' holds every note exactly once and equals a fresh load; a namespace B does not
+    hold is skipped by its follower and read whole when B first uses it."""
+    with open_test_runtime(path=url) as a, open_test_runtime(path=url) as b:
+        b.call("memory.recall", {"query": "x"}, namespace="other")
+        before = [a.call("memory.remember", {"content": f"early note {i} lark"}, namespace="late").note.id
+                  for i in range(3)]
+        a.call("kg.assert_fact", {"subject": "Ada", "predicate": "lives_in", "object": "Paris"}, namespace="late")
+        b.call("memory.recall", {"query": "x"}, namespace="other", consistency="strong")  # follows; 'late' skipped
+        assert "late" not in b.held_namespaces() and b.followers.seq == head(b)
+        more = [a.call("memory.remember", {"content": f"middle note {i} lark"}, namespace="late").note.id
+                for i in range(2)]
+        got = b.call("memory.recall", {"query": "lark note", "limit": 20}, namespace="late")  # loads 'late' now
+        assert sorted(h.note.id for h in got.results) == sorted(before + more)
+        after = [a.call("memory.remember", {"content": f"late note {i} lark"}, namespace="late").note.id
+                 for i in range(2)]
+        a.call("kg.assert_fact", {"subject": "Ada", "predicate": "lives_in", "object": "Rome"}, namespace="late")
+        a.call("memory.remember", {"content": "another namespace moves on"}, namespace="other")
+        got = b.call("memory.recall", {"query": "lark note", "limit": 20}, namespace="late", consistency="strong")
+        ids = [h.note.id for h in got.results]
+        assert sorted(ids) == sorted(before + more + after) and len(ids) == len(set(ids))
+        index = b._state["memory"].index.of("late")
+        assert len(index.rows) == 7 and len(index.bm25) == 7
+        assert [f.object for f in b.call("kg.facts", {"subject": "Ada"}, namespace="late").facts] == ["Rome"]
+        with open_test_runtime(path=url) as fresh:
+            for ns in b.held_namespaces():
+                fresh.hold(ns)
+            assert _per_ns_digests(fresh) == _per_ns_digests(b)
+
+
+class Text(Params):
+    content: str
+
+
+class Done(Params):
+    pass
+
+
+def test_a_nested_call_into_a_namespace_not_held_loads_it_under_its_lock(url) -> None:  # type: ignore[no-untyped-def]
+    """A writing call in one namespace whose nested call writes another namespace not yet held loads that one
+    inside the transaction (under the namespace's lock): its mirrors take the nested change exactly once."""
+    pack = Pack("cross", version="1.0", requires=["memory"])
+
+    @pack.verb("copy_note", act=Act.COMMISSIVE)
+    def copy_note(params: Text, ctx: Context) -> Done:
+        ctx.call("memory.remember", {"content": params.content})
+        ctx.call("memory.remember", {"content": params.content}, namespace="elsewhere")
+        return Done()
+
+    import palimpsest_memory.packs.brain.pack as brain
+    import palimpsest_memory.packs.kg.pack as kg
+    import palimpsest_memory.packs.memory.pack as memory
+
+    with open_test_runtime(kg, memory, brain, pack, path=url) as a, open_test_runtime(path=url) as other:
+        other.call("memory.remember", {"content": "committed before the load"}, namespace="elsewhere")
+        a.call("cross.copy_note", {"content": "copied across namespaces"})
+        index = a._state["memory"].index.of("elsewhere")
+        assert sorted(r.content for r in index.rows.values()) == ["committed before the load",
+                                                                   "copied across namespaces"]

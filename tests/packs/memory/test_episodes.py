@@ -11,6 +11,7 @@ from store_support import HASHING, T0, Clock
 from palimpsest_memory.packs.memory.threads import Episodes
 from palimpsest_memory.runtime import errors
 from palimpsest_memory.runtime.testing import open_test_runtime
+from index_support import held_index
 
 GAP = 30 * 60.0
 
@@ -53,7 +54,7 @@ def _remember(rt, content, **kw):
 
 
 def _links(rt):
-    index = rt._state["memory"].index
+    index = held_index(rt)
     n = max(index.rows) + 1
     return index.cols["prev"][:n].tolist(), index.cols["next"][:n].tolist(), index.cols["thread"][:n].tolist()
 

@@ -7,6 +7,7 @@ from datetime import datetime
 
 import pytest
 
+from index_support import held_index
 from palimpsest_memory.packs.memory.commands import import_conversations
 from palimpsest_memory.packs.memory.importers import Conversation, Turn
 from palimpsest_memory.runtime import Act, errors
@@ -376,10 +377,10 @@ def test_explain_is_assertive_and_writes_nothing(rt):
     spec = {v.full_name: v for v in rt.verbs()}["memory.explain"]
     assert spec.act is Act.ASSERTIVE and spec.writes is False
     orion_vega(rt)
-    before, size = snapshot(rt), len(rt._state["memory"].index)
+    before, size = snapshot(rt), len(held_index(rt))
     explain(rt, "why Postgres for the orion project", include_tunnels=True, as_of="2026-03-01")
     explain(rt, "Grafana", scope="nebula")
-    assert snapshot(rt) == before and len(rt._state["memory"].index) == size
+    assert snapshot(rt) == before and len(held_index(rt)) == size
 
 
 def test_namespaces_are_isolated(rt):

@@ -199,6 +199,7 @@ def test_edges_survive_a_reopen(tmp_path):
         link(r, a, b, "supports")
         r.call("memory.centrality", {})
     with open_test_runtime(config=HASHING, path=path) as r:
+        r.hold("default")  # a namespace's mirrors load at its first call (ADR 0016)
         g = r._state["memory"].graph
         assert [g.edges[e][1:4] for e in g.incident("default", a)] == [(a, b, "supports")]
         assert g.centrality["default"][b] == 1.0

@@ -15,6 +15,7 @@ from store_support import HASHING
 from palimpsest_memory.runtime import Act, Context, Pack, errors
 from palimpsest_memory.runtime.params import Params
 from palimpsest_memory.runtime.testing import open_test_runtime
+from index_support import held_index
 
 
 def fresh_digests(rt: Any) -> dict[str, Any]:
@@ -163,6 +164,8 @@ def test_the_graph_reloads_through_kg_list_edges_in_every_namespace(tmp_path):
         rt.call("memory.centrality", {"namespace": "work"})
         before = rt._state["memory"].graph.digest()
     with open_test_runtime(config=HASHING, path=path) as rt:
+        rt.hold("default")
+        rt.hold("work")  # held in the order the writer's first calls held them
         g = rt._state["memory"].graph
         assert g.digest() == before
         assert {v[0] for v in g.edges.values()} == {"default", "work"} and len(g.edges) == 8
@@ -174,7 +177,7 @@ def test_the_index_snapshot_is_written_by_the_mirror_at_close(tmp_path):
     cfg = {"packs": {"memory": {"embedder": "hashing", "index_snapshot_min_notes": 1}}}
     with open_test_runtime(config=cfg, path=path) as rt:
         note(rt, "snapshotted at close")
-        assert rt._state["memory"].index.dirty
+        assert held_index(rt).dirty
     with open_test_runtime(config=cfg, path=path) as rt:
-        assert not rt._state["memory"].index.dirty  # restored from the snapshot the close wrote
+        assert not held_index(rt).dirty  # restored from the snapshot the close wrote
         assert rt.call("memory.recall", {"query": "snapshotted"}).results

@@ -7,6 +7,7 @@ import pytest
 from palimpsest_memory.runtime import Act, Visibility, errors
 from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import HASHING, HASHING_NO_EPISODES, NO_EPISODES, T0, Clock, snapshot  # noqa: E402,F401
+from index_support import held_index
 
 WORDLLAMA = {"packs": {"memory": {"embedder": "wordllama"}}}
 WORDLLAMA_NO_EPISODES = {"packs": {"memory": {"embedder": "wordllama", "context": NO_EPISODES}}}
@@ -283,12 +284,12 @@ def test_recall_is_assertive_and_writes_nothing(rt):
     # The brain pack, when installed, records each serve in its own schema after the recall (its recall_served
     # subscriber runs in a transaction of its own, by design); everything else must be untouched.
     mine = lambda: {k: v for k, v in snapshot(rt).items() if not str(k).startswith("brain")}  # noqa: E731
-    before, index_size = mine(), len(rt._state["memory"].index)
+    before, index_size = mine(), len(held_index(rt))
     for fusion in FUSIONS:
         recall(rt, "Orion harbour", fusion=fusion, include_breakdown=True)
     recall(rt, "Orion harbour", include_superseded=True, as_of=T0.isoformat())
     assert mine() == before
-    assert len(rt._state["memory"].index) == index_size
+    assert len(held_index(rt)) == index_size
 
 
 # -- namespaces -------------------------------------------------------------------------------------------
@@ -391,13 +392,13 @@ def test_lifecycle_columns_are_honoured_on_reopen(tmp_path, clock):
 
 def test_index_stays_in_step_without_a_rebuild(legs_rt):
     rt = legs_rt
-    index = rt._state["memory"].index
+    index = held_index(rt)
     words = ["zanzibar", "mombasa", "valparaiso", "reykjavik", "ushuaia", "tromso", "hobart", "nuuk"]
     seen = []
     for n, w in enumerate(words, start=1):
         nid = remember(rt, f"the ferry to {w} leaves at dawn")
         seen.append(nid)
-        assert rt._state["memory"].index is index  # the same index object, updated in place
+        assert held_index(rt) is index  # the same index object, updated in place
         assert len(index) == n
         assert ids(rt, w) == [nid]
         assert set(ids(rt, "ferry dawn", limit=50)) == set(seen)

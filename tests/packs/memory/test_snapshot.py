@@ -5,6 +5,7 @@ import pytest
 from store_support import HASHING, T0
 
 from palimpsest_memory.runtime.testing import open_test_runtime
+from index_support import held_index
 
 SNAP = copy.deepcopy(HASHING)
 SNAP["packs"]["memory"]["index_snapshot_min_notes"] = 1
@@ -39,14 +40,14 @@ def test_a_restart_restores_the_index_and_answers_as_before(tmp_path) -> None:
         rt.call("memory.archive", {"ids": [ids[3]]})
         before = answers(rt)
     with open_test_runtime(config=SNAP, path=db) as rt:
-        index = rt._state["memory"].index
+        index = held_index(rt)
         assert snapshot_row(rt) == [(60, ids[-1])]
         assert not index.dirty and not index.expander._tokens  # restored: nothing was tokenised
         assert answers(rt) == before
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
         rt._con.execute("DELETE FROM memory.index_snapshot")
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
-        assert rt._state["memory"].index.dirty  # rebuilt from the notes
+        assert held_index(rt).dirty  # rebuilt from the notes
         assert answers(rt) == before
 
 
@@ -57,11 +58,11 @@ def test_notes_added_after_a_restore_expand_their_thread_neighbours_like_a_rebui
     with open_test_runtime(config=SNAP, path=db) as rt:
         rt.call("memory.remember_many", {"notes": notes(40)})
     with open_test_runtime(config=SNAP, path=db) as rt:
-        assert not rt._state["memory"].index.dirty
+        assert not held_index(rt).dirty
         rt.call("memory.remember_many", {"notes": notes(12, start=40)})
         live = answers(rt)
     with open_test_runtime(config=SNAP, path=db) as rt:  # the snapshot written at that close covers all 52
-        assert snapshot_row(rt)[0][0] == 52 and not rt._state["memory"].index.dirty
+        assert snapshot_row(rt)[0][0] == 52 and not held_index(rt).dirty
         assert answers(rt) == live
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
         rt._con.execute("DELETE FROM memory.index_snapshot")
@@ -85,7 +86,7 @@ def test_a_snapshot_that_does_not_match_is_ignored_and_the_index_rebuilt(tmp_pat
         with open_test_runtime(config=NO_SNAP, path=db) as rt:
             rt._con.execute("UPDATE memory.index_snapshot SET data = 'not a numpy archive'::BLOB")
     with open_test_runtime(config=config, path=db) as rt:
-        assert rt._state["memory"].index.dirty  # rebuilt, and will be saved again at close
+        assert held_index(rt).dirty  # rebuilt, and will be saved again at close
         got = answers(rt)
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
         rt._con.execute("DELETE FROM memory.index_snapshot")
@@ -149,10 +150,10 @@ def test_a_restart_restores_the_vector_graph_instead_of_building_it(tmp_path) ->
     db = str(tmp_path / "pal.duckdb")
     with open_test_runtime(config=GRAPH, path=db) as rt:
         ids = rt.call("memory.remember_many", {"notes": notes(80)}).ids
-        assert rt._state["memory"].index.vectors["hashing"].has_graph
+        assert held_index(rt).vectors["hashing"].has_graph
         before = vector_answers(rt)
     with open_test_runtime(config=GRAPH, path=db) as rt:
-        vi = rt._state["memory"].index.vectors["hashing"]
+        vi = held_index(rt).vectors["hashing"]
         assert graph_rows(rt) == [(2, 80, ids[-1])]
         assert vi.has_graph and not vi.graph_dirty  # restored, not built
         assert vector_answers(rt) == before
@@ -170,16 +171,16 @@ def test_a_graph_of_other_vectors_or_settings_is_never_restored(tmp_path) -> Non
     other = copy.deepcopy(GRAPH)
     other["packs"]["memory"]["vector_index"]["connectivity"] = 8
     with open_test_runtime(config=other, path=db) as rt:  # other graph settings: built again, saved at close
-        assert rt._state["memory"].index.vectors["hashing"].graph_dirty
+        assert held_index(rt).vectors["hashing"].graph_dirty
     with open_test_runtime(config=other, path=db) as rt:
-        assert not rt._state["memory"].index.vectors["hashing"].graph_dirty
+        assert not held_index(rt).vectors["hashing"].graph_dirty
         rt.call("memory.reembed", {})
         # reembed replaces vectors without changing their count: the saved graph goes in the same transaction,
         # so a process that dies before its close cannot restore a graph of the old vectors
         assert graph_rows(rt) == []
-        assert rt._state["memory"].index.vectors["hashing"].graph_dirty
+        assert held_index(rt).vectors["hashing"].graph_dirty
     with open_test_runtime(config=other, path=db) as rt:
-        assert len(graph_rows(rt)) == 1 and not rt._state["memory"].index.vectors["hashing"].graph_dirty
+        assert len(graph_rows(rt)) == 1 and not held_index(rt).vectors["hashing"].graph_dirty
 
 
 def test_the_vector_graph_snapshot_is_written_and_restored_on_both_backends(pal_backend, pal_store, tmp_path,
@@ -192,5 +193,5 @@ def test_the_vector_graph_snapshot_is_written_and_restored_on_both_backends(pal_
     assert "failed" not in caplog.text
     with open_test_runtime(config=GRAPH, path=db) as rt:
         assert graph_rows(rt) == [(2, 80, ids[-1])]
-        assert not rt._state["memory"].index.vectors["hashing"].graph_dirty  # restored, not built
+        assert not held_index(rt).vectors["hashing"].graph_dirty  # restored, not built
         assert vector_answers(rt) == before

@@ -55,6 +55,7 @@ def test_metadata_changes_edit_in_place_are_audited_and_reach_recall(rt, tmp_pat
     path = rt.path
     rt.close()
     with open_test_runtime(config=HASHING, discover=True, path=path) as fresh:
+        fresh.hold("default")
         assert {n: m.digest() for n, m in fresh.followers.mirrors["memory"]} == live
 
 
