@@ -6,18 +6,19 @@ read-only; a call that rolled back never gets here, so its changes and events ar
 
 On a shared store (PostgreSQL, ADR 0016) the changes come from the change log instead: after its own commit a
 process applies every logged change it has not applied yet, in sequence (commit) order, its own ones from memory
-and other processes' decoded; a listener thread does the same when another process's commit notifies it.
+and other processes' decoded; a listener thread (runtime/listener.py) does the same when another process's
+commit notifies it.
 """
 from __future__ import annotations
 
 import logging
-import threading
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from palimpsest_memory.runtime import changelog
 from palimpsest_memory.runtime.dispatch import Context, Frame
 from palimpsest_memory.runtime.events import Subscription
+from palimpsest_memory.runtime.listener import ChangeListener
 from palimpsest_memory.runtime.mirror import Change, Mirror, mirrors_of
 from palimpsest_memory.runtime.storage import postgres, rollback_quietly
 
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from palimpsest_memory.runtime.engine import Runtime
 
 log = logging.getLogger("palimpsest")
-LISTEN_POLL = 0.2  # seconds the listener waits for a notification before checking whether to stop
-SAFETY_POLL = 5.0  # seconds without a notification after which the listener reads the log anyway
 MAX_DELIVERIES = 10_000  # events one call may cause, subscribers' own events included (a loop is a pack bug)
 
 
@@ -38,8 +37,7 @@ class Followers:
         self.seq = 0  # sequence number of the last committed change
         self.mirrors: dict[str, list[tuple[str, Mirror]]] = {}
         self.subscribers: dict[str, list[Subscription]] = {}
-        self._stop = threading.Event()
-        self._listener: threading.Thread | None = None
+        self._listener: ChangeListener | None = None
         self._reload_pending = False  # shared store: a mirror failed inside a transaction; reload all after it
         # namespaces whose per-namespace mirrors are loaded, least recently used first → the sequence number they
         # were loaded at (they take only changes after it); their estimated sizes; the budget in bytes (0: none)
@@ -267,38 +265,13 @@ class Followers:
         return len(changes)
 
     def listen(self, url: str) -> None:
-        """Start the thread that wakes on other processes' commits (LISTEN) and applies them (the log)."""
-        self._listener = threading.Thread(target=self._listen, args=(url,), name="palimpsest-follower", daemon=True)
+        """Start the thread that wakes on other processes' commits and applies them (runtime/listener.py)."""
+        self._listener = ChangeListener(self._rt, url, self.catch_up)
         self._listener.start()
 
     def stop(self) -> None:
-        self._stop.set()
-
-    def _listen(self, url: str) -> None:
-        import psycopg
-
-        rt = self._rt
-        while not self._stop.is_set():
-            try:
-                with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-                    conn.execute(f"LISTEN {postgres.CHANNEL}")
-                    idle = 0.0
-                    while not self._stop.is_set():
-                        woke = any(True for _ in conn.notifies(timeout=LISTEN_POLL, stop_after=1))
-                        idle = 0.0 if woke else idle + LISTEN_POLL
-                        if not woke and idle < SAFETY_POLL:
-                            continue
-                        idle = 0.0
-                        with rt._lock:
-                            if rt._con is None or self._stop.is_set():
-                                return
-                            self.catch_up()
-            except Exception:  # noqa: BLE001 - a lost connection: log it and listen again
-                if self._stop.is_set():
-                    return
-                log.warning("change-log listener lost its connection to %s; retrying", postgres.redact(url),
-                            exc_info=False)
-                self._stop.wait(1.0)
+        if self._listener is not None:
+            self._listener.stop()
 
     def _apply(self, frame: Frame) -> None:
         changes = []
