@@ -130,40 +130,61 @@ class BM25Index:
         """
         if len(ids) != len(bags):
             raise ValueError("ids and bags differ in length")
+        if len(set(map(int, ids))) != len(ids):  # an id twice in one call: the later bag wins, one at a time
+            for note_id, bag in zip(ids, bags):
+                self.add_weighted([note_id], [bag])
+            return
         self._grow(self._n_rows + len(ids))
         vocab = self._vocab
+        first = self._n_rows
+        row_tids: list[list[int]] = []
+        row_tfs: list[list[float]] = []
         for note_id, bag in zip(ids, bags):
             note_id = int(note_id)
             if note_id in self._row_of:
                 self._remove_one(note_id)
+            terms = [t for t, w in bag.items() if w > 0.0]
+            tfs = [float(bag[t]) for t in terms]
+            tids = [vocab.get(t) for t in terms]
+            if None in tids:
+                for j, tid in enumerate(tids):
+                    if tid is None:
+                        tid = vocab.get(terms[j])  # a term new to the index, maybe twice in this batch
+                        if tid is None:
+                            tid = vocab[terms[j]] = len(vocab)
+                            self._post_rows.append(array("i"))
+                            self._post_tf.append(array("f"))
+                            self._df.append(0)
+                        tids[j] = tid
             row = self._n_rows
             self._n_rows += 1
-            tids = []
-            tfs = []
-            for term, w in bag.items():
-                w = float(w)
-                if w <= 0.0:
-                    continue
-                tid = vocab.get(term)
-                if tid is None:
-                    tid = len(vocab)
-                    vocab[term] = tid
-                    self._post_rows.append(array("i"))
-                    self._post_tf.append(array("f"))
-                    self._df.append(0)
-                self._post_rows[tid].append(row)
-                self._post_tf[tid].append(w)
-                self._df[tid] += 1
-                tids.append(tid)
-                tfs.append(w)
             dl = float(sum(tfs))
             self._ids[row] = note_id
             self._dl[row] = dl
             self._alive[row] = True
             self._row_terms.append((np.asarray(tids, dtype=np.int32), np.asarray(tfs, dtype=np.float32)))
+            row_tids.append(tids)
+            row_tfs.append(tfs)
             self._row_of[note_id] = row
             self._n_alive += 1
             self._total_len += dl
+        # postings: appended per term, not per (term, note) — rows ascending within each term, as one at a time
+        lengths = np.fromiter(map(len, row_tids), dtype=np.int64, count=len(row_tids))
+        if lengths.sum():
+            tid_all = np.fromiter((t for ts in row_tids for t in ts), dtype=np.int32, count=int(lengths.sum()))
+            tf_all = np.fromiter((w for ws in row_tfs for w in ws), dtype=np.float32, count=tid_all.size)
+            row_all = np.repeat(np.arange(first, self._n_rows, dtype=np.int32), lengths)
+            order = np.argsort(tid_all, kind="stable")
+            tid_s, row_s, tf_s = tid_all[order], row_all[order], tf_all[order]
+            cut = np.flatnonzero(np.diff(tid_s)) + 1
+            starts = np.concatenate(([0], cut)).tolist()
+            ends = np.concatenate((cut, [tid_s.size])).tolist()
+            df, post_rows, post_tf = self._df, self._post_rows, self._post_tf
+            row_b, tf_b = row_s.tobytes(), tf_s.tobytes()
+            for tid, a, b in zip(tid_s[starts].tolist(), starts, ends):
+                post_rows[tid].frombytes(row_b[4 * a:4 * b])
+                post_tf[tid].frombytes(tf_b[4 * a:4 * b])
+                df[tid] += b - a
         self._last = None
 
     def _terms(self, row: int) -> tuple[np.ndarray, np.ndarray]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +37,10 @@ __all__ = ["Ann", "VectorIndex", "l2_normalize"]
 
 
 _BLAS = ThreadpoolController()
+# Graph inserts run here, one batch at a time, while the caller goes on (usearch releases the GIL): an ingest's
+# Python work (tokenising, SQL, the next batch's embedding) overlaps the previous batch's graph insert. Every read of
+# the graph waits for the pending insert first, so what a search sees never depends on the timing.
+_INSERTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palimpsest-hnsw")
 
 
 def single_blas_thread():
@@ -81,7 +86,8 @@ class VectorIndex:
             raise ValueError("dim must be positive")
         self.dim = int(dim)
         self.ann = ann
-        self._graph: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
+        self._g: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
+        self._pending: Future | None = None  # the graph insert running in the background, if any
         self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
         cap = max(16, int(initial_capacity))
         self._mat = np.zeros((cap, self.dim), dtype=np.float32)
@@ -94,6 +100,18 @@ class VectorIndex:
 
     def __len__(self) -> int:
         return len(self._row_of)
+
+    @property
+    def _graph(self) -> HNSW | None:
+        """The graph, once the insert in flight (if any) has finished."""
+        self.sync()
+        return self._g
+
+    def sync(self) -> None:
+        """Wait for the background graph insert (re-raising its error, if it failed)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
 
     def __contains__(self, note_id: int) -> bool:
         return int(note_id) in self._row_of
@@ -145,11 +163,12 @@ class VectorIndex:
         self._n_rows += len(ids)
         id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
         self._map_rows(id_arr, np.arange(start, self._n_rows, dtype=np.int64))
-        if self._graph is not None:
+        graph = self._graph  # waits for the previous batch's insert: at most one in flight
+        if graph is not None:
             # a duplicated id inside the batch: the graph takes its last vector, as the matrix does
             last = {int(i): j for j, i in enumerate(id_arr.tolist())}
             keep = np.fromiter(last.values(), dtype=np.int64, count=len(last))
-            self._graph.add(id_arr[keep], m[keep], threads=0)
+            self._pending = _INSERTS.submit(graph.add, id_arr[keep], m[keep], threads=1)
             self.graph_dirty = True
         elif build:
             self.build_graph()
@@ -169,11 +188,11 @@ class VectorIndex:
         for start in range(0, rows.size, 65536):  # chunks: no second copy of the whole matrix
             part = rows[start:start + 65536]
             graph.add(self._ids[part], self._mat[part], threads=0)
-        self._graph, self.graph_dirty = graph, True
+        self._g, self.graph_dirty = graph, True
 
     @property
     def has_graph(self) -> bool:
-        return self._graph is not None
+        return self._g is not None
 
     def graph_bytes(self) -> bytes | None:
         """The graph serialised (``snapshot.py`` stores it), or None below the threshold."""
@@ -190,7 +209,8 @@ class VectorIndex:
         if len(graph) != len(self._row_of) or graph.ndim != self.dim:
             return False
         graph.expansion_search = self.ann.expansion_search
-        self._graph, self.graph_dirty = graph, False
+        self.sync()
+        self._g, self.graph_dirty = graph, False
         return True
 
     def remove(self, ids: Iterable[int], _compact: bool = True) -> int:
