@@ -81,7 +81,7 @@ class BM25Index:
         # snapshot are slices of three flat arrays (a pair of numpy views per row cost ~400 bytes a note)
         self._row_terms: list[tuple[np.ndarray, np.ndarray] | None] = []
         self._flat_rows = 0  # rows [0, _flat_rows) live in the flat arrays below
-        self._flat_starts = np.zeros(1, dtype=np.int64)
+        self._flat_starts: np.ndarray | None = np.zeros(1, dtype=np.int64)  # None: not derived yet (restore)
         self._flat_tids = np.zeros(0, dtype=np.int32)
         self._flat_tfs = np.zeros(0, dtype=np.float32)
         self._n_rows = 0
@@ -189,6 +189,8 @@ class BM25Index:
 
     def _terms(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         if row < self._flat_rows:
+            if self._flat_starts is None:
+                self._derive_flat()
             a, b = self._flat_starts[row], self._flat_starts[row + 1]
             return self._flat_tids[a:b], self._flat_tfs[a:b]
         got = self._row_terms[row - self._flat_rows]
@@ -243,46 +245,73 @@ class BM25Index:
         self._n_dead = 0
 
     # ------------------------------------------------------------- snapshot
+    def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every posting as three flat arrays (term id, row, tf), grouped by term, rows ascending in a term."""
+        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
+        rows = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
+        tfs = np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
+        tids = np.repeat(np.arange(lengths.size, dtype=np.int32), lengths)
+        return tids, rows, tfs
+
+    def _derive_flat(self) -> None:
+        """The restored rows' (term ids, weights), rebuilt from the postings when first needed (a row replaced or
+        removed, a compaction): a restore does not pay for them, and most opens never need them."""
+        tids, rows, tfs = self._postings()
+        keep = rows < self._flat_rows
+        tids, rows, tfs = tids[keep], rows[keep], tfs[keep]
+        order = np.argsort(rows, kind="stable")
+        self._flat_tids, self._flat_tfs = tids[order], tfs[order]
+        counts = np.bincount(rows, minlength=self._flat_rows)[: self._flat_rows]
+        self._flat_starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
     def snapshot(self) -> dict[str, np.ndarray]:
-        """The live rows as flat arrays (what :meth:`restore` needs); dead rows are left out."""
-        live = np.flatnonzero(self._alive[: self._n_rows])
-        terms = [self._terms(r) for r in live.tolist()]
-        lengths = np.fromiter((t[0].size for t in terms), dtype=np.int64, count=len(terms))
+        """The live rows as flat arrays (what :meth:`restore` needs), postings grouped by term; dead rows are left
+        out and the live ones renumbered densely (in row order)."""
         if any("\n" in w for w in self._vocab):  # tokens are words; a custom tokenizer might not be
             raise ValueError("a token contains a newline: this index cannot be snapshotted")
+        alive = self._alive[: self._n_rows]
+        tids, rows, tfs = self._postings()
+        keep = alive[rows]
+        tids, rows, tfs = tids[keep], rows[keep], tfs[keep]
+        renumber = np.cumsum(alive, dtype=np.int64) - 1
         vocab = "\n".join(self._vocab).encode("utf-8")
-        return {"ids": self._ids[live].copy(), "dl": self._dl[live].copy(), "lengths": lengths,
-                "tids": np.concatenate([t[0] for t in terms]) if terms else np.zeros(0, np.int32),
-                "tfs": np.concatenate([t[1] for t in terms]) if terms else np.zeros(0, np.float32),
+        live = np.flatnonzero(alive)
+        return {"ids": self._ids[live].copy(), "dl": self._dl[live].copy(),
+                "df": np.bincount(tids, minlength=len(self._vocab)).astype(np.int64),
+                "rows": renumber[rows].astype(np.int32), "tfs": tfs.copy(),
                 "vocab": np.frombuffer(vocab, dtype=np.uint8), "total_len": np.array([self._total_len])}
 
     def restore(self, snap: dict[str, np.ndarray]) -> None:
-        """Replace this (empty) index's content with a :meth:`snapshot`'s; rows are renumbered densely."""
+        """Replace this (empty) index's content with a :meth:`snapshot`'s."""
         if self._n_rows:
             raise ValueError("restore needs an empty index")
-        ids, dl, lengths = snap["ids"].astype(np.int64), snap["dl"].astype(np.float32), snap["lengths"]
-        tids, tfs = snap["tids"].astype(np.int32), snap["tfs"].astype(np.float32)
+        ids, dl, df = snap["ids"].astype(np.int64), snap["dl"].astype(np.float32), snap["df"].astype(np.int64)
+        rows, tfs = snap["rows"].astype(np.int32), snap["tfs"].astype(np.float32)
         text = snap["vocab"].tobytes().decode("utf-8")
         words = text.split("\n") if text else []
         n, n_terms = ids.size, len(words)
+        if df.size != n_terms or int(df.sum()) != rows.size or rows.size != tfs.size or dl.size != n or (
+                rows.size and (int(rows.min()) < 0 or int(rows.max()) >= n)):
+            raise ValueError("inconsistent full-text snapshot")
         self._vocab = {w: i for i, w in enumerate(words)}
         self._grow(n)
         self._ids[:n], self._dl[:n], self._alive[:n] = ids, dl, True
-        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         self._row_terms = []
-        self._flat_rows, self._flat_starts, self._flat_tids, self._flat_tfs = n, starts, tids, tfs
-        rows = np.repeat(np.arange(n, dtype=np.int32), lengths)
-        order = np.argsort(tids, kind="stable")  # postings grouped by term, rows ascending within a term
-        bounds = np.searchsorted(tids[order], np.arange(n_terms + 1))
-        by_rows, by_tfs = rows[order], tfs[order]
-        self._post_rows = [array("i", by_rows[bounds[t]:bounds[t + 1]].tobytes()) for t in range(n_terms)]
-        self._post_tf = [array("f", by_tfs[bounds[t]:bounds[t + 1]].tobytes()) for t in range(n_terms)]
-        self._df = np.diff(bounds).tolist()
-        self._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
+        self._flat_rows, self._flat_starts = n, None  # derived from the postings when first needed
+        bounds = np.concatenate(([0], np.cumsum(df))).tolist()
+        row_b, tf_b = rows.tobytes(), tfs.tobytes()
+        self._post_rows = [array("i", row_b[4 * a:4 * b]) for a, b in zip(bounds, bounds[1:])]
+        self._post_tf = [array("f", tf_b[4 * a:4 * b]) for a, b in zip(bounds, bounds[1:])]
+        self._df = df.tolist()
+        self._row_of = dict(zip(ids.tolist(), range(n)))
         self._n_rows = self._n_alive = n
         self._total_len = float(snap["total_len"][0])
         self._n_dead = 0
         self._last = None
+
+    def snapshot_ids(self) -> np.ndarray:
+        """The live ids (row order)."""
+        return self._ids[np.flatnonzero(self._alive[: self._n_rows])]
 
     def digest(self) -> tuple:
         """What the index holds, comparable across builds: each live note's id and length (rounded: a bag's

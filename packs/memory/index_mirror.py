@@ -83,9 +83,10 @@ class IndexMirror(MemoryIndex, Mirror):
         s: MemorySettings = ctx.settings
         MemoryIndex.__init__(self, **index_options(s))  # empty, with this runtime's settings
         rows = read_rows(ctx)
-        restored = snapshot.restore(ctx, self, len(rows), rows[-1].id if rows else 0)
-        self.add(rows, {}, text_index=not restored)  # a restored BM25 needs no tokenising
-        self.dirty = not restored
+        covered = snapshot.restore(ctx, self, np.fromiter((r.id for r in rows), dtype=np.int64, count=len(rows)))
+        self.add(rows[:covered], {}, text_index=False)  # a restored BM25 needs no tokenising
+        self.add(rows[covered:], {})  # notes newer than the snapshot (all of them without one): as an ingest
+        self.dirty = covered < len(rows)
         for model in s.stored_models():
             ids, matrix = read_vectors(ctx, model)
             if len(ids) < len(rows):

@@ -89,6 +89,8 @@ class VectorIndex:
         self._g: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
         self._pending: Future | None = None  # the graph insert running in the background, if any
         self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
+        # the stored graph holds the first saved_rows vectors, and vectors were only added since (snapshot.py)
+        self.saved_rows, self.appended_only = 0, False
         cap = max(16, int(initial_capacity))
         self._mat = np.zeros((cap, self.dim), dtype=np.float32)
         self._ids = np.zeros(cap, dtype=np.int64)
@@ -151,17 +153,21 @@ class VectorIndex:
         self._grow(self._n_rows + len(ids))
         start = self._n_rows
         self._mat[start : start + len(ids)] = m
-        for j, i in enumerate(ids):
-            i = int(i)
-            old = self._row_of.get(i)
-            if old is not None:  # duplicate inside this batch
-                self._alive[old] = False
-                self._n_dead += 1
-            self._row_of[i] = start + j
-            self._ids[start + j] = i
-            self._alive[start + j] = True
-        self._n_rows += len(ids)
         id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if np.unique(id_arr).size == id_arr.size:  # the usual case: one row per id, set at once
+            self._ids[start : start + id_arr.size] = id_arr
+            self._alive[start : start + id_arr.size] = True
+            self._row_of.update(zip(id_arr.tolist(), range(start, start + id_arr.size)))
+        else:
+            for j, i in enumerate(id_arr.tolist()):
+                old = self._row_of.get(i)
+                if old is not None:  # duplicate inside this batch
+                    self._alive[old] = False
+                    self._n_dead += 1
+                self._row_of[i] = start + j
+                self._ids[start + j] = i
+                self._alive[start + j] = True
+        self._n_rows += len(ids)
         self._map_rows(id_arr, np.arange(start, self._n_rows, dtype=np.int64))
         graph = self._graph  # waits for the previous batch's insert: at most one in flight
         if graph is not None:
@@ -198,19 +204,36 @@ class VectorIndex:
         """The graph serialised (``snapshot.py`` stores it), or None below the threshold."""
         return None if self._graph is None else bytes(self._graph.save())
 
-    def restore_graph(self, data: bytes) -> bool:
+    def count_upto(self, max_id: int) -> int:
+        """How many vectors this index holds with ids up to ``max_id``."""
+        return int(np.count_nonzero(self._ids[: self._n_rows][self._alive[: self._n_rows]] <= max_id))
+
+    def restore_graph(self, data: bytes, upto: int | None = None) -> bool:
         """Take a saved graph instead of building one; False (and nothing changed) when it does not hold exactly
-        this index's ids."""
+        this index's ids (with ``upto``: those up to that id, and the newer rows are then inserted into it)."""
         try:
             graph = self._new_graph()
             graph.load(data)  # usearch reads the buffer into its own memory
         except (RuntimeError, ValueError):  # unreadable: the caller builds from the vectors instead
             return False
-        if len(graph) != len(self._row_of) or graph.ndim != self.dim:
+        held = len(self._row_of) if upto is None else self.count_upto(upto)
+        if len(graph) != held or graph.ndim != self.dim:
             return False
+        if upto is not None and held:
+            last = self._ids[: self._n_rows][self._alive[: self._n_rows]]
+            probe = np.array([last[last <= upto].max()], dtype=np.int64)
+            if not graph.contains(probe).all():  # another graph of as many rows
+                return False
         graph.expansion_search = self.ann.expansion_search
         self.sync()
         self._g, self.graph_dirty = graph, False
+        self.saved_rows, self.appended_only = held, True
+        if held < len(self._row_of):  # the rows added after it was saved
+            rows = np.flatnonzero(self._alive[: self._n_rows] & (self._ids[: self._n_rows] > upto))
+            for start in range(0, rows.size, 65536):
+                part = rows[start:start + 65536]
+                graph.add(self._ids[part], self._mat[part], threads=0)
+            self.graph_dirty = True
         return True
 
     def remove(self, ids: Iterable[int], _compact: bool = True) -> int:
@@ -222,6 +245,7 @@ class VectorIndex:
                 self._row_by_id[int(i)] = -1
                 self._n_dead += 1
                 n += 1
+                self.appended_only = False
                 if self._graph is not None:
                     self._graph.remove(int(i))
                     self.graph_dirty = True
