@@ -148,12 +148,18 @@ class VectorIndex:
         if m.shape != (len(ids), self.dim):
             raise ValueError(f"matrix shape {m.shape} != ({len(ids)}, {self.dim})")
         m = l2_normalize(m)
-        # last occurrence of a duplicated id wins
-        self.remove([i for i in ids if int(i) in self._row_of], _compact=False)
-        self._grow(self._n_rows + len(ids))
-        start = self._n_rows
-        self._mat[start : start + len(ids)] = m
         id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
+        # last occurrence of a duplicated id wins
+        if self._row_of:
+            self.remove([i for i in id_arr.tolist() if i in self._row_of], _compact=False)
+        start = self._n_rows
+        if start == 0 and id_arr.size > self._mat.shape[0] and m.flags.c_contiguous and m is not matrix:
+            self._mat = m  # a load into an empty index: the normalised copy becomes the matrix (no second copy)
+            self._ids = np.zeros(id_arr.size, dtype=np.int64)
+            self._alive = np.zeros(id_arr.size, dtype=bool)
+        else:
+            self._grow(self._n_rows + len(ids))
+            self._mat[start : start + len(ids)] = m
         if np.unique(id_arr).size == id_arr.size:  # the usual case: one row per id, set at once
             self._ids[start : start + id_arr.size] = id_arr
             self._alive[start : start + id_arr.size] = True
