@@ -168,3 +168,20 @@ def test_a_restored_index_removes_updates_compacts_and_snapshots_like_a_built_on
     again = BM25Index()
     again.restore(restored.snapshot())
     assert again.digest() == built.digest() and again.search("w7", 10) == built.search("w7", 10)
+
+
+def test_a_batch_indexes_exactly_as_one_note_at_a_time():
+    """add_weighted appends a batch's postings per term: the index must equal one built a note at a time, also
+    with an id twice in one batch (the later bag wins) and ids re-added (replaced)."""
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(40)]
+    bags = [{w: rng.choice([0.5, 1.0, 2.0]) for w in rng.sample(words, rng.randint(1, 8))} for _ in range(120)]
+    ids = [rng.randint(1, 60) for _ in range(120)]
+    one, batch = BM25Index(), BM25Index()
+    for i, b in zip(ids, bags):
+        one.add_weighted([i], [b])
+    batch.add_weighted(ids[:50], bags[:50])
+    batch.add_weighted(ids[50:], bags[50:])
+    assert one.digest() == batch.digest()
+    for q in ["w1 w2", "w3", "w5 w7 w11 w13"]:
+        assert one.search(q, 30) == batch.search(q, 30)
