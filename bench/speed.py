@@ -84,7 +84,7 @@ def build(corpus: str, size: int, path: Path) -> dict:
     return out
 
 
-def measure(corpus: str, size: int, path: Path, n_queries: int) -> dict:
+def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool = True) -> dict:
     from palimpsest_memory.runtime import Runtime
     from palimpsest_memory.packs.memory.models import RecallFilters
     from palimpsest_memory.packs.memory.vectors import single_blas_thread
@@ -120,8 +120,10 @@ def measure(corpus: str, size: int, path: Path, n_queries: int) -> dict:
         if exact:
             found.append(np.mean([c >= exact[-1][1] - 1e-6 for _, c in got]) if got else 0.0)
     out.update(graph=getattr(vi, "has_graph", getattr(vi, "_proj", None) is not None), leg_p50=ms(t_leg), leg_exact_p50=ms(t_exact), leg_found=float(np.mean(found)) * 100)
-    # the baselines, over the same texts and the same vectors, in this process
     notes, _ = notes_of(corpus, size)
+    if not baselines:
+        return _tail(out, rt, notes, path)
+    # the baselines, over the same texts and the same vectors, in this process
     texts = [n["content"] for n in notes]
     X = np.ascontiguousarray(vi._mat[: vi._n_rows][vi._alive[: vi._n_rows]])
     import bm25s
@@ -159,6 +161,11 @@ def measure(corpus: str, size: int, path: Path, n_queries: int) -> dict:
         lat_hn.append(time.thread_time() - t)
     out.update(bm25s_p50=ms(lat_bm), numpy_p50=ms(lat_np), faiss_p50=ms(lat_hn), load_baselines=load())
     del retriever, hnsw, X
+    return _tail(out, rt, notes, path)
+
+
+def _tail(out: dict, rt, notes: list[dict], path: Path) -> dict:  # type: ignore[no-untyped-def]
+    from palimpsest_memory.runtime import Runtime
     t = time.perf_counter()
     rt.close()
     out["close_s"] = time.perf_counter() - t
@@ -182,14 +189,14 @@ def measure(corpus: str, size: int, path: Path, n_queries: int) -> dict:
 def worker(args: argparse.Namespace) -> int:
     path = Path(args.path)
     res = build(args.corpus, args.size, path) if args.worker == "build" else measure(
-        args.corpus, args.size, path, args.queries)
+        args.corpus, args.size, path, args.queries, not args.no_baselines)
     print("RESULT " + json.dumps(res))
     return 0
 
 
-def run(kind: str, corpus: str, size: int, path: Path, queries: int) -> dict:
+def run(kind: str, corpus: str, size: int, path: Path, queries: int, baselines: bool = True) -> dict:
     cmd = [sys.executable, __file__, "--worker", kind, "--corpus", corpus, "--size", str(size), "--path", str(path),
-           "--queries", str(queries)]
+           "--queries", str(queries)] + ([] if baselines else ["--no-baselines"])
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -220,8 +227,8 @@ def render(rows: list[dict], cmd: str, when: str) -> list[str]:
     ]
     for r in rows:
         lines.append(f"| {r['corpus']} | {r['size']:,} | {r['recall_p50']:.2f} / {r['recall_p95']:.2f} | "
-                     f"{f(r, 'recall_cpu_p50')} | {r['bm25s_p50']:.2f} | {r['numpy_p50']:.2f} | {r['faiss_p50']:.2f} | "
-                     f"{r['load_recall']} / {r['load_baselines']} |")
+                     f"{f(r, 'recall_cpu_p50')} | {f(r, 'bm25s_p50')} | {f(r, 'numpy_p50')} | {f(r, 'faiss_p50')} | "
+                     f"{r['load_recall']} / {r.get('load_baselines', '—')} |")
     lines += ["", "The vector leg alone (top-200 over the namespace, as recall asks it) against the exact scan of the "
               "same vectors (`search_exact`):", "",
               "| corpus | notes | graph | leg CPU p50 ms | exact scan CPU p50 ms | exact top-200 found |",
@@ -258,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store-dir", default="/tmp/pal-speed")
     ap.add_argument("--keep", action="store_true", help="keep the stores (and reuse a kept one instead of ingesting)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed.md"))
+    ap.add_argument("--no-baselines", action="store_true",
+                    help="skip bm25s and faiss (at 1M their indexes take minutes and gigabytes)")
     ap.add_argument("--worker", choices=["build", "measure"], help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
@@ -279,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 path.unlink()
             r = {"corpus": corpus, "size": size}
             r.update(run("build", corpus, size, path, args.queries) if not path.exists() else {})
-            r.update(run("measure", corpus, size, path, args.queries))
+            r.update(run("measure", corpus, size, path, args.queries, not args.no_baselines))
             r["file_mb"] = path.stat().st_size / 2**20
             print(json.dumps(r), file=sys.stderr)
             rows.append(r)
@@ -287,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
                 path.unlink()
     if not args.keep:
         shutil.rmtree(args.store_dir, ignore_errors=True)
-    cmd = f"python bench/speed.py --sizes {args.sizes} --corpus {args.corpus} --queries {args.queries}"
+    cmd = (f"python bench/speed.py --sizes {args.sizes} --corpus {args.corpus} --queries {args.queries}"
+           + (" --no-baselines" if args.no_baselines else ""))
     lines = render(rows, cmd, f"{datetime.now():%Y-%m-%d %H:%M}")
     text = "\n".join(lines) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

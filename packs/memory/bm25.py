@@ -82,6 +82,7 @@ class BM25Index:
         self._row_terms: list[tuple[np.ndarray, np.ndarray] | None] = []
         self._flat_rows = 0  # rows [0, _flat_rows) live in the flat arrays below
         self._flat_starts: np.ndarray | None = np.zeros(1, dtype=np.int64)  # None: not derived yet (restore)
+        self._flat_some: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # until then: the few rows looked up
         self._flat_tids = np.zeros(0, dtype=np.int32)
         self._flat_tfs = np.zeros(0, dtype=np.float32)
         self._n_rows = 0
@@ -134,6 +135,7 @@ class BM25Index:
             for note_id, bag in zip(ids, bags):
                 self.add_weighted([note_id], [bag])
             return
+        self._prefetch_flat(ids)
         self._grow(self._n_rows + len(ids))
         vocab = self._vocab
         first = self._n_rows
@@ -190,6 +192,9 @@ class BM25Index:
     def _terms(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         if row < self._flat_rows:
             if self._flat_starts is None:
+                got = self._flat_some.get(row)
+                if got is not None:
+                    return got
                 self._derive_flat()
             a, b = self._flat_starts[row], self._flat_starts[row + 1]
             return self._flat_tids[a:b], self._flat_tfs[a:b]
@@ -214,6 +219,8 @@ class BM25Index:
 
     def remove(self, ids: Iterable[int]) -> int:
         """Remove ids (unknown ids are ignored); returns how many were removed."""
+        ids = [int(i) for i in ids]
+        self._prefetch_flat(ids)
         n = sum(self._remove_one(int(i)) for i in ids)
         if self._n_dead > 1024 and self._n_dead * 3 > self._n_rows:
             self._compact()
@@ -241,6 +248,7 @@ class BM25Index:
         self._row_terms = terms
         self._flat_rows, self._flat_starts = 0, np.zeros(1, dtype=np.int64)
         self._flat_tids, self._flat_tfs = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        self._flat_some = {}
         self._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
         self._n_dead = 0
 
@@ -253,6 +261,28 @@ class BM25Index:
         tids = np.repeat(np.arange(lengths.size, dtype=np.int32), lengths)
         return tids, rows, tfs
 
+    def _prefetch_flat(self, ids: Iterable[int]) -> None:
+        """The term lists of the restored rows these ids are about to replace or remove, found with one pass over
+        the postings (an ingest after a restore re-indexes a few thread neighbours: sorting every posting to find
+        their terms cost ~1 s at 100k notes)."""
+        if self._flat_starts is not None or not self._flat_rows:
+            return
+        rows = [r for r in (self._row_of.get(int(i)) for i in ids) if r is not None and r < self._flat_rows
+                and r not in self._flat_some]
+        if not rows:
+            return
+        if len(rows) + len(self._flat_some) > max(64, self._flat_rows // 20):  # many: derive them all at once
+            self._derive_flat()
+            return
+        tids, prow, tfs = self._postings()
+        want = np.zeros(self._flat_rows, dtype=bool)
+        want[rows] = True
+        hit = np.flatnonzero((prow < self._flat_rows) & want[np.minimum(prow, self._flat_rows - 1)])
+        tids, prow, tfs = tids[hit], prow[hit], tfs[hit]
+        for r in rows:
+            mine = prow == r
+            self._flat_some[r] = (tids[mine], tfs[mine])
+
     def _derive_flat(self) -> None:
         """The restored rows' (term ids, weights), rebuilt from the postings when first needed (a row replaced or
         removed, a compaction): a restore does not pay for them, and most opens never need them."""
@@ -261,6 +291,7 @@ class BM25Index:
         tids, rows, tfs = tids[keep], rows[keep], tfs[keep]
         order = np.argsort(rows, kind="stable")
         self._flat_tids, self._flat_tfs = tids[order], tfs[order]
+        self._flat_some = {}
         counts = np.bincount(rows, minlength=self._flat_rows)[: self._flat_rows]
         self._flat_starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 
@@ -298,6 +329,7 @@ class BM25Index:
         self._ids[:n], self._dl[:n], self._alive[:n] = ids, dl, True
         self._row_terms = []
         self._flat_rows, self._flat_starts = n, None  # derived from the postings when first needed
+        self._flat_some = {}
         bounds = np.concatenate(([0], np.cumsum(df))).tolist()
         row_b, tf_b = rows.tobytes(), tfs.tobytes()
         self._post_rows = [array("i", row_b[4 * a:4 * b]) for a, b in zip(bounds, bounds[1:])]
