@@ -77,7 +77,8 @@ def build(corpus: str, size: int, path: Path) -> dict:
         for vi in rt._state["memory"].index.vectors.values():  # the last batch's graph insert, if still running
             vi.sync()
         total = time.perf_counter() - t_all
-        out.update(ingest_overall=size / total, ingest_cpu=size / (time.process_time() - cpu_all), ingest_median_batch=statistics.median(rates),
+        out.update(ingest_overall=size / total, ingest_cpu=size / (time.process_time() - cpu_all),
+                   ingest_median_batch=statistics.median(rates),
                    ingest_last_batch=rates[-1], load_after_ingest=load())
         t = time.perf_counter()
     out["close_after_ingest_s"] = time.perf_counter() - t

@@ -163,7 +163,7 @@ def _word_tokens(w: str, stopwords: bool, cjk_unigrams: bool) -> tuple[str, ...]
 
 # surface word -> its tokens under the default options: words repeat (Zipf), so most are one dict look-up
 _DEFAULT_WORDS: dict[str, tuple[str, ...]] = {}
-_DEFAULT_WORDS_MAX = 200_000
+_DEFAULT_WORDS_MAX = 65_536  # like _stem's cache: ~10 MB at most; Zipf puts most look-ups in the first few thousand
 
 
 def tokenize(text: str, *, stopwords: bool = True, cjk_unigrams: bool = True) -> list[str]:
