@@ -1,19 +1,22 @@
 """The full-text index survives a restart as a snapshot in DuckDB (``memory.index_snapshot``).
 
 Rebuilding BM25 on open means tokenising every note again (~15 s at 100k notes, and every ``pal`` command opens
-the store). The snapshot is derived data, trusted only when it covers exactly the stored notes (their count and
-highest id; notes are added, and deleted only by memory.forget, which deletes the snapshot too) and was built with the same tokenizer and BM25
-settings; otherwise the index is rebuilt from the notes, as before. The index mirror restores it in its
-``load`` and writes it in its ``close`` (through ``memory.save_index``) if the index changed, and only for
-stores of at least ``index_snapshot_min_notes`` notes. A crash before a close only means the next open
-rebuilds. Vectors and metadata columns are still read from their tables (that is fast); thread links are
-rebuilt from each note's thread without tokenising.
+the store). The snapshot is derived data, trusted only when it covers exactly the stored notes up to its highest
+id (their count, and the ids it holds; notes are added, and deleted only by verbs that delete the snapshot too)
+and was built with the same tokenizer and BM25 settings; the notes newer than it are then indexed as an ingest
+would, and anything else rebuilds the index from the notes. The index mirror restores it in its ``load`` and
+writes it in its ``close`` (through ``memory.save_index``) if the index changed — unless it still covers all
+but a few newer notes and nothing else changed (``keeps``) — and only for stores of at least
+``index_snapshot_min_notes`` notes. A crash before a close only means the next open indexes the notes added
+since. Vectors and metadata columns are still read from their tables; thread links are rebuilt from each note's
+thread without tokenising.
 
 The vector leg's HNSW graphs (``vectors.py``; ~14 s to build at 100k notes on one core) are kept the same way,
 one row per embedding model (id 2 for the default model, 3 for the CJK one), holding usearch's own serialisation:
-trusted only when it holds exactly as many vectors, up to the same highest note id, built with the same model,
-dimension and graph settings. ``memory.reembed`` deletes them in its transaction (it changes vectors without
-changing their count), so a crash after it cannot restore a graph of the old vectors.
+trusted only when it holds exactly the index's vectors up to its highest note id (the newer ones are inserted on
+open), built with the same model, dimension and graph settings. ``memory.reembed`` deletes them in its
+transaction (it changes vectors without changing their count), so a crash after it cannot restore a graph of the
+old vectors. ADR 0008 and 0025.
 """
 from __future__ import annotations
 
