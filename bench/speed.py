@@ -121,10 +121,10 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
         if exact:
             found.append(np.mean([c >= exact[-1][1] - 1e-6 for _, c in got]) if got else 0.0)
     out.update(graph=getattr(vi, "has_graph", getattr(vi, "_proj", None) is not None), leg_p50=ms(t_leg), leg_exact_p50=ms(t_exact), leg_found=float(np.mean(found)) * 100)
-    notes, _ = notes_of(corpus, size)
-    if not baselines:
-        return _tail(out, rt, notes, path)
+    if not baselines:  # the tail needs 1,000 notes: the whole corpus in this process would inflate its peak RSS
+        return _tail(out, rt, notes_of(corpus, 1000)[0], path)
     # the baselines, over the same texts and the same vectors, in this process
+    notes, _ = notes_of(corpus, size)
     texts = [n["content"] for n in notes]
     X = np.ascontiguousarray(vi._mat[: vi._n_rows][vi._alive[: vi._n_rows]])
     import bm25s
