@@ -179,16 +179,35 @@ def _tail(out: dict, rt, notes: list[dict], path: Path) -> dict:  # type: ignore
     t = time.perf_counter()
     rt.close()
     out["close_tail_s"] = time.perf_counter() - t
+    # in a fresh process, as every real open is (the index just closed here may not be freed yet)
+    out.update({f"{k}_tail": v for k, v in run_reopen(path).items()})
+    out["reopen_tail_s"] = out.pop("reopen_s_tail")
+    return out
+
+
+def reopen(path: Path) -> dict:
+    from palimpsest_memory.runtime import Runtime
     t = time.perf_counter()
     rt = Runtime.open(path, env=ENV)
-    out["reopen_tail_s"] = time.perf_counter() - t
-    out["load_tail"] = load()
+    out = {"reopen_s": time.perf_counter() - t, "load": load(), "rss_mb": rss_mb()}
     rt.close()
     return out
 
 
+def run_reopen(path: Path) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--worker", "reopen", "--path", str(path)], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise SystemExit(f"reopen failed:\n{proc.stderr[-3000:]}")
+
+
 def worker(args: argparse.Namespace) -> int:
     path = Path(args.path)
+    if args.worker == "reopen":
+        print("RESULT " + json.dumps(reopen(path)))
+        return 0
     res = build(args.corpus, args.size, path) if args.worker == "build" else measure(
         args.corpus, args.size, path, args.queries, not args.no_baselines)
     print("RESULT " + json.dumps(res))
@@ -240,7 +259,8 @@ def render(rows: list[dict], cmd: str, when: str) -> list[str]:
     lines += ["", "Ingest (`memory.remember_many`, batches of 5,000, WordLlama embedding included; overall includes "
               "waiting for the last batch's graph insert; \"per CPU s\" divides by the process's CPU time, every "
               "thread, which the load inflates less than wall time), reopen and close (fresh process; the snapshots "
-              "restored), then 1,000 more notes (a close that keeps the snapshots, a reopen that extends them), "
+              "restored), then 1,000 more notes (a close that keeps the snapshots, a reopen in a fresh process that "
+              "extends them), "
               "memory:", "",
               "| corpus | notes | ingest notes/s overall / median batch / last batch | ingest notes per CPU s | load | "
               "close after ingest s | reopen s | close s | +1,000 notes: close / reopen s | "
@@ -268,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed.md"))
     ap.add_argument("--no-baselines", action="store_true",
                     help="skip bm25s and faiss (at 1M their indexes take minutes and gigabytes)")
-    ap.add_argument("--worker", choices=["build", "measure"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=["build", "measure", "reopen"], help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
