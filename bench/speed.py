@@ -189,7 +189,8 @@ def reopen(path: Path) -> dict:
     from palimpsest_memory.runtime import Runtime
     t = time.perf_counter()
     rt = Runtime.open(path, env=ENV)
-    out = {"reopen_s": time.perf_counter() - t, "load": load(), "rss_mb": rss_mb()}
+    out = {"reopen_s": time.perf_counter() - t, "load": load(), "rss_mb": rss_mb(),
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     rt.close()
     return out
 

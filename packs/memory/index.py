@@ -211,11 +211,12 @@ class MemoryIndex:
         """The BM25 tokens of a note's own text (dated), before thread expansion."""
         return tokenize(index_text(r.content, r.occurred_at))
 
-    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True) -> None:
+    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True,
+                    adopt: bool = False) -> None:
         index = self.vectors.get(model)
         if index is None:
             index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
-        index.add(ids, matrix, build=build)
+        index.add(ids, matrix, build=build, adopt=adopt)
 
     def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
         if note_id < self._cap:

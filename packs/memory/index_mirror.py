@@ -92,7 +92,7 @@ class IndexMirror(MemoryIndex, Mirror):
             if len(ids) < len(rows):
                 ctx.log.warning("%d notes have no %s vector; run memory.reembed", len(rows) - len(ids), model)
             if len(ids):
-                self.add_vectors(model, ids, matrix, build=False)
+                self.add_vectors(model, ids, matrix, build=False, adopt=True)  # the matrix read is ours
                 vi = self.vectors[model]
                 if not snapshot.restore_graph(ctx, vi, model):  # a saved HNSW graph, else build it now
                     vi.build_graph()
