@@ -68,21 +68,24 @@ def build(corpus: str, size: int, path: Path) -> dict:
         for s in speakers:
             rt.call("kg.upsert_entity", {"name": s, "kind": "person"})
         rt.call("memory.remember", {"content": "warm-up: load the embedder"})
-        rates, t_all = [], time.perf_counter()
+        rates, t_all, cpu_all = [], time.perf_counter(), time.process_time()
         for start in range(0, size, 5000):
             chunk = notes[start:start + 5000]
             t = time.perf_counter()
             rt.call("memory.remember_many", {"notes": chunk})
             rates.append(len(chunk) / (time.perf_counter() - t))
+        for vi in rt._state["memory"].index.vectors.values():  # the last batch's graph insert, if still running
+            vi.sync()
         total = time.perf_counter() - t_all
-        out.update(ingest_overall=size / total, ingest_median_batch=statistics.median(rates),
+        out.update(ingest_overall=size / total, ingest_cpu=size / (time.process_time() - cpu_all),
+                   ingest_median_batch=statistics.median(rates),
                    ingest_last_batch=rates[-1], load_after_ingest=load())
         t = time.perf_counter()
     out["close_after_ingest_s"] = time.perf_counter() - t
     return out
 
 
-def measure(corpus: str, size: int, path: Path, n_queries: int) -> dict:
+def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool = True) -> dict:
     from palimpsest_memory.runtime import Runtime
     from palimpsest_memory.packs.memory.models import RecallFilters
     from palimpsest_memory.packs.memory.vectors import single_blas_thread
@@ -118,6 +121,8 @@ def measure(corpus: str, size: int, path: Path, n_queries: int) -> dict:
         if exact:
             found.append(np.mean([c >= exact[-1][1] - 1e-6 for _, c in got]) if got else 0.0)
     out.update(graph=getattr(vi, "has_graph", getattr(vi, "_proj", None) is not None), leg_p50=ms(t_leg), leg_exact_p50=ms(t_exact), leg_found=float(np.mean(found)) * 100)
+    if not baselines:  # the tail needs 1,000 notes: the whole corpus in this process would inflate its peak RSS
+        return _tail(out, rt, notes_of(corpus, 1000)[0], path)
     # the baselines, over the same texts and the same vectors, in this process
     notes, _ = notes_of(corpus, size)
     texts = [n["content"] for n in notes]
@@ -157,24 +162,62 @@ def measure(corpus: str, size: int, path: Path, n_queries: int) -> dict:
         lat_hn.append(time.thread_time() - t)
     out.update(bm25s_p50=ms(lat_bm), numpy_p50=ms(lat_np), faiss_p50=ms(lat_hn), load_baselines=load())
     del retriever, hnsw, X
+    return _tail(out, rt, notes, path)
+
+
+def _tail(out: dict, rt, notes: list[dict], path: Path) -> dict:  # type: ignore[no-untyped-def]
+    from palimpsest_memory.runtime import Runtime
     t = time.perf_counter()
     rt.close()
     out["close_s"] = time.perf_counter() - t
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # a session's few writes: 1,000 more notes, then close (the snapshots are kept: they cover all but these) and
+    # reopen (they are restored and the 1,000 indexed as an ingest would)
+    extra = [dict(n, content=n["content"] + " (again)") for n in notes[:1000]]
+    rt = Runtime.open(path, env=ENV)
+    rt.call("memory.remember_many", {"notes": extra})
+    t = time.perf_counter()
+    rt.close()
+    out["close_tail_s"] = time.perf_counter() - t
+    # in a fresh process, as every real open is (the index just closed here may not be freed yet)
+    out.update({f"{k}_tail": v for k, v in run_reopen(path).items()})
+    out["reopen_tail_s"] = out.pop("reopen_s_tail")
     return out
+
+
+def reopen(path: Path) -> dict:
+    from palimpsest_memory.runtime import Runtime
+    t = time.perf_counter()
+    rt = Runtime.open(path, env=ENV)
+    out = {"reopen_s": time.perf_counter() - t, "load": load(), "rss_mb": rss_mb(),
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    rt.close()
+    return out
+
+
+def run_reopen(path: Path) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--worker", "reopen", "--path", str(path)], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise SystemExit(f"reopen failed:\n{proc.stderr[-3000:]}")
 
 
 def worker(args: argparse.Namespace) -> int:
     path = Path(args.path)
+    if args.worker == "reopen":
+        print("RESULT " + json.dumps(reopen(path)))
+        return 0
     res = build(args.corpus, args.size, path) if args.worker == "build" else measure(
-        args.corpus, args.size, path, args.queries)
+        args.corpus, args.size, path, args.queries, not args.no_baselines)
     print("RESULT " + json.dumps(res))
     return 0
 
 
-def run(kind: str, corpus: str, size: int, path: Path, queries: int) -> dict:
+def run(kind: str, corpus: str, size: int, path: Path, queries: int, baselines: bool = True) -> dict:
     cmd = [sys.executable, __file__, "--worker", kind, "--corpus", corpus, "--size", str(size), "--path", str(path),
-           "--queries", str(queries)]
+           "--queries", str(queries)] + ([] if baselines else ["--no-baselines"])
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -205,8 +248,8 @@ def render(rows: list[dict], cmd: str, when: str) -> list[str]:
     ]
     for r in rows:
         lines.append(f"| {r['corpus']} | {r['size']:,} | {r['recall_p50']:.2f} / {r['recall_p95']:.2f} | "
-                     f"{f(r, 'recall_cpu_p50')} | {r['bm25s_p50']:.2f} | {r['numpy_p50']:.2f} | {r['faiss_p50']:.2f} | "
-                     f"{r['load_recall']} / {r['load_baselines']} |")
+                     f"{f(r, 'recall_cpu_p50')} | {f(r, 'bm25s_p50')} | {f(r, 'numpy_p50')} | {f(r, 'faiss_p50')} | "
+                     f"{r['load_recall']} / {r.get('load_baselines', '—')} |")
     lines += ["", "The vector leg alone (top-200 over the namespace, as recall asks it) against the exact scan of the "
               "same vectors (`search_exact`):", "",
               "| corpus | notes | graph | leg CPU p50 ms | exact scan CPU p50 ms | exact top-200 found |",
@@ -214,17 +257,24 @@ def render(rows: list[dict], cmd: str, when: str) -> list[str]:
     for r in rows:
         lines.append(f"| {r['corpus']} | {r['size']:,} | {'HNSW' if r['graph'] else 'none (exact)'} | "
                      f"{r['leg_p50']:.2f} | {r['leg_exact_p50']:.2f} | {r['leg_found']:.2f} % |")
-    lines += ["", "Ingest (`memory.remember_many`, batches of 5,000, WordLlama embedding included), reopen and close "
-              "(fresh process; the snapshots restored), memory:", "",
-              "| corpus | notes | ingest notes/s overall / median batch / last batch | load | close after ingest s | "
-              "reopen s | close s | RSS after reopen MB (empty process) | peak RSS MB | file MB |",
-              "|---|---:|---|---|---:|---:|---:|---|---:|---:|"]
+    lines += ["", "Ingest (`memory.remember_many`, batches of 5,000, WordLlama embedding included; overall includes "
+              "waiting for the last batch's graph insert; \"per CPU s\" divides by the process's CPU time, every "
+              "thread, which the load inflates less than wall time), reopen and close (fresh process; the snapshots "
+              "restored), then 1,000 more notes (a close that keeps the snapshots, a reopen in a fresh process that "
+              "extends them), "
+              "memory:", "",
+              "| corpus | notes | ingest notes/s overall / median batch / last batch | ingest notes per CPU s | load | "
+              "close after ingest s | reopen s | close s | +1,000 notes: close / reopen s | "
+              "RSS after reopen MB (empty process) | peak RSS MB | file MB |",
+              "|---|---:|---|---:|---|---:|---:|---:|---|---|---:|---:|"]
     for r in rows:
         lines.append(
             f"| {r['corpus']} | {r['size']:,} | {f(r, 'ingest_overall', '{:,.0f}')} / "
             f"{f(r, 'ingest_median_batch', '{:,.0f}')} / {f(r, 'ingest_last_batch', '{:,.0f}')} | "
+            f"{f(r, 'ingest_cpu', '{:,.0f}')} | "
             f"{r.get('load_before_ingest', '—')} → {r.get('load_after_ingest', '—')} | "
             f"{f(r, 'close_after_ingest_s')} | {r['reopen_s']:.2f} | {r['close_s']:.2f} | "
+            f"{f(r, 'close_tail_s')} / {f(r, 'reopen_tail_s')} (load {r.get('load_tail', '—')}) | "
             f"{r['rss_open_mb']:,.0f} ({r['rss_base_mb']:,.0f}) | {r['peak_rss_mb']:,.0f} | {r['file_mb']:,.0f} |")
     return lines
 
@@ -237,7 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store-dir", default="/tmp/pal-speed")
     ap.add_argument("--keep", action="store_true", help="keep the stores (and reuse a kept one instead of ingesting)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed.md"))
-    ap.add_argument("--worker", choices=["build", "measure"], help=argparse.SUPPRESS)
+    ap.add_argument("--no-baselines", action="store_true",
+                    help="skip bm25s and faiss (at 1M their indexes take minutes and gigabytes)")
+    ap.add_argument("--worker", choices=["build", "measure", "reopen"], help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -258,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                 path.unlink()
             r = {"corpus": corpus, "size": size}
             r.update(run("build", corpus, size, path, args.queries) if not path.exists() else {})
-            r.update(run("measure", corpus, size, path, args.queries))
+            r.update(run("measure", corpus, size, path, args.queries, not args.no_baselines))
             r["file_mb"] = path.stat().st_size / 2**20
             print(json.dumps(r), file=sys.stderr)
             rows.append(r)
@@ -266,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
                 path.unlink()
     if not args.keep:
         shutil.rmtree(args.store_dir, ignore_errors=True)
-    cmd = f"python bench/speed.py --sizes {args.sizes} --corpus {args.corpus} --queries {args.queries}"
+    cmd = (f"python bench/speed.py --sizes {args.sizes} --corpus {args.corpus} --queries {args.queries}"
+           + (" --no-baselines" if args.no_baselines else ""))
     lines = render(rows, cmd, f"{datetime.now():%Y-%m-%d %H:%M}")
     text = "\n".join(lines) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

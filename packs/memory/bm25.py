@@ -81,7 +81,8 @@ class BM25Index:
         # snapshot are slices of three flat arrays (a pair of numpy views per row cost ~400 bytes a note)
         self._row_terms: list[tuple[np.ndarray, np.ndarray] | None] = []
         self._flat_rows = 0  # rows [0, _flat_rows) live in the flat arrays below
-        self._flat_starts = np.zeros(1, dtype=np.int64)
+        self._flat_starts: np.ndarray | None = np.zeros(1, dtype=np.int64)  # None: not derived yet (restore)
+        self._flat_some: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # until then: the few rows looked up
         self._flat_tids = np.zeros(0, dtype=np.int32)
         self._flat_tfs = np.zeros(0, dtype=np.float32)
         self._n_rows = 0
@@ -130,44 +131,71 @@ class BM25Index:
         """
         if len(ids) != len(bags):
             raise ValueError("ids and bags differ in length")
+        if len(set(map(int, ids))) != len(ids):  # an id twice in one call: the later bag wins, one at a time
+            for note_id, bag in zip(ids, bags):
+                self.add_weighted([note_id], [bag])
+            return
+        self._prefetch_flat(ids)
         self._grow(self._n_rows + len(ids))
         vocab = self._vocab
+        first = self._n_rows
+        row_tids: list[list[int]] = []
+        row_tfs: list[list[float]] = []
         for note_id, bag in zip(ids, bags):
             note_id = int(note_id)
             if note_id in self._row_of:
                 self._remove_one(note_id)
+            terms = [t for t, w in bag.items() if w > 0.0]
+            tfs = [float(bag[t]) for t in terms]
+            tids = [vocab.get(t) for t in terms]
+            if None in tids:
+                for j, tid in enumerate(tids):
+                    if tid is None:
+                        tid = vocab.get(terms[j])  # a term new to the index, maybe twice in this batch
+                        if tid is None:
+                            tid = vocab[terms[j]] = len(vocab)
+                            self._post_rows.append(array("i"))
+                            self._post_tf.append(array("f"))
+                            self._df.append(0)
+                        tids[j] = tid
             row = self._n_rows
             self._n_rows += 1
-            tids = []
-            tfs = []
-            for term, w in bag.items():
-                w = float(w)
-                if w <= 0.0:
-                    continue
-                tid = vocab.get(term)
-                if tid is None:
-                    tid = len(vocab)
-                    vocab[term] = tid
-                    self._post_rows.append(array("i"))
-                    self._post_tf.append(array("f"))
-                    self._df.append(0)
-                self._post_rows[tid].append(row)
-                self._post_tf[tid].append(w)
-                self._df[tid] += 1
-                tids.append(tid)
-                tfs.append(w)
             dl = float(sum(tfs))
             self._ids[row] = note_id
             self._dl[row] = dl
             self._alive[row] = True
             self._row_terms.append((np.asarray(tids, dtype=np.int32), np.asarray(tfs, dtype=np.float32)))
+            row_tids.append(tids)
+            row_tfs.append(tfs)
             self._row_of[note_id] = row
             self._n_alive += 1
             self._total_len += dl
+        # postings: appended per term, not per (term, note) — rows ascending within each term, as one at a time
+        lengths = np.fromiter(map(len, row_tids), dtype=np.int64, count=len(row_tids))
+        if lengths.sum():
+            tid_all = np.fromiter((t for ts in row_tids for t in ts), dtype=np.int32, count=int(lengths.sum()))
+            tf_all = np.fromiter((w for ws in row_tfs for w in ws), dtype=np.float32, count=tid_all.size)
+            row_all = np.repeat(np.arange(first, self._n_rows, dtype=np.int32), lengths)
+            order = np.argsort(tid_all, kind="stable")
+            tid_s, row_s, tf_s = tid_all[order], row_all[order], tf_all[order]
+            cut = np.flatnonzero(np.diff(tid_s)) + 1
+            starts = np.concatenate(([0], cut)).tolist()
+            ends = np.concatenate((cut, [tid_s.size])).tolist()
+            df, post_rows, post_tf = self._df, self._post_rows, self._post_tf
+            row_b, tf_b = row_s.tobytes(), tf_s.tobytes()
+            for tid, a, b in zip(tid_s[starts].tolist(), starts, ends):
+                post_rows[tid].frombytes(row_b[4 * a:4 * b])
+                post_tf[tid].frombytes(tf_b[4 * a:4 * b])
+                df[tid] += b - a
         self._last = None
 
     def _terms(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         if row < self._flat_rows:
+            if self._flat_starts is None:
+                got = self._flat_some.get(row)
+                if got is not None:
+                    return got
+                self._derive_flat()
             a, b = self._flat_starts[row], self._flat_starts[row + 1]
             return self._flat_tids[a:b], self._flat_tfs[a:b]
         got = self._row_terms[row - self._flat_rows]
@@ -191,6 +219,8 @@ class BM25Index:
 
     def remove(self, ids: Iterable[int]) -> int:
         """Remove ids (unknown ids are ignored); returns how many were removed."""
+        ids = [int(i) for i in ids]
+        self._prefetch_flat(ids)
         n = sum(self._remove_one(int(i)) for i in ids)
         if self._n_dead > 1024 and self._n_dead * 3 > self._n_rows:
             self._compact()
@@ -218,50 +248,102 @@ class BM25Index:
         self._row_terms = terms
         self._flat_rows, self._flat_starts = 0, np.zeros(1, dtype=np.int64)
         self._flat_tids, self._flat_tfs = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        self._flat_some = {}
         self._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
         self._n_dead = 0
 
     # ------------------------------------------------------------- snapshot
+    def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every posting as three flat arrays (term id, row, tf), grouped by term, rows ascending in a term."""
+        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
+        rows = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
+        tfs = np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
+        tids = np.repeat(np.arange(lengths.size, dtype=np.int32), lengths)
+        return tids, rows, tfs
+
+    def _prefetch_flat(self, ids: Iterable[int]) -> None:
+        """The term lists of the restored rows these ids are about to replace or remove, found with one pass over
+        the postings (an ingest after a restore re-indexes a few thread neighbours: sorting every posting to find
+        their terms cost ~1 s at 100k notes)."""
+        if self._flat_starts is not None or not self._flat_rows:
+            return
+        rows = [r for r in (self._row_of.get(int(i)) for i in ids) if r is not None and r < self._flat_rows
+                and r not in self._flat_some]
+        if not rows:
+            return
+        if len(rows) + len(self._flat_some) > max(64, self._flat_rows // 20):  # many: derive them all at once
+            self._derive_flat()
+            return
+        tids, prow, tfs = self._postings()
+        want = np.zeros(self._flat_rows, dtype=bool)
+        want[rows] = True
+        hit = np.flatnonzero((prow < self._flat_rows) & want[np.minimum(prow, self._flat_rows - 1)])
+        tids, prow, tfs = tids[hit], prow[hit], tfs[hit]
+        for r in rows:
+            mine = prow == r
+            self._flat_some[r] = (tids[mine], tfs[mine])
+
+    def _derive_flat(self) -> None:
+        """The restored rows' (term ids, weights), rebuilt from the postings when first needed (a row replaced or
+        removed, a compaction): a restore does not pay for them, and most opens never need them."""
+        tids, rows, tfs = self._postings()
+        keep = rows < self._flat_rows
+        tids, rows, tfs = tids[keep], rows[keep], tfs[keep]
+        order = np.argsort(rows, kind="stable")
+        self._flat_tids, self._flat_tfs = tids[order], tfs[order]
+        self._flat_some = {}
+        counts = np.bincount(rows, minlength=self._flat_rows)[: self._flat_rows]
+        self._flat_starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
     def snapshot(self) -> dict[str, np.ndarray]:
-        """The live rows as flat arrays (what :meth:`restore` needs); dead rows are left out."""
-        live = np.flatnonzero(self._alive[: self._n_rows])
-        terms = [self._terms(r) for r in live.tolist()]
-        lengths = np.fromiter((t[0].size for t in terms), dtype=np.int64, count=len(terms))
+        """The live rows as flat arrays (what :meth:`restore` needs), postings grouped by term; dead rows are left
+        out and the live ones renumbered densely (in row order)."""
         if any("\n" in w for w in self._vocab):  # tokens are words; a custom tokenizer might not be
             raise ValueError("a token contains a newline: this index cannot be snapshotted")
+        alive = self._alive[: self._n_rows]
+        tids, rows, tfs = self._postings()
+        keep = alive[rows]
+        tids, rows, tfs = tids[keep], rows[keep], tfs[keep]
+        renumber = np.cumsum(alive, dtype=np.int64) - 1
         vocab = "\n".join(self._vocab).encode("utf-8")
-        return {"ids": self._ids[live].copy(), "dl": self._dl[live].copy(), "lengths": lengths,
-                "tids": np.concatenate([t[0] for t in terms]) if terms else np.zeros(0, np.int32),
-                "tfs": np.concatenate([t[1] for t in terms]) if terms else np.zeros(0, np.float32),
+        live = np.flatnonzero(alive)
+        return {"ids": self._ids[live].copy(), "dl": self._dl[live].copy(),
+                "df": np.bincount(tids, minlength=len(self._vocab)).astype(np.int64),
+                "rows": renumber[rows].astype(np.int32), "tfs": tfs.copy(),
                 "vocab": np.frombuffer(vocab, dtype=np.uint8), "total_len": np.array([self._total_len])}
 
     def restore(self, snap: dict[str, np.ndarray]) -> None:
-        """Replace this (empty) index's content with a :meth:`snapshot`'s; rows are renumbered densely."""
+        """Replace this (empty) index's content with a :meth:`snapshot`'s."""
         if self._n_rows:
             raise ValueError("restore needs an empty index")
-        ids, dl, lengths = snap["ids"].astype(np.int64), snap["dl"].astype(np.float32), snap["lengths"]
-        tids, tfs = snap["tids"].astype(np.int32), snap["tfs"].astype(np.float32)
+        ids, dl, df = snap["ids"].astype(np.int64), snap["dl"].astype(np.float32), snap["df"].astype(np.int64)
+        rows, tfs = snap["rows"].astype(np.int32), snap["tfs"].astype(np.float32)
         text = snap["vocab"].tobytes().decode("utf-8")
         words = text.split("\n") if text else []
         n, n_terms = ids.size, len(words)
+        if df.size != n_terms or int(df.sum()) != rows.size or rows.size != tfs.size or dl.size != n or (
+                rows.size and (int(rows.min()) < 0 or int(rows.max()) >= n)):
+            raise ValueError("inconsistent full-text snapshot")
         self._vocab = {w: i for i, w in enumerate(words)}
         self._grow(n)
         self._ids[:n], self._dl[:n], self._alive[:n] = ids, dl, True
-        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         self._row_terms = []
-        self._flat_rows, self._flat_starts, self._flat_tids, self._flat_tfs = n, starts, tids, tfs
-        rows = np.repeat(np.arange(n, dtype=np.int32), lengths)
-        order = np.argsort(tids, kind="stable")  # postings grouped by term, rows ascending within a term
-        bounds = np.searchsorted(tids[order], np.arange(n_terms + 1))
-        by_rows, by_tfs = rows[order], tfs[order]
-        self._post_rows = [array("i", by_rows[bounds[t]:bounds[t + 1]].tobytes()) for t in range(n_terms)]
-        self._post_tf = [array("f", by_tfs[bounds[t]:bounds[t + 1]].tobytes()) for t in range(n_terms)]
-        self._df = np.diff(bounds).tolist()
-        self._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
+        self._flat_rows, self._flat_starts = n, None  # derived from the postings when first needed
+        self._flat_some = {}
+        bounds = np.concatenate(([0], np.cumsum(df))).tolist()
+        row_b, tf_b = rows.tobytes(), tfs.tobytes()
+        self._post_rows = [array("i", row_b[4 * a:4 * b]) for a, b in zip(bounds, bounds[1:])]
+        self._post_tf = [array("f", tf_b[4 * a:4 * b]) for a, b in zip(bounds, bounds[1:])]
+        self._df = df.tolist()
+        self._row_of = dict(zip(ids.tolist(), range(n)))
         self._n_rows = self._n_alive = n
         self._total_len = float(snap["total_len"][0])
         self._n_dead = 0
         self._last = None
+
+    def snapshot_ids(self) -> np.ndarray:
+        """The live ids (row order)."""
+        return self._ids[np.flatnonzero(self._alive[: self._n_rows])]
 
     def digest(self) -> tuple:
         """What the index holds, comparable across builds: each live note's id and length (rounded: a bag's
@@ -352,6 +434,10 @@ class BM25Index:
         rows = rows[found]
         tids, tfs, owner = [], [], []
         flat = rows < self._flat_rows
+        if flat.any() and self._flat_starts is None:  # a restore not yet derived: find these rows' terms only
+            self._prefetch_flat(self._ids[rows[flat]].tolist())
+        if self._flat_starts is None:
+            flat = np.zeros_like(flat)  # each row through _terms (the prefetched few)
         if flat.any():  # rows restored from a snapshot: one gather from the flat arrays
             fr = rows[flat]
             start, size = self._flat_starts[fr], self._flat_starts[fr + 1] - self._flat_starts[fr]
@@ -359,13 +445,17 @@ class BM25Index:
             tids.append(self._flat_tids[pos])
             tfs.append(self._flat_tfs[pos])
             owner.append(np.repeat(np.flatnonzero(flat), size))
-        for j in np.flatnonzero(~flat).tolist():  # rows added since: a pair of small arrays each
-            t, w = self._row_terms[int(rows[j]) - self._flat_rows]
+        for j in np.flatnonzero(~flat).tolist():  # rows added since (or restored, looked up): small arrays each
+            t, w = self._terms(int(rows[j]))
             tids.append(t)
             tfs.append(w)
             owner.append(np.full(t.size, j, dtype=np.int64))
         tid, own = np.concatenate(tids), np.concatenate(tfs) >= 1.0
         tid, who = tid[own], np.concatenate(owner)[own]
+        # each row's terms in term order, whichever store they came from (restored, looked up, added): the float
+        # sum is then the same for the same note in a live, a restored and a rebuilt index (ties stay ties)
+        order = np.lexsort((tid, who))
+        tid, who = tid[order], who[order]
         uniq, inv = np.unique(tid, return_inverse=True)  # each distinct term's df looked up once
         df = np.fromiter(map(self._df.__getitem__, uniq.tolist()), dtype=np.float64, count=uniq.size)
         idf = np.log1p((self._n_alive - df + 0.5) / (df + 0.5))[inv]

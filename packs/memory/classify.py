@@ -33,8 +33,27 @@ CUES: dict[str, list[str]] = {
 _PATTERNS = {kind: re.compile(r"\b(?:" + "|".join(cues) + r")\b", re.IGNORECASE) for kind, cues in CUES.items()}
 
 
+def _literal(cue: str) -> str:
+    """The cue's literal opening: a substring of every text the cue matches (lower-cased)."""
+    out = ""
+    for i, ch in enumerate(cue):
+        if ch in "()[]?*+\\|.{" or cue[i + 1:i + 2] in ("?", "*"):
+            break
+        out += ch
+    return out.lower()
+
+
+# A text that holds none of these (lower-cased) matches no cue: most notes, which then skip the five scans. Only for
+# ASCII text, where IGNORECASE is exactly lower-casing.
+_OPENINGS = tuple(sorted({_literal(c) for cues in CUES.values() for c in cues}))
+
+
 def classify(content: str) -> str | None:
     """The kind with the most cue hits in ``content``, or None."""
+    if content.isascii():
+        low = content.lower()
+        if not any(o in low for o in _OPENINGS):
+            return None
     best, best_hits = None, 0
     for kind, pattern in _PATTERNS.items():
         hits = len(pattern.findall(content))

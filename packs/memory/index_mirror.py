@@ -99,16 +99,17 @@ class IndexMirror(Mirror):
         s: MemorySettings = ctx.settings
         index = MemoryIndex(**index_options(s))  # empty, with this runtime's settings
         rows = read_rows(ctx, namespace)
-        restored = snapshot.restore(ctx, index, len(rows), rows[-1].id if rows else 0)
-        index.add(rows, {}, text_index=not restored)  # a restored BM25 needs no tokenising
-        index.dirty = not restored
+        covered = snapshot.restore(ctx, index, np.fromiter((r.id for r in rows), dtype=np.int64, count=len(rows)))
+        index.add(rows[:covered], {}, text_index=False)  # a restored BM25 needs no tokenising
+        index.add(rows[covered:], {})  # notes newer than the snapshot (all of them without one): as an ingest
+        index.dirty = covered < len(rows)
         for model in s.stored_models():
             ids, matrix = read_vectors(ctx, model, namespace)
             if len(ids) < len(rows):
                 ctx.log.warning("%d notes of %s have no %s vector; run memory.reembed", len(rows) - len(ids),
                                 namespace, model)
             if len(ids):
-                index.add_vectors(model, ids, matrix, build=False)
+                index.add_vectors(model, ids, matrix, build=False, adopt=True)  # the matrix read is ours
                 vi = index.vectors[model]
                 if not snapshot.restore_graph(ctx, vi, model):  # a saved HNSW graph, else build it now
                     vi.build_graph()

@@ -140,25 +140,49 @@ def words(text: str) -> list[str]:
     return _WORD_RE.findall(text)
 
 
+def _word_tokens(w: str, stopwords: bool, cjk_unigrams: bool) -> tuple[str, ...]:
+    """The tokens one surface word yields (see module docstring)."""
+    out: list[str] = []
+    for is_cjk, piece in _split_cjk(w):
+        if is_cjk:
+            out.extend(_cjk_tokens(piece, cjk_unigrams))
+            continue
+        piece = piece.replace("’", "'")
+        if piece.endswith("'s"):
+            piece = piece[:-2]
+        piece = piece.replace("'", "")
+        if not piece:
+            continue
+        if stopwords and piece in STOPWORDS:
+            continue
+        if len(piece) == 1 and not piece.isdigit():
+            continue
+        out.append(_stem(piece))
+    return tuple(out)
+
+
+# surface word -> its tokens under the default options: words repeat (Zipf), so most are one dict look-up
+_DEFAULT_WORDS: dict[str, tuple[str, ...]] = {}
+_DEFAULT_WORDS_MAX = 65_536  # like _stem's cache: ~10 MB at most; Zipf puts most look-ups in the first few thousand
+
+
 def tokenize(text: str, *, stopwords: bool = True, cjk_unigrams: bool = True) -> list[str]:
     """Tokens for BM25 (see module docstring). Order is preserved, duplicates kept."""
     out: list[str] = []
+    if not (stopwords and cjk_unigrams):
+        for w in words(text):
+            out.extend(_word_tokens(w, stopwords, cjk_unigrams))
+        return out
+    cache = _DEFAULT_WORDS
     for w in words(text):
-        for is_cjk, piece in _split_cjk(w):
-            if is_cjk:
-                out.extend(_cjk_tokens(piece, cjk_unigrams))
-                continue
-            piece = piece.replace("’", "'")
-            if piece.endswith("'s"):
-                piece = piece[:-2]
-            piece = piece.replace("'", "")
-            if not piece:
-                continue
-            if stopwords and piece in STOPWORDS:
-                continue
-            if len(piece) == 1 and not piece.isdigit():
-                continue
-            out.append(_stem(piece))
+        toks = cache.get(w)
+        if toks is None:
+            toks = _word_tokens(w, True, True)
+            if len(cache) >= _DEFAULT_WORDS_MAX:
+                cache.clear()
+            cache[w] = toks
+        if toks:
+            out.extend(toks)
     return out
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +37,10 @@ __all__ = ["Ann", "VectorIndex", "l2_normalize"]
 
 
 _BLAS = ThreadpoolController()
+# Graph inserts run here, one batch at a time, while the caller goes on (usearch releases the GIL): an ingest's
+# Python work (tokenising, SQL, the next batch's embedding) overlaps the previous batch's graph insert. Every read of
+# the graph waits for the pending insert first, so what a search sees never depends on the timing.
+_INSERTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palimpsest-hnsw")
 
 
 def single_blas_thread():
@@ -81,8 +86,11 @@ class VectorIndex:
             raise ValueError("dim must be positive")
         self.dim = int(dim)
         self.ann = ann
-        self._graph: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
+        self._g: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
+        self._pending: Future | None = None  # the graph insert running in the background, if any
         self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
+        # the stored graph holds the first saved_rows vectors, and vectors were only added since (snapshot.py)
+        self.saved_rows, self.appended_only = 0, False
         cap = max(16, int(initial_capacity))
         self._mat = np.zeros((cap, self.dim), dtype=np.float32)
         self._ids = np.zeros(cap, dtype=np.int64)
@@ -94,6 +102,18 @@ class VectorIndex:
 
     def __len__(self) -> int:
         return len(self._row_of)
+
+    @property
+    def _graph(self) -> HNSW | None:
+        """The graph, once the insert in flight (if any) has finished."""
+        self.sync()
+        return self._g
+
+    def sync(self) -> None:
+        """Wait for the background graph insert (re-raising its error, if it failed)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
 
     def __contains__(self, note_id: int) -> bool:
         return int(note_id) in self._row_of
@@ -119,37 +139,59 @@ class VectorIndex:
             self._row_by_id = grown
         self._row_by_id[ids] = rows
 
-    def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray, *, build: bool = True) -> None:
+    def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray, *, build: bool = True,
+            adopt: bool = False) -> None:
         """Add rows (an existing id is replaced). ``build=False``: do not build the graph yet even if the index is
-        now large enough (a load first tries to restore a saved one; see :meth:`build_graph`)."""
+        now large enough (a load first tries to restore a saved one; see :meth:`build_graph`). ``adopt``: the
+        caller hands ``matrix`` over (a load): it is normalised in place, in chunks, instead of copied — at 1M
+        notes the copy and the norm's temporaries held ~2 GB beyond the index at the peak of a reopen."""
         m = np.asarray(matrix, dtype=np.float32)
         if m.ndim == 1:
             m = m[None, :]
         if m.shape != (len(ids), self.dim):
             raise ValueError(f"matrix shape {m.shape} != ({len(ids)}, {self.dim})")
-        m = l2_normalize(m)
-        # last occurrence of a duplicated id wins
-        self.remove([i for i in ids if int(i) in self._row_of], _compact=False)
-        self._grow(self._n_rows + len(ids))
-        start = self._n_rows
-        self._mat[start : start + len(ids)] = m
-        for j, i in enumerate(ids):
-            i = int(i)
-            old = self._row_of.get(i)
-            if old is not None:  # duplicate inside this batch
-                self._alive[old] = False
-                self._n_dead += 1
-            self._row_of[i] = start + j
-            self._ids[start + j] = i
-            self._alive[start + j] = True
-        self._n_rows += len(ids)
+        if adopt and m.flags.c_contiguous and m.flags.writeable and m.ndim == 2:
+            for s in range(0, m.shape[0], 8192):  # row by row the same floats as l2_normalize
+                part = m[s:s + 8192]
+                n = np.linalg.norm(part, axis=1, keepdims=True)
+                n[n == 0] = 1.0
+                np.divide(part, n, out=part)
+            matrix = None  # so the matrix is adopted below, as a fresh copy would be
+        else:
+            m = l2_normalize(m)
         id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
+        # last occurrence of a duplicated id wins
+        if self._row_of:
+            self.remove([i for i in id_arr.tolist() if i in self._row_of], _compact=False)
+        start = self._n_rows
+        if start == 0 and id_arr.size > self._mat.shape[0] and m.flags.c_contiguous and m is not matrix:
+            self._mat = m  # a load into an empty index: the normalised copy becomes the matrix (no second copy)
+            self._ids = np.zeros(id_arr.size, dtype=np.int64)
+            self._alive = np.zeros(id_arr.size, dtype=bool)
+        else:
+            self._grow(self._n_rows + len(ids))
+            self._mat[start : start + len(ids)] = m
+        if np.unique(id_arr).size == id_arr.size:  # the usual case: one row per id, set at once
+            self._ids[start : start + id_arr.size] = id_arr
+            self._alive[start : start + id_arr.size] = True
+            self._row_of.update(zip(id_arr.tolist(), range(start, start + id_arr.size)))
+        else:
+            for j, i in enumerate(id_arr.tolist()):
+                old = self._row_of.get(i)
+                if old is not None:  # duplicate inside this batch
+                    self._alive[old] = False
+                    self._n_dead += 1
+                self._row_of[i] = start + j
+                self._ids[start + j] = i
+                self._alive[start + j] = True
+        self._n_rows += len(ids)
         self._map_rows(id_arr, np.arange(start, self._n_rows, dtype=np.int64))
-        if self._graph is not None:
+        graph = self._graph  # waits for the previous batch's insert: at most one in flight
+        if graph is not None:
             # a duplicated id inside the batch: the graph takes its last vector, as the matrix does
             last = {int(i): j for j, i in enumerate(id_arr.tolist())}
             keep = np.fromiter(last.values(), dtype=np.int64, count=len(last))
-            self._graph.add(id_arr[keep], m[keep], threads=0)
+            self._pending = _INSERTS.submit(graph.add, id_arr[keep], m[keep], threads=1)
             self.graph_dirty = True
         elif build:
             self.build_graph()
@@ -169,28 +211,46 @@ class VectorIndex:
         for start in range(0, rows.size, 65536):  # chunks: no second copy of the whole matrix
             part = rows[start:start + 65536]
             graph.add(self._ids[part], self._mat[part], threads=0)
-        self._graph, self.graph_dirty = graph, True
+        self._g, self.graph_dirty = graph, True
 
     @property
     def has_graph(self) -> bool:
-        return self._graph is not None
+        return self._g is not None
 
     def graph_bytes(self) -> bytes | None:
         """The graph serialised (``snapshot.py`` stores it), or None below the threshold."""
         return None if self._graph is None else bytes(self._graph.save())
 
-    def restore_graph(self, data: bytes) -> bool:
+    def count_upto(self, max_id: int) -> int:
+        """How many vectors this index holds with ids up to ``max_id``."""
+        return int(np.count_nonzero(self._ids[: self._n_rows][self._alive[: self._n_rows]] <= max_id))
+
+    def restore_graph(self, data: bytes, upto: int | None = None) -> bool:
         """Take a saved graph instead of building one; False (and nothing changed) when it does not hold exactly
-        this index's ids."""
+        this index's ids (with ``upto``: those up to that id, and the newer rows are then inserted into it)."""
         try:
             graph = self._new_graph()
             graph.load(data)  # usearch reads the buffer into its own memory
         except (RuntimeError, ValueError):  # unreadable: the caller builds from the vectors instead
             return False
-        if len(graph) != len(self._row_of) or graph.ndim != self.dim:
+        held = len(self._row_of) if upto is None else self.count_upto(upto)
+        if len(graph) != held or graph.ndim != self.dim:
             return False
+        if upto is not None and held:
+            last = self._ids[: self._n_rows][self._alive[: self._n_rows]]
+            probe = np.array([last[last <= upto].max()], dtype=np.int64)
+            if not graph.contains(probe).all():  # another graph of as many rows
+                return False
         graph.expansion_search = self.ann.expansion_search
-        self._graph, self.graph_dirty = graph, False
+        self.sync()
+        self._g, self.graph_dirty = graph, False
+        self.saved_rows, self.appended_only = held, True
+        if held < len(self._row_of):  # the rows added after it was saved
+            rows = np.flatnonzero(self._alive[: self._n_rows] & (self._ids[: self._n_rows] > upto))
+            for start in range(0, rows.size, 65536):
+                part = rows[start:start + 65536]
+                graph.add(self._ids[part], self._mat[part], threads=0)
+            self.graph_dirty = True
         return True
 
     def remove(self, ids: Iterable[int], _compact: bool = True) -> int:
@@ -202,6 +262,7 @@ class VectorIndex:
                 self._row_by_id[int(i)] = -1
                 self._n_dead += 1
                 n += 1
+                self.appended_only = False
                 if self._graph is not None:
                     self._graph.remove(int(i))
                     self.graph_dirty = True

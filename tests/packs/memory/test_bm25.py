@@ -168,3 +168,41 @@ def test_a_restored_index_removes_updates_compacts_and_snapshots_like_a_built_on
     again = BM25Index()
     again.restore(restored.snapshot())
     assert again.digest() == built.digest() and again.search("w7", 10) == built.search("w7", 10)
+
+
+def test_a_batch_indexes_exactly_as_one_note_at_a_time():
+    """add_weighted appends a batch's postings per term: the index must equal one built a note at a time, also
+    with an id twice in one batch (the later bag wins) and ids re-added (replaced)."""
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(40)]
+    bags = [{w: rng.choice([0.5, 1.0, 2.0]) for w in rng.sample(words, rng.randint(1, 8))} for _ in range(120)]
+    ids = [rng.randint(1, 60) for _ in range(120)]
+    one, batch = BM25Index(), BM25Index()
+    for i, b in zip(ids, bags):
+        one.add_weighted([i], [b])
+    batch.add_weighted(ids[:50], bags[:50])
+    batch.add_weighted(ids[50:], bags[50:])
+    assert one.digest() == batch.digest()
+    for q in ["w1 w2", "w3", "w5 w7 w11 w13"]:
+        assert one.search(q, 30) == batch.search(q, 30)
+
+
+def test_restored_rows_replaced_or_removed_one_by_one_or_in_bulk_keep_the_index_exact():
+    """After a restore, a restored row's terms come from the postings: a few rows by one scan, many by deriving
+    them all. Both must leave the index exactly as if nothing had been restored."""
+    rng = random.Random(5)
+    words = [f"t{i}" for i in range(30)]
+    bags = {i: {w: rng.choice([0.5, 1.0]) for w in rng.sample(words, rng.randint(1, 6))} for i in range(1, 301)}
+    for n_changed in (3, 200):  # a few (scan) and many (derive all)
+        live = BM25Index()
+        live.add_weighted(list(bags), list(bags.values()))
+        restored = BM25Index()
+        restored.restore(live.snapshot())
+        changed = rng.sample(sorted(bags), n_changed)
+        new = [{w: 1.0 for w in rng.sample(words, 3)} for _ in changed]
+        for idx in (live, restored):
+            idx.add_weighted(changed, new)
+            idx.remove(changed[: n_changed // 3 + 1])
+        assert live.digest() == restored.digest()
+        for q in ["t1 t2", "t3", "t5 t7 t11 t13 t17"]:
+            assert live.search(q, 50) == restored.search(q, 50)

@@ -6,6 +6,7 @@ from store_support import HASHING, T0
 
 from palimpsest_memory.runtime.testing import open_test_runtime
 from index_support import held_index
+from palimpsest_memory.packs.memory.index_mirror import index_digest
 
 SNAP = copy.deepcopy(HASHING)
 SNAP["packs"]["memory"]["index_snapshot_min_notes"] = 1
@@ -195,3 +196,100 @@ def test_the_vector_graph_snapshot_is_written_and_restored_on_both_backends(pal_
         assert graph_rows(rt) == [(2, 80, ids[-1])]
         assert not held_index(rt).vectors["hashing"].graph_dirty  # restored, not built
         assert vector_answers(rt) == before
+
+
+# -- a snapshot that covers all but the newest few notes is kept, and the newer notes indexed on open (issue 18) --
+def test_a_few_notes_after_the_snapshot_are_indexed_on_open_and_answer_as_live_and_as_a_rebuild(tmp_path) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        ids = rt.call("memory.remember_many", {"notes": notes(100)}).ids
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        index = held_index(rt)
+        assert not index.dirty
+        rt.call("memory.remember_many", {"notes": notes(6, start=100)})  # 6 <= a tenth of 100: no rewrite at close
+        rt.call("memory.archive", {"ids": [ids[5]]})
+        live, live_vec = answers(rt), vector_answers(rt)
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        index = held_index(rt)
+        assert snapshot_row(rt) == [(100, ids[-1]), (100, ids[-1])]  # BM25 and the graph: the first 100 notes
+        vi = index.vectors["hashing"]
+        assert len(index.bm25) == 106 and len(vi) == 106 and vi.has_graph
+        assert index.dirty and index.saved_notes == 100 and vi.saved_rows == 100
+        assert answers(rt) == live and vector_answers(rt) == live_vec
+        digest = index_digest(held_index(rt))
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:
+        rt._con.execute("DELETE FROM memory.index_snapshot")
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:  # rebuilt from the notes alone
+        assert index_digest(held_index(rt)) == digest
+        assert answers(rt) == live
+
+
+def test_more_notes_than_a_tenth_after_the_snapshot_rewrite_it_at_close(tmp_path) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": notes(100)})
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": notes(5, start=100)})
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        assert [r[0] for r in snapshot_row(rt)] == [100, 100]
+        rt.call("memory.remember_many", {"notes": notes(6, start=105)})  # now 11 past the snapshot
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        assert [r[0] for r in snapshot_row(rt)] == [111, 111]
+        assert not held_index(rt).dirty
+
+
+def test_an_edit_that_re_bags_old_notes_rewrites_the_snapshot_even_for_one_note(tmp_path) -> None:
+    """Moving a thread-less note to another scope re-infers episodes (old notes' bags change): the stored snapshot
+    is then no longer a prefix of the index and must be written again, whatever the number of notes."""
+    db = str(tmp_path / "pal.duckdb")
+    loose = [{"content": n["content"], "scope": n["scope"], "occurred_at": T0.isoformat()} for n in notes(60)]
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        ids = rt.call("memory.remember_many", {"notes": loose}).ids
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        rt.call("memory.update", {"id": ids[10], "scope": "elsewhere"})
+        assert not held_index(rt).appended_only
+        live = answers(rt)
+    with open_test_runtime(config=SNAP, path=db) as rt:
+        assert not held_index(rt).dirty  # rewritten at that close, and restored whole
+        assert answers(rt) == live
+
+
+@pytest.mark.parametrize("spoil", ["count", "ids"])
+def test_a_snapshot_naming_other_notes_is_detected_and_rebuilt(tmp_path, spoil) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        ids = rt.call("memory.remember_many", {"notes": notes(60)}).ids
+        live, live_vec = answers(rt), vector_answers(rt)
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:
+        if spoil == "count":  # says it covers one note more than the store holds up to its highest id
+            rt._con.execute("UPDATE memory.index_snapshot SET notes = notes + 1")
+        else:  # says it ends one note earlier: its content then holds a note the row does not name
+            rt._con.execute("UPDATE memory.index_snapshot SET notes = notes - 1, max_id = ?", [ids[-2]])
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        index = held_index(rt)
+        assert index.dirty and index.saved_notes == 0 and index.vectors["hashing"].graph_dirty  # rebuilt
+        assert answers(rt) == live and vector_answers(rt) == live_vec
+
+
+def test_bm25_snapshot_round_trip_keeps_scores_and_allows_removal_after_restore() -> None:
+    from palimpsest_memory.packs.memory.bm25 import BM25Index
+    texts = [" ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 6)) for i in range(50)]
+    a = BM25Index()
+    a.add(list(range(1, 51)), texts)
+    a.remove([3, 7])
+    a.add([9], ["orion orion vega"])  # replaced: a dead row and a new one
+    b = BM25Index()
+    b.restore(a.snapshot())
+    for q in QUERIES:
+        assert a.search(q, 20) == b.search(q, 20)
+    assert a.digest() == b.digest()
+    for idx in (a, b):  # a restored row's terms come back from the postings when first needed
+        idx.remove([1, 2])
+        idx.add([4], ["ferry dawn"])
+    for q in QUERIES:
+        assert a.search(q, 20) == b.search(q, 20)
+    assert a.digest() == b.digest()
+    snap = a.snapshot()
+    snap["df"] = snap["df"][:-1]
+    with pytest.raises(ValueError):
+        BM25Index().restore(snap)

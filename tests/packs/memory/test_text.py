@@ -63,3 +63,15 @@ def test_tokenize_total_and_lowercase(s):
     toks = tokenize(s)
     assert all(t and t == t.lower() for t in toks)
     assert 0.0 <= cjk_ratio(s) <= 1.0
+
+
+def test_the_word_cache_gives_what_the_rules_give():
+    """tokenize caches each surface word's tokens: the output must be the rules' own, cached or not."""
+    from palimpsest_memory.packs.memory import text
+    samples = ["Caroline's café naïve it's 2023 the 1 a b", "東京タワーに行った ＡＢＣ",
+               "Don’t stop; RUNNING runs ran", "x y z 7 8 9 q's", "Ünïcödé wörds and the words"]
+    for s in samples:
+        direct = [t for w in text.words(s) for t in text._word_tokens(w, True, True)]
+        assert text.tokenize(s) == direct == text.tokenize(s)  # the second call is served from the cache
+        assert text.tokenize(s, stopwords=False) == [t for w in text.words(s)
+                                                      for t in text._word_tokens(w, False, True)]

@@ -168,3 +168,35 @@ def test_a_saved_graph_restores_equal_and_a_mismatched_one_is_refused():
     fewer.add(np.arange(2000), x[:2000], build=False)
     assert not fewer.restore_graph(data) and not fewer.has_graph  # holds other ids: refused
     assert not again.restore_graph(b"not a graph") and again.has_graph  # unreadable: refused, nothing changed
+
+
+def test_background_graph_inserts_are_complete_before_any_read_and_match_a_synchronous_graph():
+    """Inserts past the threshold run in a background thread; every read waits for them, so what a search sees
+    never depends on timing."""
+    x = _structured(3000)
+    extra = _structured(600, seed=6)
+    idx = VectorIndex(64, ann=ANN)
+    idx.add(np.arange(3000), x)
+    for start in range(0, 600, 200):  # three batches, each submitted while the previous may still run
+        idx.add(np.arange(3000 + start, 3200 + start), extra[start:start + 200])
+    assert idx.search(extra[599], 1)[0] == (3599, pytest.approx(1.0, abs=1e-5))  # the last batch is searchable
+    assert idx._pending is None and len(idx._g) == 3600
+    saved = VectorIndex(64, ann=ANN)
+    saved.add(np.concatenate([np.arange(3000), np.arange(3000, 3600)]), np.vstack([x, extra]), build=False)
+    assert saved.restore_graph(idx.graph_bytes())  # the bytes hold every insert
+
+
+def test_a_graph_saved_before_newer_rows_is_restored_and_extended():
+    x = _structured(3000)
+    idx = VectorIndex(64, ann=ANN)
+    idx.add(np.arange(2800), x[:2800])
+    data = idx.graph_bytes()
+    later = VectorIndex(64, ann=ANN)
+    later.add(np.arange(3000), x, build=False)
+    assert later.count_upto(2799) == 2800
+    assert later.restore_graph(data, upto=2799) and later.graph_dirty  # extended with rows 2800..2999
+    assert later.saved_rows == 2800 and len(later._g) == 3000
+    assert later.search(x[2900], 1)[0] == (2900, pytest.approx(1.0, abs=1e-5))
+    other = VectorIndex(64, ann=ANN)
+    other.add(np.arange(1, 3001), x, build=False)  # as many rows up to 2800, but other ids
+    assert not other.restore_graph(data, upto=2800) and not other.has_graph
