@@ -414,7 +414,7 @@ class BM25Index:
         cand = np.flatnonzero((scores > 0) & self._alive[: self._n_rows])
         if allowed is not None and cand.size:
             if hasattr(allowed, "allows"):  # asked for every row at once: the answer is remembered per row array
-                cand = cand[allowed.allows(self._ids[: self._n_rows])[cand]]
+                cand = cand[allowed.allows(self._ids[: self._n_rows], cand)]
             else:
                 cand = cand[_allowed_filter(allowed, self._ids[cand])]
         if cand.size == 0:

@@ -94,8 +94,10 @@ class Allowed:
     def __init__(self, index: "MemoryIndex", mask: np.ndarray) -> None:
         self.index, self.mask = index, mask
 
-    def allows(self, ids: np.ndarray) -> np.ndarray:
-        return self.mask[self.index.row_slots(np.asarray(ids, dtype=np.int64))]
+    def allows(self, ids: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Which of ``ids`` pass; with ``rows``, which of ``ids[rows]`` (``ids`` a whole row-id array)."""
+        slots = self.index.row_slots(np.asarray(ids, dtype=np.int64))
+        return self.mask[slots if rows is None else slots[rows]]
 
     def __contains__(self, note_id: int) -> bool:
         return bool(self.mask[self.index.slot(note_id)])
@@ -141,6 +143,7 @@ class MemoryIndex:
         self._ascending = True  # slot_id[1:_n] increases: an id's slot is found by searching it directly
         self._order: tuple[np.ndarray, np.ndarray] | None = None  # else (sorted ids, their slots), until an add
         self._row_cache: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # see row_slots
+        self._last: tuple[int, np.ndarray, np.ndarray] | None = None  # see slots
         self._grow(64)
 
     def _grow(self, need: int) -> None:
@@ -163,11 +166,17 @@ class MemoryIndex:
 
     # -- note ids <-> slots ----------------------------------------------------------------------------------
     def slots(self, ids: Any) -> np.ndarray:
-        """The slots of note ids (an array of any shape, or an iterable); 0 for an id this index does not hold."""
+        """The slots of note ids (an array of any shape, or an iterable); 0 for an id this index does not hold.
+
+        The answer is read-only: the last one is remembered, since a recall asks for the same few hundred pooled
+        ids several times (one per column it reads)."""
         if not isinstance(ids, (np.ndarray, list, tuple)):
             ids = list(ids)
         ids = np.asarray(ids, dtype=np.int64)
         n = self._n
+        last = self._last
+        if last is not None and last[0] == n and last[1].shape == ids.shape and np.array_equal(last[1], ids):
+            return last[2]
         if n == 1 or ids.size == 0:
             return np.zeros(ids.shape, dtype=np.int64)
         if self._ascending:
@@ -180,7 +189,11 @@ class MemoryIndex:
         pos = np.minimum(np.searchsorted(keys, ids), n - 2)
         hit = keys[pos] == ids
         found = pos + 1 if slot_of is None else slot_of[pos]
-        return np.where(hit, found, 0)
+        out = np.where(hit, found, 0)
+        out.flags.writeable = False
+        if ids.size <= 4096:
+            self._last = (n, ids.copy(), out)
+        return out
 
     def slot(self, note_id: int) -> int:
         return int(self.slots(np.array([int(note_id)], dtype=np.int64))[0])
