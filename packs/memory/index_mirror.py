@@ -185,7 +185,9 @@ def held_bytes(obj: Any) -> int:
         if isinstance(v, np.ndarray):
             total += v.nbytes
         elif isinstance(v, dict):
-            total += ENTRY_BYTES * len(v) + sum(a.nbytes for a in v.values() if isinstance(a, np.ndarray))
+            total += ENTRY_BYTES * len(v) + sum(a.nbytes if isinstance(a, np.ndarray) else  # (tuples: a cache's)
+                                                sum(x.nbytes for x in a if isinstance(x, np.ndarray))
+                                                for a in v.values() if isinstance(a, (np.ndarray, tuple)))
         elif isinstance(v, list):
             total += 8 * len(v) + sum(a.nbytes if isinstance(a, np.ndarray) else len(a) * a.itemsize
                                       for a in v if hasattr(a, "itemsize"))
