@@ -447,7 +447,7 @@ def speed(convs: list[Conversation], n: int) -> list[str]:
         for q in qs:
             s0 = time.perf_counter()
             fused = fusion.weighted({"text": idx.bm25.search(q, POOL)}, {"text": 1.0}).scores
-            pool = ranking.context(fused, prev=idx.cols["prev"], nxt=idx.cols["next"], thread=idx.cols["thread"],
+            pool = ranking.context(fused, prev=idx.column("prev"), nxt=idx.column("next"), thread=idx.column("thread"),
                                    alpha=0.5, beta=0.5, top=3)
             lat.append((time.perf_counter() - s0) * 1000)
             s1 = time.perf_counter()

@@ -91,7 +91,7 @@ def run_size(size: int, n_queries: int, batch: int) -> dict:
         # (by score, so ties count) that the leg returned, and the leg's own latency both ways
         index = rt._state["memory"].index.of("default")  # one index per namespace (ADR 0016)
         leg = index.vectors[next(iter(index.vectors))]
-        mask = index.mask("default", RecallFilters())
+        mask = index.allowed(index.mask("default", RecallFilters()))
         found, t_pf, t_ex = [], [], []
         for v in embedders.embed("wordllama", qs):
             t = time.perf_counter()

@@ -108,7 +108,7 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
     state = rt._state["memory"]
     index, embedders = state.index.of("default"), state.embedders  # one index per namespace (ADR 0016)
     vi = index.vectors[next(iter(index.vectors))]
-    mask = index.mask("default", RecallFilters())
+    mask = index.allowed(index.mask("default", RecallFilters()))
     Q = embedders.embed("wordllama", qs)
     found, t_leg, t_exact = [], [], []
     for v in Q:

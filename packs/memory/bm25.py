@@ -39,8 +39,12 @@ def _allowed_filter(allowed, ids: np.ndarray) -> np.ndarray:
     """Boolean mask over ``ids`` telling which are allowed.
 
     ``allowed`` is either a boolean array indexed by note id (ids past its end
-    are not allowed) or an array/sequence/set of allowed ids.
+    are not allowed), an array/sequence/set of allowed ids, or an object whose
+    ``allows(ids)`` answers (the memory index's mask over its slots).
     """
+    allows = getattr(allowed, "allows", None)
+    if allows is not None:
+        return allows(ids)
     if isinstance(allowed, (set, frozenset)):
         allowed = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
     a = np.asarray(allowed)
@@ -409,7 +413,10 @@ class BM25Index:
             return []
         cand = np.flatnonzero((scores > 0) & self._alive[: self._n_rows])
         if allowed is not None and cand.size:
-            cand = cand[_allowed_filter(allowed, self._ids[cand])]
+            if hasattr(allowed, "allows"):  # asked for every row at once: the answer is remembered per row array
+                cand = cand[allowed.allows(self._ids[: self._n_rows], cand)]
+            else:
+                cand = cand[_allowed_filter(allowed, self._ids[cand])]
         if cand.size == 0:
             return []
         s = scores[cand]

@@ -3,8 +3,10 @@
 This module is the data structure only; :mod:`palimpsest_memory.packs.memory.index_mirror` makes it a mirror of the store
 (rebuilt when a runtime opens, kept in step with each committed write through the runtime's mirror seam), so
 it never holds a note that was rolled back and never needs a full rebuild per insert. Arrays are indexed by
-note id (ids come from one sequence, so they are dense), which makes every filter a numpy mask: namespaces are
-separated by that mask before any leg ranks a note.
+slot: a dense per-index position given to each note when it is added (``slot_id`` maps slots back to note ids,
+``slots`` maps ids to slots), so an index holds columns for its own notes only, however high the store-wide note
+ids of its namespace run (ADR 0016). Every filter is a numpy mask over the slots: namespaces are separated by that
+mask before any leg ranks a note. Slot 0 holds no note: an id the index does not hold reads its defaults there.
 """
 from __future__ import annotations
 
@@ -83,6 +85,36 @@ class Codes:
         return c
 
 
+class Allowed:
+    """A recall mask over an index's slots, asked by note id: what the BM25 and vector legs and the walk take as
+    ``allowed`` (``allows`` for an array of ids, ``in`` for one)."""
+
+    __slots__ = ("index", "mask")
+
+    def __init__(self, index: "MemoryIndex", mask: np.ndarray) -> None:
+        self.index, self.mask = index, mask
+
+    def allows(self, ids: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Which of ``ids`` pass; with ``rows``, which of ``ids[rows]`` (``ids`` a whole row-id array)."""
+        slots = self.index.row_slots(np.asarray(ids, dtype=np.int64))
+        return self.mask[slots if rows is None else slots[rows]]
+
+    def __contains__(self, note_id: int) -> bool:
+        return bool(self.mask[self.index.slot(note_id)])
+
+
+class Column:
+    """One column of an index read by note id (``column[ids]``), for code written against id-indexed arrays."""
+
+    __slots__ = ("index", "name")
+
+    def __init__(self, index: "MemoryIndex", name: str) -> None:
+        self.index, self.name = index, name
+
+    def __getitem__(self, ids: Any) -> np.ndarray:
+        return self.index.cols[self.name][self.index.slots(ids)]
+
+
 class MemoryIndex:
     COLUMNS = {"alive": bool, "ns": np.int32, "mtype": np.int8, "kind": np.int8, "scope": np.int32,
                "thread": np.int32, "salience": np.float64, "decay": np.float64, "occurred": np.float64,
@@ -105,8 +137,14 @@ class MemoryIndex:
         self.thread_names: dict[int, str] = {}
         self.rows: dict[int, NoteRow] = {}  # every note, for answers without a SQL round trip
         self._cap = 0
-        self.cols: dict[str, np.ndarray] = {}
-        self._grow(1024)
+        self.cols: dict[str, np.ndarray] = {}  # indexed by slot
+        self.slot_id = np.zeros(0, dtype=np.int64)  # slot -> note id (-1: slot 0, no note)
+        self._n = 1  # slots in use, slot 0 included
+        self._ascending = True  # slot_id[1:_n] increases: an id's slot is found by searching it directly
+        self._order: tuple[np.ndarray, np.ndarray] | None = None  # else (sorted ids, their slots), until an add
+        self._row_cache: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # see row_slots
+        self._last: tuple[int, np.ndarray, np.ndarray] | None = None  # see slots
+        self._grow(64)
 
     def _grow(self, need: int) -> None:
         if need <= self._cap:
@@ -121,7 +159,98 @@ class MemoryIndex:
             if name in self.cols:
                 new[: self._cap] = self.cols[name]
             self.cols[name] = new
+        sid = np.full(cap, -1, dtype=np.int64)
+        sid[: self._cap] = self.slot_id
+        self.slot_id = sid
         self._cap = cap
+
+    # -- note ids <-> slots ----------------------------------------------------------------------------------
+    def slots(self, ids: Any) -> np.ndarray:
+        """The slots of note ids (an array of any shape, or an iterable); 0 for an id this index does not hold.
+
+        The answer is read-only: the last one is remembered, since a recall asks for the same few hundred pooled
+        ids several times (one per column it reads)."""
+        if not isinstance(ids, (np.ndarray, list, tuple)):
+            ids = list(ids)
+        ids = np.asarray(ids, dtype=np.int64)
+        n = self._n
+        last = self._last
+        if last is not None and last[0] == n and last[1].shape == ids.shape and np.array_equal(last[1], ids):
+            return last[2]
+        if n == 1 or ids.size == 0:
+            return np.zeros(ids.shape, dtype=np.int64)
+        if self._ascending:
+            keys, slot_of = self.slot_id[1:n], None
+        else:
+            if self._order is None:
+                order = np.argsort(self.slot_id[1:n], kind="stable")
+                self._order = (self.slot_id[1:n][order], order + 1)
+            keys, slot_of = self._order
+        pos = np.minimum(np.searchsorted(keys, ids), n - 2)
+        hit = keys[pos] == ids
+        found = pos + 1 if slot_of is None else slot_of[pos]
+        out = np.where(hit, found, 0)
+        out.flags.writeable = False
+        if ids.size <= 4096:
+            self._last = (n, ids.copy(), out)
+        return out
+
+    def slot(self, note_id: int) -> int:
+        return int(self.slots(np.array([int(note_id)], dtype=np.int64))[0])
+
+    def row_slots(self, ids: np.ndarray) -> np.ndarray:
+        """``slots(ids)`` for the row-id arrays of the BM25 and vector indexes (``x._ids[:n]``), which a recall
+        asks for whole: remembered per array and extended when rows were only appended, so a recall does not
+        search 100k ids again."""
+        base = ids.base
+        if base is None or ids.size < 4096:
+            return self.slots(ids)
+        hit = self._row_cache.get(id(base))
+        if hit is not None:
+            n, old, slots = hit
+            m = old.size
+            if m <= ids.size and np.array_equal(ids[:m], old):
+                if n != self._n:  # ids unknown before may have slots now
+                    miss = np.flatnonzero(slots == 0)
+                    if miss.size:
+                        slots = slots.copy()
+                        slots[miss] = self.slots(old[miss])
+                if m < ids.size:
+                    slots = np.concatenate([slots, self.slots(ids[m:])])
+                if m < ids.size or n != self._n:
+                    self._row_cache[id(base)] = (self._n, ids.copy(), slots)
+                return slots
+        slots = self.slots(ids)
+        if len(self._row_cache) >= 8:
+            self._row_cache.clear()
+        self._row_cache[id(base)] = (self._n, ids.copy(), slots)
+        return slots
+
+    def _assign(self, ids: np.ndarray) -> np.ndarray:
+        """The slots of ``ids``, giving the ids this index does not hold yet new slots (in id order)."""
+        s = self.slots(ids)
+        new = np.unique(ids[s == 0])
+        if new.size:
+            n = self._n
+            self._grow(n + new.size)
+            if self._ascending and n > 1 and new[0] < self.slot_id[n - 1]:
+                self._ascending = False
+            self.slot_id[n: n + new.size] = new
+            self._n = n + new.size
+            self._order = None
+            s = self.slots(ids)
+        return s
+
+    def ids_of(self, mask: np.ndarray) -> np.ndarray:
+        """The note ids of a mask over slots, ascending."""
+        ids = self.slot_id[np.flatnonzero(mask)]
+        return ids if self._ascending else np.sort(ids)
+
+    def column(self, name: str) -> Column:
+        return Column(self, name)
+
+    def allowed(self, mask: np.ndarray) -> Allowed:
+        return Allowed(self, mask)
 
     def __len__(self) -> int:
         return int(self.cols["alive"].sum())
@@ -133,25 +262,25 @@ class MemoryIndex:
         if not rows:
             return
         self.dirty = True
-        self._grow(max(r.id for r in rows) + 1)
         c = self.cols
         ids = np.array([r.id for r in rows], dtype=np.int64)
+        at = self._assign(ids)
         keys = {r.id: self.thread_key(r) for r in rows}  # once per note: episode inference is stateful
         # column by column over the batch (a numpy item assignment per field and note cost ~1 s at 100k on open)
-        c["alive"][ids] = [r.archived_at is None for r in rows]
-        c["archived"][ids] = [r.archived_at is not None for r in rows]
-        c["ns"][ids] = [self.namespaces.get(r.namespace) for r in rows]
-        c["mtype"][ids] = [TYPES.index(r.memory_type) + 1 for r in rows]
-        c["kind"][ids] = [KIND_CODE.get(r.kind, 0) if r.kind is not None else 0 for r in rows]
-        c["scope"][ids] = [self.scopes.get(r.scope) for r in rows]
-        c["thread"][ids] = [self.threads.get(keys[r.id]) for r in rows]
-        c["salience"][ids] = [r.salience for r in rows]
-        c["decay"][ids] = [r.decay_factor for r in rows]
-        c["occurred"][ids] = [seconds(r.occurred_at) for r in rows]
-        c["created"][ids] = [seconds(r.created_at) for r in rows]
-        c["superseded"][ids] = [seconds(r.superseded_at) for r in rows]
+        c["alive"][at] = [r.archived_at is None for r in rows]
+        c["archived"][at] = [r.archived_at is not None for r in rows]
+        c["ns"][at] = [self.namespaces.get(r.namespace) for r in rows]
+        c["mtype"][at] = [TYPES.index(r.memory_type) + 1 for r in rows]
+        c["kind"][at] = [KIND_CODE.get(r.kind, 0) if r.kind is not None else 0 for r in rows]
+        c["scope"][at] = [self.scopes.get(r.scope) for r in rows]
+        c["thread"][at] = [self.threads.get(keys[r.id]) for r in rows]
+        c["salience"][at] = [r.salience for r in rows]
+        c["decay"][at] = [r.decay_factor for r in rows]
+        c["occurred"][at] = [seconds(r.occurred_at) for r in rows]
+        c["created"][at] = [seconds(r.created_at) for r in rows]
+        c["superseded"][at] = [seconds(r.superseded_at) for r in rows]
         p = self.prefix_chars
-        c["prefix"][ids] = [hash(r.content[:p].strip().lower()) for r in rows] if p else 0
+        c["prefix"][at] = [hash(r.content[:p].strip().lower()) for r in rows] if p else 0
         for r in rows:
             if r.tags:
                 self.tags[r.id] = frozenset(r.tags)
@@ -166,9 +295,7 @@ class MemoryIndex:
             for r in rows:
                 links.add(r.id, keys[r.id])
                 changed.update(j for j in (r.id, *links.neighbours(r.id)) if j is not None)
-        for j in changed:  # the notes whose thread neighbours may have changed
-            p, n = links.neighbours(j)
-            c["prev"][j], c["next"][j] = -1 if p is None else p, -1 if n is None else n
+        self._link(changed)  # the notes whose thread neighbours may have changed
         for model, matrix in vectors.items():
             self.add_vectors(model, ids, matrix)
 
@@ -188,16 +315,29 @@ class MemoryIndex:
             changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
             links.remove(i)
             links.add(i, key)
-            c["thread"][i] = self.threads.get(key)
+            c["thread"][self.slot(i)] = self.threads.get(key)
             changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
         if not changed:
             return
         self.dirty, self.appended_only = True, False
         bags = {j: self.expander.bag(j) for j in changed}
         self.bm25.add_weighted(list(bags), list(bags.values()))
-        for j in changed:
+        self._link(changed)
+
+    def _link(self, notes: Iterable[int]) -> None:
+        """Write the prev/next columns (thread neighbours, as note ids) of ``notes``."""
+        links = self.expander.links
+        js, ps, ns = [], [], []
+        for j in notes:
             p, n = links.neighbours(j)
-            c["prev"][j], c["next"][j] = -1 if p is None else p, -1 if n is None else n
+            js.append(j)
+            ps.append(-1 if p is None else p)
+            ns.append(-1 if n is None else n)
+        if js:
+            at = self.slots(np.array(js, dtype=np.int64))
+            keep = at > 0  # never write slot 0
+            self.cols["prev"][at[keep]] = np.array(ps, dtype=np.int64)[keep]
+            self.cols["next"][at[keep]] = np.array(ns, dtype=np.int64)[keep]
 
     def thread_key(self, r: NoteRow) -> Hashable | None:
         """A note's thread as the index links it: the caller's ``thread`` (per namespace), else the inferred
@@ -219,8 +359,9 @@ class MemoryIndex:
         index.add(ids, matrix, build=build, adopt=adopt)
 
     def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
-        if note_id < self._cap:
-            self.cols["superseded"][note_id] = seconds(when)
+        at = self.slot(note_id)
+        if at:
+            self.cols["superseded"][at] = seconds(when)
         row = self.rows.get(note_id)
         if row is not None:
             row.superseded_at, row.superseded_by = when, by
@@ -230,7 +371,7 @@ class MemoryIndex:
         row = self.rows.get(note_id)
         if row is None:
             return
-        c = self.cols
+        c, at = self.cols, self.slot(note_id)
         for name, value in fields:
             setattr(row, name, value)
             if name == "tags":
@@ -239,20 +380,21 @@ class MemoryIndex:
                 else:
                     self.tags.pop(note_id, None)
             elif name == "salience":
-                c["salience"][note_id] = value
+                c["salience"][at] = value
             elif name == "decay_factor":
-                c["decay"][note_id] = value
+                c["decay"][at] = value
             elif name == "kind":
-                c["kind"][note_id] = KINDS.index(value) + 1 if value in KINDS else 0
+                c["kind"][at] = KINDS.index(value) + 1 if value in KINDS else 0
             elif name == "scope":
-                c["scope"][note_id] = self.scopes.get(value)
+                c["scope"][at] = self.scopes.get(value)
                 if row.thread is None and self.episodes.gap > 0:
                     self.reinfer_episodes()  # its episode came from its scope: infer as a rebuild would
 
     def set_archived(self, note_id: int, when: datetime | None) -> None:
-        if note_id < self._cap:
-            self.cols["archived"][note_id] = when is not None
-            self.cols["alive"][note_id] = when is None
+        at = self.slot(note_id)
+        if at:
+            self.cols["archived"][at] = when is not None
+            self.cols["alive"][at] = when is None
         row = self.rows.get(note_id)
         if row is not None:
             row.archived_at = when
@@ -267,26 +409,24 @@ class MemoryIndex:
         threadless = any(self.rows[i].thread is None for i in gone)  # their episodes are inferred (threads.py)
         c = self.cols
         rebag: dict[int, Any] = {}
-        for i in gone:
+        for i, at in zip(gone, self.slots(np.array(gone, dtype=np.int64)).tolist()):
             del self.rows[i]
             self.tags.pop(i, None)
             rebag.pop(i, None)
             for j, bag in self.expander.remove(i).items():
                 rebag[j] = bag
-            c["alive"][i] = c["archived"][i] = False
+            # its slot stays, dead, with the defaults slot 0 holds (an id keeps its slot)
+            c["alive"][at] = c["archived"][at] = False
             for name in ("ns", "mtype", "kind", "scope", "thread", "salience", "decay", "occurred", "created",
                          "prefix"):
-                c[name][i] = 0
-            c["superseded"][i] = math.nan
-            c["prev"][i] = c["next"][i] = -1
+                c[name][at] = 0
+            c["superseded"][at] = math.nan
+            c["prev"][at] = c["next"][at] = -1
         self.bm25.remove(gone)
         rebag = {j: b for j, b in rebag.items() if j in self.rows}
         if rebag:  # neighbours' bags held the forgotten notes' words: re-index them without
             self.bm25.add_weighted(list(rebag), list(rebag.values()))
-        links = self.expander.links
-        for j in rebag:
-            p, n = links.neighbours(j)
-            c["prev"][j], c["next"][j] = -1 if p is None else p, -1 if n is None else n
+        self._link(rebag)
         for model, index in list(self.vectors.items()):
             index.remove(gone)
             if not len(index):  # a fresh load holds no index for a model without vectors
@@ -296,12 +436,18 @@ class MemoryIndex:
 
     # -- reads --------------------------------------------------------------------------------------------
     def mask(self, namespace: str, f: Any, ids: np.ndarray | None = None) -> np.ndarray:
-        """Boolean mask over note ids: in this namespace, alive, and passing the recall filters ``f``.
+        """Boolean mask over this index's slots (``ids_of`` and ``allowed`` read it by note id): in this
+        namespace, alive, and passing the recall filters ``f``.
 
         With ``ids`` the mask covers just those notes (``mask[j]`` is about ``ids[j]``): the fuse stage checks
         a few hundred pooled notes instead of re-masking the whole store.
         """
-        c = self.cols if ids is None else {k: v[ids] for k, v in self.cols.items()}
+        n = self._n
+        if ids is None:
+            c = {k: v[:n] for k, v in self.cols.items()}
+        else:
+            at = self.slots(ids)
+            c = {k: v[at] for k, v in self.cols.items()}
         ns = self.namespaces.get(namespace, create=False)
         m = c["alive"] & (c["ns"] == ns)
         if f.memory_type is not None:
@@ -325,7 +471,7 @@ class MemoryIndex:
         if f.tags:
             want, none = set(f.tags), frozenset()
             pos = np.flatnonzero(m)
-            note = pos if ids is None else ids[pos]
+            note = self.slot_id[pos] if ids is None else ids[pos]
             if f.tag_mode == "all":
                 ok = [j for j, i in zip(pos, note) if want <= self.tags.get(int(i), none)]
             else:
@@ -335,12 +481,12 @@ class MemoryIndex:
         return m
 
     def thread_of(self, note_id: int) -> int | None:
-        t = int(self.cols["thread"][note_id]) if note_id < self._cap else 0
+        t = int(self.cols["thread"][self.slot(note_id)])
         return t or None
 
     def neighbours(self, note_id: int) -> tuple[int | None, int | None]:
         return self.expander.links.neighbours(note_id)
 
     def features(self, ids: Iterable[int]) -> dict[str, np.ndarray]:
-        idx = np.fromiter(ids, dtype=np.int64)
+        idx = self.slots(np.fromiter(ids, dtype=np.int64))
         return {k: self.cols[k][idx] for k in ("salience", "decay", "occurred")}

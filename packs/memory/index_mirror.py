@@ -185,7 +185,9 @@ def held_bytes(obj: Any) -> int:
         if isinstance(v, np.ndarray):
             total += v.nbytes
         elif isinstance(v, dict):
-            total += ENTRY_BYTES * len(v) + sum(a.nbytes for a in v.values() if isinstance(a, np.ndarray))
+            total += ENTRY_BYTES * len(v) + sum(a.nbytes if isinstance(a, np.ndarray) else  # (tuples: a cache's)
+                                                sum(x.nbytes for x in a if isinstance(x, np.ndarray))
+                                                for a in v.values() if isinstance(a, (np.ndarray, tuple)))
         elif isinstance(v, list):
             total += 8 * len(v) + sum(a.nbytes if isinstance(a, np.ndarray) else len(a) * a.itemsize
                                       for a in v if hasattr(a, "itemsize"))
@@ -207,12 +209,13 @@ def index_bytes(index: MemoryIndex) -> int:
 def index_digest(index: MemoryIndex) -> Any:
     """Every note's id and the flags recall filters on, the BM25 content, and the vector ids per model."""
     ids = np.array(sorted(index.rows), dtype=np.int64)
-    c = index.cols
-    notes = tuple(zip(ids.tolist(), c["alive"][ids].tolist(), c["archived"][ids].tolist(),
-                      np.nan_to_num(c["superseded"][ids], nan=-1.0).tolist(),
+    c = {k: v[index.slots(ids)] for k, v in index.cols.items()}
+    notes = tuple(zip(ids.tolist(), c["alive"].tolist(), c["archived"].tolist(),
+                      np.nan_to_num(c["superseded"], nan=-1.0).tolist(),
                       [index.rows[i].superseded_by for i in ids.tolist()],
-                      c["prev"][ids].tolist(), c["next"][ids].tolist(),
-                      [(r.kind, r.scope, tuple(r.tags), r.salience, r.decay_factor, float(c["salience"][i]),
-                        float(c["decay"][i]), sorted(index.tags.get(i, ())))
-                       for i, r in ((i, index.rows[i]) for i in ids.tolist())]))
+                      c["prev"].tolist(), c["next"].tolist(),
+                      [(r.kind, r.scope, tuple(r.tags), r.salience, r.decay_factor, sal, dec,
+                        sorted(index.tags.get(i, ())))
+                       for i, sal, dec in zip(ids.tolist(), c["salience"].tolist(), c["decay"].tolist())
+                       for r in (index.rows[i],)]))
     return notes, index.bm25.digest(), tuple(sorted((m, v.digest()) for m, v in index.vectors.items()))

@@ -117,13 +117,13 @@ def consolidation_candidates(params: CandidatesGroupParams, ctx: Context) -> Can
     cut = g.consolidation_min_similarity if params.min_similarity is None else params.min_similarity
     index = ctx.state.index.of(ctx.namespace)
     mask = index.mask(ctx.namespace, RecallFilters(memory_type=params.memory_type, scope=params.scope))
-    ids = np.flatnonzero(mask)
+    ids = index.ids_of(mask)
     graph: MemoryGraph = ctx.state.graph
     done = {graph.edges[e][2] for e in graph.edges
             if graph.edges[e][0] == ctx.namespace and graph.edges[e][3] == "triggered_by"}
     ids = np.array([i for i in ids.tolist() if i not in done], dtype=np.int64)
     if ids.size > g.consolidation_max_notes:
-        recent = np.lexsort((-ids, -index.cols["created"][ids]))[: g.consolidation_max_notes]
+        recent = np.lexsort((-ids, -index.column("created")[ids]))[: g.consolidation_max_notes]
         ids = np.sort(ids[recent])
     vectors = index.vectors.get(s.embedder)
     rows = [] if vectors is None else [(i, vectors.get(i)) for i in ids.tolist()]

@@ -51,7 +51,7 @@ def candidates(ctx: Context, query: str, vector: list[float], model: str, k: int
                filters: RecallFilters) -> CandidatesResult:
     """BM25 leg and exact-cosine vector leg, each top-k, over this namespace's notes that pass the filters."""
     index = ctx.state.index.of(ctx.namespace)
-    mask = index.mask(ctx.namespace, filters)
+    mask = index.allowed(index.mask(ctx.namespace, filters))
     text = index.bm25.search(query, k, allowed=mask)
     vec_hits: list[tuple[int, float]] = []
     vectors = index.vectors.get(model)
@@ -70,8 +70,8 @@ def fuse(ctx: Context, text: Leg, vector: Leg, fusion: str, filters: RecallFilte
                                        rrf_k=s.rrf_k, weights=s.fusion_weights)
     index = ctx.state.index.of(ctx.namespace)
     c = s.context
-    pool = ranking.context(fused.scores, prev=index.cols["prev"], nxt=index.cols["next"],
-                           thread=index.cols["thread"], alpha=c.neighbour_alpha, beta=c.thread_beta,
+    pool = ranking.context(fused.scores, prev=index.column("prev"), nxt=index.column("next"),
+                           thread=index.column("thread"), alpha=c.neighbour_alpha, beta=c.thread_beta,
                            top=c.thread_top)
     if c.information_prior:
         pool = ranking.information_prior(pool, information(index, pool))
@@ -111,7 +111,7 @@ def demote_near_duplicates(ctx: Context, scored: Scored) -> Scored:
     s: MemorySettings = ctx.settings
     if not s.near_duplicate_prefix or not scored.ids:
         return scored
-    prefixes = ctx.state.index.of(ctx.namespace).cols["prefix"][np.asarray(scored.ids, dtype=np.int64)]
+    prefixes = ctx.state.index.of(ctx.namespace).column("prefix")[np.asarray(scored.ids, dtype=np.int64)]
     return ranking.demote_near_duplicates(scored, prefixes, s.near_duplicate_penalty)
 
 

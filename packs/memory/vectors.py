@@ -311,7 +311,7 @@ class VectorIndex:
         """
         if k <= 0 or self._n_rows == 0:
             return []
-        if allowed is not None and not isinstance(allowed, np.ndarray) or (
+        if allowed is not None and not isinstance(allowed, np.ndarray) and not hasattr(allowed, "allows") or (
             isinstance(allowed, np.ndarray) and allowed.dtype != np.bool_
         ):
             ids_list = allowed.tolist() if isinstance(allowed, np.ndarray) else list(allowed)

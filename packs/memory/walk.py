@@ -11,6 +11,7 @@ from palimpsest_memory.packs.memory.changes import CentralitySet, record
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.graph import CENTRALITY_SCOPE
 from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph
+from palimpsest_memory.packs.memory.index import Allowed
 from palimpsest_memory.packs.memory.models import Candidates, EmbedParams, RecallFilters
 from palimpsest_memory.packs.memory.models_graph import (CentralityParams, CentralityResult, ExpandParams, ExpandResult,
                                        NoteCentrality, WalkHit, WalkHop, WalkParams, WalkResult)
@@ -21,7 +22,7 @@ from palimpsest_memory.runtime import Act, Context, Visibility, errors
 
 
 # -- walk -----------------------------------------------------------------------------------------------------
-def run_walk(ctx: Context, q: np.ndarray, model: str, seeds: dict[int, float], mask: np.ndarray, *,
+def run_walk(ctx: Context, q: np.ndarray, model: str, seeds: dict[int, float], mask: Allowed, *,
              max_depth: int, cut: float, relations: set[str] | None) -> tuple[dict[int, tuple], dict[int, float]]:
     """Walk from ``seeds`` ({note: starting factor}); returns ({note: (factor, depth, seed, path)}, cosines).
 
@@ -46,7 +47,7 @@ def run_walk(ctx: Context, q: np.ndarray, model: str, seeds: dict[int, float], m
                 if relations is not None and rel not in relations:
                     continue
                 v = b if a == u else a
-                if v >= mask.shape[0] or not mask[v]:
+                if v not in mask:
                     continue
                 f = fu * factors[rel]
                 if (v in best and best[v][0] >= f) or (v in proposals and proposals[v][0] >= f):
@@ -68,9 +69,10 @@ def run_walk(ctx: Context, q: np.ndarray, model: str, seeds: dict[int, float], m
     return best, cos
 
 
-def _walk_mask(ctx: Context, include_superseded: bool, filters: RecallFilters | None = None) -> np.ndarray:
+def _walk_mask(ctx: Context, include_superseded: bool, filters: RecallFilters | None = None) -> Allowed:
     f = filters or RecallFilters(include_superseded=include_superseded)
-    return ctx.state.index.of(ctx.namespace).mask(ctx.namespace, f)
+    index = ctx.state.index.of(ctx.namespace)
+    return index.allowed(index.mask(ctx.namespace, f))
 
 
 @pack.verb("walk", act=Act.ASSERTIVE)

@@ -181,10 +181,10 @@ def _namespace_problems(rt: Any, index: Any, namespace: str) -> list[str]:
     for nid, ns, archived in rows:
         if nid not in index.bm25:
             out.append(f"note {nid} is not in the BM25 index")
-        elif nid >= index.cols["ns"].shape[0] or index.cols["ns"][nid] != index.namespaces.code.get(ns):
+        elif not index.slot(nid) or index.cols["ns"][index.slot(nid)] != index.namespaces.code.get(ns):
             out.append(f"note {nid} has the wrong namespace in the index")
-        elif bool(index.cols["alive"][nid]) == archived:
-            out.append(f"note {nid}: index alive={bool(index.cols['alive'][nid])}, archived={archived}")
+        elif bool(index.cols["alive"][index.slot(nid)]) == archived:
+            out.append(f"note {nid}: index alive={bool(index.cols['alive'][index.slot(nid)])}, archived={archived}")
         if len(out) > 20:
             return out
     for model in stored_models(rt):

@@ -55,8 +55,9 @@ def _remember(rt, content, **kw):
 
 def _links(rt):
     index = held_index(rt)
-    n = max(index.rows) + 1
-    return index.cols["prev"][:n].tolist(), index.cols["next"][:n].tolist(), index.cols["thread"][:n].tolist()
+    ids = range(max(index.rows) + 1)  # by note id, as the columns were before they were kept by slot
+    return (index.column("prev")[ids].tolist(), index.column("next")[ids].tolist(),
+            index.column("thread")[ids].tolist())
 
 
 def test_notes_remembered_in_a_row_are_neighbours_in_recall():
