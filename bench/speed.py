@@ -74,7 +74,7 @@ def build(corpus: str, size: int, path: Path) -> dict:
             t = time.perf_counter()
             rt.call("memory.remember_many", {"notes": chunk})
             rates.append(len(chunk) / (time.perf_counter() - t))
-        for vi in rt._state["memory"].index.vectors.values():  # the last batch's graph insert, if still running
+        for vi in rt._state["memory"].index.of("default").vectors.values():  # the last batch's graph insert, if running
             vi.sync()
         total = time.perf_counter() - t_all
         out.update(ingest_overall=size / total, ingest_cpu=size / (time.process_time() - cpu_all),
