@@ -23,6 +23,7 @@ import numpy as np
 from palimpsest_memory.runtime.errors import StorageError
 from palimpsest_memory.runtime.mirror import Change
 from palimpsest_memory.runtime.storage.base import META_SCHEMA
+from palimpsest_memory.runtime.storage import rollback_quietly
 from palimpsest_memory.runtime.storage.postgres import COMMIT_LOCK
 
 TABLE = f"{META_SCHEMA}.changes"
@@ -188,18 +189,22 @@ def read_after(con: Any, seq: int) -> tuple[int, list[tuple[int, str, str, str, 
     return int(got[0][0]), [tuple(r[1:]) for r in got if r[1] is not None]
 
 
-def prune(con: Any, hours: float) -> None:
-    """Drop rows older than ``hours`` and remember the newest dropped: a process behind it reloads its mirrors."""
+def prune(con: Any, hours: float | None) -> None:
+    """Drop rows older than ``hours`` (every row: ``None``, after a forget, ADR 0018) and remember the newest
+    dropped: a process behind it reloads its mirrors instead of catching up."""
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(f"SELECT pg_advisory_xact_lock({COMMIT_LOCK})")
-        cut = con.execute(f"SELECT max(seq) FROM {TABLE} WHERE committed_at < (now() AT TIME ZONE 'UTC') - "
-                          "make_interval(secs => ?)", [hours * 3600.0]).fetchone()[0]
+        if hours is None:
+            cut = con.execute(f"SELECT max(seq) FROM {TABLE}").fetchone()[0]
+        else:
+            cut = con.execute(f"SELECT max(seq) FROM {TABLE} WHERE committed_at < (now() AT TIME ZONE 'UTC') - "
+                              "make_interval(secs => ?)", [hours * 3600.0]).fetchone()[0]
         if cut is not None:
             con.execute(f"DELETE FROM {TABLE} WHERE seq <= ?", [cut])
             con.execute(f"DELETE FROM {HORIZON}")
             con.execute(f"INSERT INTO {HORIZON} VALUES (?)", [cut])
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback_quietly(con)
         raise

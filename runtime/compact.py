@@ -104,18 +104,7 @@ def vacuum_erased(rt: "Runtime") -> float:
     start = time.perf_counter()
     schemas = sorted(rt.catalog.packs) + [storage.META_SCHEMA]
     try:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute(f"SELECT pg_advisory_xact_lock({storage.postgres.COMMIT_LOCK})")
-            cut = con.execute(f"SELECT max(seq) FROM {changelog.TABLE}").fetchone()[0]
-            if cut is not None:
-                con.execute(f"DELETE FROM {changelog.TABLE} WHERE seq <= ?", [cut])
-                con.execute(f"DELETE FROM {changelog.HORIZON}")
-                con.execute(f"INSERT INTO {changelog.HORIZON} VALUES (?)", [cut])
-            con.execute("COMMIT")
-        except BaseException:
-            storage.rollback_quietly(con)
-            raise
+        changelog.prune(con, None)  # the log's rows carry the erased change data too
         tables = [f'"{s}"."{t}"' for s, t in con.execute(
             "SELECT schemaname, tablename FROM pg_tables WHERE schemaname = ANY(?::VARCHAR[]) "
             "ORDER BY schemaname, tablename", [schemas]).fetchall()]
