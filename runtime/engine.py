@@ -253,29 +253,28 @@ class Runtime:
     def lock_namespace(self, frame: Frame, namespace: str, key: str | None = None) -> None:
         """Shared store: open the write transaction, take the namespace's write lock (and the idempotency key's),
         then apply what other processes committed before it, so the call starts from the newest state."""
-        con = self._require_open()
-        if not frame.began:
-            storage.begin(con, read_only=False)
-            frame.began = True
-        if namespace not in frame.locked:
-            con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key("ns", namespace)])
-            frame.locked.add(namespace)
-        if key:
-            con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key("idempotency", key)])
-        self.followers.catch_up(in_transaction=True)
+        self._xact_locks(frame, [(namespace, "ns", namespace)] + ([(f"idempotency {key}", "idempotency", key)]
+                                                                   if key else []))
 
     def serialise(self, frame: Frame, name: str) -> None:
         """Shared store: take the store-wide lock ``name`` until ``frame``'s transaction ends, then apply what
         other processes committed before it was granted (``Context.serialise``). A single-process store already
         runs one call at a time under the runtime's lock: nothing to do."""
-        if not self.shared or name in frame.locked:
-            return
+        if self.shared and name not in frame.locked:
+            self._xact_locks(frame, [(name, "named", name)])
+
+    def _xact_locks(self, frame: Frame, locks: list[tuple[str, str, str]]) -> None:
+        """Begin ``frame``'s write transaction, take each ``(label, kind, name)`` advisory lock it does not hold
+        yet (``frame.locked`` keeps the labels: a namespace's own name, or "<kind> <name>"; names of namespaces
+        hold no space), then catch up with the change log under them."""
         con = self._require_open()
         if not frame.began:
             storage.begin(con, read_only=False)
             frame.began = True
-        con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key("named", name)])
-        frame.locked.add(name)
+        for label, kind, name in locks:
+            if label not in frame.locked:
+                con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key(kind, name)])
+                frame.locked.add(label)
         self.followers.catch_up(in_transaction=True)
 
     def commit(self, frame: Frame) -> None:
