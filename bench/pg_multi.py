@@ -24,6 +24,7 @@ Notes are LoCoMo turns (../shared/data), replicated with scopes/threads renamed 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -51,6 +52,7 @@ def load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+@functools.lru_cache(maxsize=2)  # ingest (per backend) and the side-by-side ask for the same corpus
 def corpus(size: int) -> tuple[list[dict], list[str]]:
     from memory_perf import corpus as locomo
 
