@@ -4,7 +4,7 @@ Usage: python bench/data_rights.py [--notes 100000] [--embedder wordllama] [--ou
 
 Builds one store of N synthetic notes (threads of 20 turns, a few words each, through memory.remember_many with
 the configured embedder; 1 fact per 100 notes grounded by a note, 1 note edge per 100 notes), closes it, then in
-fresh runtimes over that file measures: `pal export` of the namespace (runtime/portable.py), the import of that
+fresh runtimes over that file measures: `pal export` of the namespace (runtime/exportfile.py), the import of that
 file into an empty store (check pass + write pass + index rebuild), and memory.forget of 1 note (x3, median), 1,000
 notes by ids and 10,000 notes by a filter — each including the store-file rewrite that follows a forget, whose
 share is reported (runtime/compact.py logs it; measured here by timing compact() alone on the same file).
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from palimpsest_memory.runtime import Runtime, portable  # noqa: E402
+from palimpsest_memory.runtime import Runtime, exportfile  # noqa: E402
 from palimpsest_memory.runtime import compact as compaction  # noqa: E402
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
@@ -78,14 +78,14 @@ def main() -> int:
     try:
         out_file = work / "export.jsonl"
         with out_file.open("w", encoding="utf-8") as f:
-            export_s, records = timed(lambda: portable.export_namespace(rt, f))
+            export_s, records = timed(lambda: exportfile.export_namespace(rt, f))
     finally:
         rt.close()
     load.append(os.getloadavg())
     dst = work / "dst.duckdb"
     rt = open_rt(dst, args.embedder)
     try:
-        import_s, _ = timed(lambda: portable.import_file(rt, out_file, "copy"))
+        import_s, _ = timed(lambda: exportfile.import_file(rt, out_file, "copy"))
     finally:
         rt.close()
     load.append(os.getloadavg())

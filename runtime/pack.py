@@ -110,7 +110,7 @@ class Pack:
         for event in self.events:
             _check_name("event", event)
         # portable: the pack's data goes into `pal export` files through its export_records / import_records
-        # sub-handlers (runtime/portable.py, ADR 0018)
+        # sub-handlers (runtime/portable.register_portable, ADR 0018)
         self.portable = portable
         self.subscriptions: list[Subscription] = []
         self.verbs: dict[str, VerbSpec] = {}

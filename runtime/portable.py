@@ -1,20 +1,11 @@
-"""Export and import of a namespace as versioned JSONL (issue 17, item 4; ADR 0018).
+"""The packs' half of export and import (issue 17, item 4; ADR 0018): the rows a pack pages out and writes back.
 
-Two halves, and the runtime never imports a pack:
-- **for packs**: :class:`Table` describes one of a pack's tables, :func:`export_page` pages its rows out as
-  records and :func:`import_page` writes records back (portable SQL through the call's ``ctx.db``: the same code
-  will serve the PostgreSQL backend). A pack that declares ``Pack(portable=True)`` registers two sub-handler
-  verbs built on them, ``<pack>.export_records`` and ``<pack>.import_records``.
-- **for the runtime**: :func:`export_namespace` writes the file by paging every portable pack's
-  ``export_records`` (packs in dependency order), :func:`import_file` checks the whole file against the target
-  (a dry pass through every ``import_records``), then writes it.
-
-The file (format ``palimpsest-export``, version 1): a header line ``{"format", "version", "namespace",
-"exported_at", "packs": {name: {"version", "schema"}}}``, then one line per row ``{"pack", "type", "data"}``
-(``data``: the row's columns; timestamps ISO 8601, blobs base64, JSON columns as JSON text), then a trailer
-``{"end": true, "records": N}`` so a truncated file is refused. Ids are preserved: the target namespace must be
-empty and the ids free in the target store (a fresh store, or another store's unused ids); the namespace may
-be renamed.
+:class:`Table` describes one of a pack's tables, :func:`export_page` pages its rows out as records and
+:func:`import_page` writes records back (portable SQL through the call's ``ctx.db``, the same on DuckDB and
+PostgreSQL). :func:`register_portable` registers a pack's two sub-handler verbs built on them,
+``<pack>.export_records`` and ``<pack>.import_records``, for a pack that declares ``Pack(portable=True)``: one
+definition for every pack, with the pack's own step before an export or after an import as a hook. The runtime's
+half, the file itself, is :mod:`palimpsest_memory.runtime.exportfile`; the runtime never imports a pack.
 """
 from __future__ import annotations
 
@@ -23,20 +14,18 @@ import binascii
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from pydantic import BaseModel, Field
 
 from palimpsest_memory.runtime.errors import Conflict, InvalidParams, PackLoadError, StorageError
+from palimpsest_memory.runtime.pack import Act, Visibility
 from palimpsest_memory.runtime.params import NamespacedParams
 
 if TYPE_CHECKING:
     from palimpsest_memory.runtime.dispatch import Context
-    from palimpsest_memory.runtime.engine import Runtime
+    from palimpsest_memory.runtime.pack import Pack
 
-FORMAT = "palimpsest-export"
-VERSION = 1
 PAGE = 2000  # rows per export_records call / records per import_records call
 
 
@@ -254,150 +243,34 @@ def advance_sequence(ctx: "Context", sequence: str, max_sql: str) -> None:
         ctx.db.query(f"SELECT max(nextval('{sequence}')) FROM range(?)", [int(top - nxt)])
 
 
-# -- for the runtime ----------------------------------------------------------------------------------------------
-def portable_packs(rt: "Runtime") -> list[str]:
-    """The packs that declare ``portable=True``, in dependency order (a pack after those it requires)."""
-    packs = rt.catalog.packs
-    out: list[str] = []
+def register_portable(pack: "Pack", tables: list[Table], *, export_act: Act = Act.ASSERTIVE,
+                      before_export: Optional[Callable[[Any], None]] = None,
+                      after_import: Optional[Callable[[Any], None]] = None) -> None:
+    """Register ``<pack>.export_records`` and ``<pack>.import_records`` over ``tables``.
 
-    def visit(name: str) -> None:
-        if name in out or name not in packs:
-            return
-        for req in packs[name].requires:
-            visit(req)
-        if getattr(packs[name], "portable", False):
-            for verb in ("export_records", "import_records"):
-                if f"{name}.{verb}" not in {v.full_name for v in rt.verbs(include_subhandlers=True)}:
-                    raise PackLoadError(f"pack {name!r} is portable but has no {name}.{verb} verb")
-            out.append(name)
+    ``before_export(ctx)`` runs before the first page of a namespace's export (the brain writes the serves it
+    holds in memory first, so its export is commissive: ``export_act``). ``after_import(ctx)`` runs once the
+    import's last call has advanced the sequences, before the pack's mirrors reload from the imported rows.
+    """
+    if not pack.portable:
+        raise PackLoadError(f"pack {pack.name!r} registers export/import verbs but does not declare portable=True")
+    kinds = ", ".join(t.type for t in tables)
 
-    for name in sorted(packs):
-        visit(name)
-    return out
+    def export_records(params: ExportParams, ctx: Any) -> ExportResult:
+        if before_export is not None and params.cursor is None and not params.namespaces:
+            before_export(ctx)
+        return export_page(ctx, tables, params.cursor, params.limit, namespaces=params.namespaces)
 
+    def import_records(params: ImportParams, ctx: Any) -> ImportResult:
+        res = import_page(ctx, tables, params)
+        if params.finish and not params.check_only:
+            if after_import is not None:
+                after_import(ctx)
+            ctx.reload_mirrors()
+        return res
 
-def export_namespace(rt: "Runtime", out: IO[str], namespace: Optional[str] = None,
-                     exported_at: Optional[datetime] = None) -> int:
-    """Write the namespace as JSONL to ``out``; returns the number of records."""
-    ns = namespace or rt.default_namespace
-    packs = portable_packs(rt)
-    versions = rt.schema_versions()
-    header = {"format": FORMAT, "version": VERSION, "namespace": ns,
-              "exported_at": (exported_at or rt.clock()).isoformat(),
-              "packs": {p: {"version": rt.catalog.packs[p].version, "schema": versions.get(p, 0)} for p in packs}}
-    out.write(json.dumps(header) + "\n")
-    n = 0
-    for pack in packs:
-        cursor: Optional[str] = None
-        while True:
-            page = rt.call(f"{pack}.export_records", {"cursor": cursor, "limit": PAGE}, namespace=ns, internal=True)
-            for r in page.records:
-                out.write(json.dumps({"pack": pack, "type": r.type, "data": r.data}, ensure_ascii=False) + "\n")
-            n += len(page.records)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-    out.write(json.dumps({"end": True, "records": n}) + "\n")
-    return n
-
-
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidParams(f"{path}:{no}: not JSON ({exc.msg})", details={"line": no}) from None
-            if not isinstance(obj, dict):
-                raise InvalidParams(f"{path}:{no}: a line must be a JSON object", details={"line": no})
-            yield no, obj
-
-
-def read_header(path: Path) -> dict[str, Any]:
-    for no, obj in _lines(path):
-        if obj.get("format") != FORMAT:
-            raise InvalidParams(f"{path}:{no}: not a palimpsest export (no format {FORMAT!r} header)",
-                                details={"line": no})
-        if obj.get("version") != VERSION:
-            raise InvalidParams(f"{path}:{no}: export format version {obj.get('version')!r}; this palimpsest "
-                                f"reads version {VERSION}", details={"line": no})
-        return obj
-    raise InvalidParams(f"{path}: empty file")
-
-
-def _batches(path: Path, packs: list[str]) -> Iterator[tuple[str, list[dict[str, Any]], list[int]]]:
-    """(pack, records, their line numbers) in file order, at most PAGE per batch; the trailer must close the file."""
-    seen, ended, pack, batch, lines = 0, False, None, [], []
-    for no, obj in _lines(path):
-        if "format" in obj:
-            continue
-        if ended:
-            raise InvalidParams(f"{path}:{no}: a line after the end marker", details={"line": no})
-        if obj.get("end") is True:
-            if obj.get("records") != seen:
-                raise InvalidParams(f"{path}:{no}: the end marker counts {obj.get('records')} records, the file "
-                                    f"holds {seen}", details={"line": no})
-            ended = True
-            continue
-        if obj.get("pack") not in packs or not isinstance(obj.get("type"), str) or \
-                not isinstance(obj.get("data"), dict):
-            raise InvalidParams(f"{path}:{no}: a record needs pack (one of {packs}), type and data",
-                                details={"line": no})
-        if (obj["pack"] != pack or len(batch) >= PAGE) and batch:
-            yield pack, batch, lines  # type: ignore[misc]
-            batch, lines = [], []
-        pack = obj["pack"]
-        batch.append({"type": obj["type"], "data": obj["data"]})
-        lines.append(no)
-        seen += 1
-    if not ended:
-        raise InvalidParams(f"{path}: no end marker: the file is truncated")
-    if batch:
-        yield pack, batch, lines  # type: ignore[misc]
-
-
-def _line_of(message: str, batch: list[dict[str, Any]], lines: list[int]) -> str:
-    """The file line a batch error is about ("<type> record j": the j-th record of that type), else the range."""
-    import re
-
-    m = re.search(r"(?:^|: )(?:(\w+) )?record (\d+)", message)
-    if m:
-        kind, j = m.group(1), int(m.group(2))
-        picked = [ln for r, ln in zip(batch, lines) if kind is None or r["type"] == kind]
-        if j < len(picked):
-            return str(picked[j])
-    return f"{lines[0]}-{lines[-1]}"
-
-
-def import_file(rt: "Runtime", path: str | Path, namespace: Optional[str] = None) -> dict[str, dict[str, int]]:
-    """Import an export into ``namespace`` (default: the one it was exported from). The whole file is checked
-    against the target first (every batch through ``import_records`` with ``check_only``); only then written."""
-    path = Path(path)
-    header = read_header(path)
-    ns = namespace or header.get("namespace") or rt.default_namespace
-    packs = portable_packs(rt)
-    missing = [p for p in header.get("packs", {}) if p not in packs]
-    if missing:
-        raise InvalidParams(f"the export holds data of packs that are not loaded here: {missing}")
-    counts: dict[str, dict[str, int]] = {}
-    for check in (True, False):
-        first = set(packs)
-        for pack, batch, lines in _batches(path, packs):
-            try:
-                res = rt.call(f"{pack}.import_records", {"records": batch, "check_only": check,
-                                                         "first": pack in first}, namespace=ns, internal=True)
-            except InvalidParams as exc:  # name the line: "record 3" / "<type> record 3" of this batch
-                where = _line_of(exc.message, batch, lines)
-                raise InvalidParams(f"{path}:{where}: {exc.message}", details={"line": where}) from None
-            first.discard(pack)
-            if not check:
-                for k, v in res.imported.items():
-                    counts.setdefault(pack, {})[k] = counts.get(pack, {}).get(k, 0) + v
-        for pack in first:  # packs without records: still checked for an empty namespace
-            rt.call(f"{pack}.import_records", {"records": [], "check_only": check, "first": True}, namespace=ns,
-                    internal=True)
-    for pack in packs:
-        rt.call(f"{pack}.import_records", {"finish": True}, namespace=ns, internal=True)
-    return counts
+    export_records.__doc__ = f"A page of the namespace's {pack.name} records ({kinds}), or the namespaces holding any."
+    import_records.__doc__ = (f"Check or write exported {pack.name} records into an empty namespace, ids preserved; "
+                              "the last call advances the sequences and reloads the pack's mirrors.")
+    pack.verb("export_records", act=export_act, visibility=Visibility.SUBHANDLER)(export_records)
+    pack.verb("import_records", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)(import_records)

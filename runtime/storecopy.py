@@ -1,9 +1,9 @@
 """``pal copy SRC DST``: every portable pack's data from one store into another, across backends (issue 14 item 5,
 ADR 0018).
 
-One mechanism, the export/import path of :mod:`palimpsest_memory.runtime.portable`: for each namespace of SRC (the union of what
+One mechanism, the export/import path of :mod:`palimpsest_memory.runtime.exportfile`: for each namespace of SRC (the union of what
 every portable pack holds), the namespace is exported as the versioned JSONL format into a spool file and imported
-into DST by :func:`palimpsest_memory.runtime.portable.import_file` — the same records, the same checks (the whole namespace is
+into DST by :func:`palimpsest_memory.runtime.exportfile.import_file` — the same records, the same checks (the whole namespace is
 checked against DST before anything of it is written), ids preserved. The spool gives both import passes (check,
 then write) the same records even when other processes keep writing SRC.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from palimpsest_memory.runtime import portable, storage
+from palimpsest_memory.runtime import exportfile, storage
 from palimpsest_memory.runtime.errors import Conflict, InvalidParams
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def store_namespaces(rt: "Runtime") -> list[str]:
     """Every namespace that holds rows of any portable pack of ``rt`` (asked of each pack: the runtime never reads
     a pack's tables itself)."""
     found: set[str] = set()
-    for pack in portable.portable_packs(rt):
+    for pack in exportfile.portable_packs(rt):
         res = rt.call(f"{pack}.export_records", {"namespaces": True}, internal=True)
         found.update(res.namespaces or [])
     return sorted(found)
@@ -60,8 +60,8 @@ def copy_store(src: "Runtime", dst: "Runtime", *, spool_dir: Optional[str] = Non
                progress: Optional[Callable[[str, int], None]] = None) -> CopyReport:
     """Copy every namespace of every portable pack from ``src`` into the empty store ``dst``."""
     start = time.perf_counter()
-    packs = portable.portable_packs(src)
-    missing = [p for p in packs if p not in portable.portable_packs(dst)]
+    packs = exportfile.portable_packs(src)
+    missing = [p for p in packs if p not in exportfile.portable_packs(dst)]
     if missing:
         raise InvalidParams(f"the destination does not load the portable packs {missing}: load the same packs on "
                             "both sides")
@@ -75,8 +75,8 @@ def copy_store(src: "Runtime", dst: "Runtime", *, spool_dir: Optional[str] = Non
         spool = Path(folder) / "namespace.jsonl"
         for ns in store_namespaces(src):
             with spool.open("w", encoding="utf-8") as out:
-                n = portable.export_namespace(src, out, ns)
-            report.namespaces[ns] = portable.import_file(dst, spool, ns)
+                n = exportfile.export_namespace(src, out, ns)
+            report.namespaces[ns] = exportfile.import_file(dst, spool, ns)
             report.records += n
             if progress is not None:
                 progress(ns, n)

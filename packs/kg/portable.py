@@ -3,9 +3,7 @@
 history), sources, claims, edges (removed ones too), centrality and tombstones."""
 from __future__ import annotations
 
-from palimpsest_memory.runtime import Act, Context
-from palimpsest_memory.runtime.pack import Visibility
-from palimpsest_memory.runtime.portable import ExportParams, ExportResult, ImportParams, ImportResult, Table, export_page, import_page
+from palimpsest_memory.runtime.portable import Table, register_portable
 
 from palimpsest_memory.packs.kg.core import pack
 
@@ -22,18 +20,4 @@ TABLES = [
     Table("tombstone", "kg.tombstones", ("ref", "forgotten_at")),
 ]
 
-
-@pack.verb("export_records", act=Act.ASSERTIVE, visibility=Visibility.SUBHANDLER)
-def export_records(params: ExportParams, ctx: Context) -> ExportResult:
-    """A page of the namespace's kg rows: entities, keys, predicates, fact versions, sources, claims, edges."""
-    return export_page(ctx, TABLES, params.cursor, params.limit,
-                       namespaces=params.namespaces)
-
-
-@pack.verb("import_records", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
-def import_records(params: ImportParams, ctx: Context) -> ImportResult:
-    """Check or write exported kg records into the namespace (ids preserved); finish reloads the caches."""
-    res = import_page(ctx, TABLES, params)
-    if params.finish and not params.check_only:
-        ctx.reload_mirrors()
-    return res
+register_portable(pack, TABLES)

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from palimpsest_memory.packs.memory.importers import Conversation, parse_jsonl, parse_locomo
-from palimpsest_memory.runtime import hookimpl, portable
+from palimpsest_memory.runtime import exportfile, hookimpl
 
 
 def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, namespace: str | None,
@@ -84,7 +84,7 @@ def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]
             return
         with Console(stderr=True).status(f"importing {file}", spinner="dots") if not session.as_json \
                 else nullcontext():
-            counts = portable.import_file(session.runtime(), file, session.namespace)
+            counts = exportfile.import_file(session.runtime(), file, session.namespace)
         total = sum(n for per in counts.values() for n in per.values())
         print(json.dumps(counts) if session.as_json else f"{total} records imported: " + ", ".join(
             f"{p} {sum(c.values())}" for p, c in counts.items()))

@@ -1,5 +1,5 @@
 """memory.export_records and memory.import_records: the memory pack's part of `pal export` / `pal import
-palimpsest` (runtime/portable.py, ADR 0018). The full-text snapshot is derived data and is not exported: the
+palimpsest` (runtime/portable.py registers them, ADR 0018). The full-text snapshot is derived data and is not exported: the
 index is rebuilt from the imported notes."""
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from pydantic import BaseModel, Field
 
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.runtime import Act, Context
-from palimpsest_memory.runtime.pack import Visibility
 from palimpsest_memory.runtime.params import Params
-from palimpsest_memory.runtime.portable import ExportParams, ExportResult, ImportParams, ImportResult, Table, export_page, import_page
+from palimpsest_memory.runtime.portable import Table, register_portable
 
 TABLES = [
     Table("note", "memory.notes", ("id",), unique=("id",), sequences=(("memory.note_ids", "id"),)),
@@ -23,22 +22,12 @@ TABLES = [
 ]
 
 
-@pack.verb("export_records", act=Act.ASSERTIVE, visibility=Visibility.SUBHANDLER)
-def export_records(params: ExportParams, ctx: Context) -> ExportResult:
-    """A page of the namespace's notes, vectors, belief versions, centrality, audit trail and tombstones."""
-    return export_page(ctx, TABLES, params.cursor, params.limit,
-                       namespaces=params.namespaces)
+def _drop_snapshot(ctx: Context) -> None:
+    """The imported notes changed under the index snapshot: drop it (the index is rebuilt, and saved at close)."""
+    ctx.db.execute("DELETE FROM memory.index_snapshot WHERE namespace = ?", [ctx.namespace])
 
 
-@pack.verb("import_records", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
-def import_records(params: ImportParams, ctx: Context) -> ImportResult:
-    """Check or write exported memory records into the namespace (ids preserved); finish reloads the index."""
-    res = import_page(ctx, TABLES, params)
-    if params.finish and not params.check_only:
-        ctx.db.execute("DELETE FROM memory.index_snapshot WHERE namespace = ?",  # the notes changed under it:
-                       [ctx.namespace])                                        # rebuilt, saved at close
-        ctx.reload_mirrors()
-    return res
+register_portable(pack, TABLES, after_import=_drop_snapshot)
 
 
 class BackupParams(Params):

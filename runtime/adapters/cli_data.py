@@ -1,7 +1,7 @@
 """``pal export``, ``pal backup`` and ``pal restore``: a user's data out of and back into a store (ADR 0018).
 
 Registered by :func:`register` from ``cli.py``; ``pal import palimpsest FILE`` sits beside the memory pack's other
-import formats. Export and import page through the portable packs' sub-handlers (runtime/portable.py), so they
+import formats. Export and import page through the portable packs' sub-handlers (runtime/exportfile.py), so they
 run against a local store; backup goes through the server when one holds the database.
 """
 from __future__ import annotations
@@ -34,12 +34,12 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
             return
         rt = s.runtime()
         if file == "-":
-            n = portable().export_namespace(rt, sys.stdout, s.namespace)
+            n = exportfile().export_namespace(rt, sys.stdout, s.namespace)
             print(f"{n} records", file=sys.stderr)
             return
         tmp = Path(file + ".part")
         with tmp.open("w", encoding="utf-8") as out:
-            n = portable().export_namespace(rt, out, s.namespace)
+            n = exportfile().export_namespace(rt, out, s.namespace)
         tmp.replace(file)
         print(json.dumps({"records": n, "file": file}) if s.as_json else f"{n} records written to {file}")
 
@@ -106,16 +106,16 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
 
 
 
-def portable() -> Any:
-    """runtime/portable.py, imported when a command runs: `pal --help` loads no DuckDB or pydantic (issue 20)."""
-    from palimpsest_memory.runtime import portable as module
+def exportfile() -> Any:
+    """runtime/exportfile.py, imported when a command runs: `pal --help` loads no DuckDB or pydantic (issue 20)."""
+    from palimpsest_memory.runtime import exportfile as module
 
     return module
 
 
 def import_palimpsest(session: Any, file: str, namespace: Optional[str]) -> dict[str, Any]:
-    """``pal import palimpsest FILE``: see runtime/portable.py."""
-    return portable().import_file(session.runtime(), file, namespace)
+    """``pal import palimpsest FILE``: see runtime/exportfile.py."""
+    return exportfile().import_file(session.runtime(), file, namespace)
 
 
 def copy_stores(s: Any, src: str, dst: str) -> None:

@@ -25,12 +25,12 @@ def mount(app: FastAPI, runtime: Runtime, error_response: Any) -> None:
     @app.get("/v1/export", tags=["data"], operation_id="export_namespace")
     def export_namespace(namespace: Optional[str] = None) -> Any:
         """A namespace (default: the server's) as palimpsest JSONL, the file `pal export` writes."""
-        from palimpsest_memory.runtime import portable
+        from palimpsest_memory.runtime import exportfile
 
         fd, path = tempfile.mkstemp(prefix="pal-export-", suffix=".jsonl")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                portable.export_namespace(runtime, out, namespace)
+                exportfile.export_namespace(runtime, out, namespace)
         except PalimpsestError as exc:
             os.unlink(path)
             return error_response(exc)
@@ -44,14 +44,14 @@ def mount(app: FastAPI, runtime: Runtime, error_response: Any) -> None:
     async def import_namespace(request: Request, namespace: Optional[str] = None) -> JSONResponse:
         """Import a `pal export` file (the request body) into ``namespace`` (default: the one it was exported
         from), which must be empty; the whole file is checked before anything is written."""
-        from palimpsest_memory.runtime import portable
+        from palimpsest_memory.runtime import exportfile
 
         body = await request.body()
         fd, path = tempfile.mkstemp(prefix="pal-import-", suffix=".jsonl")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(body)
-            counts = await run_in_threadpool(portable.import_file, runtime, path, namespace)
+            counts = await run_in_threadpool(exportfile.import_file, runtime, path, namespace)
         except PalimpsestError as exc:
             return error_response(exc)
         finally:

@@ -83,3 +83,19 @@ def test_unknown_act_and_duplicate_verb_fail() -> None:
         def e2(params: Strict, ctx: Context) -> Out:
             """E again."""
             return Out(n=2)
+
+
+def test_register_portable_gives_two_subhandlers_and_refuses_an_undeclared_pack() -> None:
+    from palimpsest_memory.runtime.portable import Table, register_portable
+
+    tables = [Table("thing", "demo.things", ("id",))]
+    with pytest.raises(PackLoadError, match="portable=True"):
+        register_portable(Pack("plain", "0.1"), tables)
+    pack = Pack("demo", "0.1", portable=True)
+    register_portable(pack, tables, export_act=Act.COMMISSIVE)
+    assert {n: (s.act, s.visibility) for n, s in pack.verbs.items()} == {
+        "export_records": (Act.COMMISSIVE, Visibility.SUBHANDLER),
+        "import_records": (Act.COMMISSIVE, Visibility.SUBHANDLER)}
+    assert "thing" in pack.verbs["export_records"].doc
+    with pytest.raises(PackLoadError, match="twice"):  # a second registration is a pack bug, not a silent override
+        register_portable(pack, tables)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from palimpsest_memory.runtime import errors, portable
+from palimpsest_memory.runtime import errors, exportfile
 from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import snapshot
 
@@ -83,7 +83,7 @@ def test_a_namespace_round_trips_through_export_and_import(tmp_path) -> None:
         build(src)
         before = answers(src, "default")
         out = io.StringIO()
-        n = portable.export_namespace(src, out, "default")
+        n = exportfile.export_namespace(src, out, "default")
     finally:
         src.close()
     text = out.getvalue()
@@ -98,7 +98,7 @@ def test_a_namespace_round_trips_through_export_and_import(tmp_path) -> None:
     file.write_text(text)
     dst = open_rt(tmp_path / "dst.duckdb")
     try:
-        portable.import_file(dst, file, "moved")
+        exportfile.import_file(dst, file, "moved")
         after = answers(dst, "moved")
         for key in before:
             assert after[key] == before[key], key
@@ -106,10 +106,10 @@ def test_a_namespace_round_trips_through_export_and_import(tmp_path) -> None:
         new = dst.call("memory.remember", {"content": "after the import"}, namespace="moved").note.id
         assert new > max(n["id"] for n in before["list"]["notes"])  # the sequences moved past the imported ids
         with pytest.raises(errors.Conflict, match="empty"):  # a second import into the same namespace
-            portable.import_file(dst, file, "moved")
+            exportfile.import_file(dst, file, "moved")
         before_dup = snapshot(dst)
         with pytest.raises(errors.Conflict, match="already used"):  # same ids, another namespace: refused whole
-            portable.import_file(dst, file, "again")
+            exportfile.import_file(dst, file, "again")
         assert snapshot(dst) == before_dup
     finally:
         dst.close()
@@ -133,13 +133,13 @@ def test_a_bad_file_is_a_typed_error_naming_the_line_and_writes_nothing(tmp_path
     try:
         rt.call("memory.remember", {"content": "one note"})
         out = io.StringIO()
-        portable.export_namespace(rt, out)
+        exportfile.export_namespace(rt, out)
         lines = out.getvalue().splitlines()
         bad = tmp_path / "bad.jsonl"
         bad.write_text("\n".join(mangle(lines)) + "\n")
         before = snapshot(rt)
         with pytest.raises(errors.InvalidParams, match=message):
-            portable.import_file(rt, bad, "target")
+            exportfile.import_file(rt, bad, "target")
         assert snapshot(rt) == before
     finally:
         rt.close()
