@@ -3,8 +3,8 @@
 The runtime part (version, database path, backend, size on disk, packs and their schema versions) comes from the
 open runtime; what a pack holds comes from its own ``<pack>.stats`` verb when it has one (a convention, not a
 requirement: a flat answer for the call's namespace whose whole numbers are counts — ``memory.stats`` also names
-the embedder); the namespaces come from ``memory.namespaces``, the one verb that lists across namespaces (names
-and sizes only; ADR 0019). The same questions go to the server under ``--server``.
+the embedder); the namespaces are the union of every ``<pack>.namespaces`` verb (``memory.namespaces``,
+``kg.namespaces``), the only verbs that list across namespaces (names and sizes only; ADR 0019). The same questions go to the server under ``--server``.
 """
 from __future__ import annotations
 
@@ -36,9 +36,12 @@ def gather(session: Any) -> dict[str, Any]:
                          for p in rt.catalog.packs.values()]
         verbs = [v.full_name for v in rt.verbs()]
     stat_packs = [p["pack"] for p in data["packs"] if f"{p['pack']}.stats" in verbs]
-    if "memory.namespaces" in verbs:
-        names = [n["name"] for n in session.call("memory.namespaces", {}).get("namespaces", [])]
-    else:
+    # every pack that lists its namespaces (`<pack>.namespaces`: memory's notes, kg's graph) adds to the list, so a
+    # namespace that holds facts but no notes is shown too
+    lister_packs = [p["pack"] for p in data["packs"] if f"{p['pack']}.namespaces" in verbs]
+    names = sorted({n["name"] for pack in lister_packs
+                    for n in session.call(f"{pack}.namespaces", {}).get("namespaces", [])})
+    if not lister_packs:
         names = [session.namespace or "default"]
     namespaces, embedder = [], None
     for ns in names:

@@ -8,7 +8,7 @@ BUILT_IN_PUBLIC_VERBS = frozenset({
     "brain.feedback", "brain.history", "brain.profile", "brain.replay", "brain.reset", "brain.state", "brain.unbind",
     "kg.assert_fact", "kg.assert_facts", "kg.centrality", "kg.centrality_scores", "kg.define_predicate",
     "kg.detect_entities", "kg.detect_entities_many", "kg.edges", "kg.entities", "kg.entity", "kg.fact_history",
-    "kg.facts", "kg.graph_recall", "kg.link", "kg.link_many", "kg.list_edges", "kg.predicates", "kg.resolve",
+    "kg.facts", "kg.graph_recall", "kg.link", "kg.link_many", "kg.list_edges", "kg.namespaces", "kg.predicates", "kg.resolve",
     "kg.retract_fact", "kg.stats", "kg.timeline", "kg.unlink", "kg.upsert_entity",
     "kg.forget", "kg.tombstones", "memory.backup", "memory.forget", "memory.tombstones",
     "memory.archive", "memory.belief_history", "memory.centrality", "memory.consolidate", "memory.count",

@@ -69,6 +69,15 @@ def test_stats_namespaces_and_brain_history(rt: Any) -> None:
     assert [(n.name, n.notes) for n in ns] == [("default", 18)]
     assert rt.call("memory.namespaces", {"prefix": "def"}).namespaces == ns
     assert rt.call("memory.namespaces", {"prefix": "x"}).namespaces == []
+    graphs = rt.call("kg.namespaces", {}).namespaces
+    assert [(g.name, g.entities, g.facts) for g in graphs] == [("default", st.entities, st.facts)]
+    rt.call("kg.assert_fact", {"subject": "Vega", "predicate": "kind", "object": "star"}, namespace="facts-only")
+    assert [g.name for g in rt.call("kg.namespaces", {}).namespaces] == ["default", "facts-only"]
+    only = rt.call("kg.namespaces", {"prefix": "facts"}).namespaces
+    assert [(g.name, g.entities, g.facts, g.edges) for g in only] == [("facts-only", 2, 1, 0)]
+    assert rt.call("kg.namespaces", {"prefix": "zz"}).namespaces == []
+    with pytest.raises(errors.InvalidParams):
+        rt.call("kg.namespaces", {"prefix": ""})
     for who in ({}, {"actor": "ada"}):
         hist = rt.call("brain.history", who)
         state = rt.call("brain.state", who).state

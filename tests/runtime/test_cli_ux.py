@@ -87,3 +87,6 @@ def test_stats_verbs_count_one_namespace_and_info_lists_them_all(tmp_path: Path)
     info = json.loads(pal(tmp_path, "--json", "info").stdout)["namespaces"]
     assert [n["namespace"] for n in info] == ["a", "b"]  # namespaces that hold notes (memory.namespaces)
     assert (info[0]["notes"], info[0]["facts"]) == (1, 0) and (info[1]["notes"], info[1]["facts"]) == (1, 1)
+    pal(tmp_path, "-n", "c", "kg", "assert-fact", "Bo", "lives_in", "Oslo")  # facts, no notes: still listed
+    info = json.loads(pal(tmp_path, "--json", "info").stdout)["namespaces"]
+    assert [(n["namespace"], n["notes"], n["facts"]) for n in info] == [("a", 1, 0), ("b", 1, 1), ("c", 0, 1)]

@@ -19,8 +19,8 @@ STATIC = Path(__file__).with_name("static")
 PUBLIC_EXACT = frozenset({"/", "/docs", "/favicon.ico"})
 PUBLIC_PREFIX = "/ui/"
 # the verbs the page calls; every one but brain.feedback is assertive (tests/browser checks the act)
-READ_VERBS = ("memory.recall", "memory.get", "memory.list", "memory.namespaces", "memory.count", "kg.timeline",
-              "kg.entity", "kg.entities", "kg.edges", "kg.centrality_scores", "kg.stats", "brain.state",
+READ_VERBS = ("memory.recall", "memory.get", "memory.list", "memory.namespaces", "memory.count", "kg.namespaces",
+              "kg.timeline", "kg.entity", "kg.entities", "kg.edges", "kg.centrality_scores", "kg.stats", "brain.state",
               "brain.history")
 WRITE_VERBS = ("brain.feedback",)
 

@@ -119,14 +119,20 @@ async function route() {
   }
 }
 
+// The namespaces that hold a graph (kg.namespaces): a namespace with facts but no notes is listed too.
+export async function graphNamespaces() {
+  try { return (await call("kg.namespaces", {}, { ns: "" })).namespaces.map((n) => n.name); } catch (_) { return []; }
+}
+
 async function loadNamespaces() {
   const select = document.getElementById("namespace");
+  let names = await graphNamespaces();
   try {
-    const res = await call("memory.namespaces", {}, { ns: "" });
-    for (const n of res.namespaces) {
-      if (![...select.options].some((o) => o.value === n.name)) select.append(h("option", { value: n.name }, n.name));
-    }
+    names = names.concat((await call("memory.namespaces", {}, { ns: "" })).namespaces.map((n) => n.name));
   } catch (_) { /* the memory pack may be disabled: the default namespace still works */ }
+  for (const name of [...new Set(names)].sort()) {
+    if (![...select.options].some((o) => o.value === name)) select.append(h("option", { value: name }, name));
+  }
   const ns = namespace();
   if (ns && ![...select.options].some((o) => o.value === ns)) select.append(h("option", { value: ns }, ns));
   select.value = ns;

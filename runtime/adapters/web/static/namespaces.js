@@ -1,12 +1,12 @@
-// Namespaces at a glance: notes (memory.namespaces), facts, entities and edges (kg.stats) and feedback events
+// Namespaces at a glance (listed by memory.namespaces and kg.namespaces): notes, facts, entities and edges (kg.stats) and feedback events
 // (brain.state) per namespace, with the last write. A click makes it the page's namespace.
-import { call, h, fmtTime, namespace, setNamespace } from "./app.js";
+import { call, h, fmtTime, namespace, setNamespace, graphNamespaces } from "./app.js";
 
 export async function render(root) {
   root.append(h("h2", {}, "Namespaces"));
   let list = [];
   try { list = (await call("memory.namespaces", {}, { ns: "" })).namespaces; } catch (_) { /* no memory pack */ }
-  const names = list.map((n) => n.name);
+  const names = [...new Set([...list.map((n) => n.name), ...(await graphNamespaces())])];
   const cur = namespace();
   if (!names.includes(cur || "default")) names.push(cur || "default");
   const cards = h("div", { class: "cards", id: "namespace-cards" });
