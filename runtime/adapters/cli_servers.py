@@ -6,7 +6,7 @@ imported when its command runs, with a clear message when its optional extra is 
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -42,15 +42,21 @@ def _token(token: str | None, token_file: str | None) -> str | None:
     return token
 
 
+# the bearer-token options, one definition for both servers (read by _token)
+TokenOption = Annotated[Optional[str], typer.Option(
+    "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
+    help="Require this bearer token (needed on a non-loopback host; for `pal mcp`, only with --http). Visible in "
+         "the process list: prefer the variable or --token-file.")]
+TokenFileOption = Annotated[Optional[str], typer.Option("--token-file", help="Read the bearer token from this file.")]
+
+
 def register(app: typer.Typer, session: Callable[[], Any]) -> None:
     @app.command("serve")
     def serve_cmd(
         host: Optional[str] = typer.Option(None, "--host", help="Interface (default [adapters] host, loopback)."),
         port: Optional[int] = typer.Option(None, "--port", help="Port (default [adapters] http_port; 0 = any free)."),
-        token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
-                                            help="Require this bearer token (needed for a non-loopback host). "
-                                                 "Visible in the process list: prefer the variable or --token-file."),
-        token_file: Optional[str] = typer.Option(None, "--token-file", help="Read the bearer token from this file."),
+        token: TokenOption = None,
+        token_file: TokenFileOption = None,
     ) -> None:
         """Serve every public verb over HTTP (POST /v1/verbs/{verb}, resource routes, OpenAPI at /docs).
 
@@ -64,10 +70,8 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         over_http: bool = typer.Option(False, "--http", help="Streamable HTTP on loopback instead of stdio."),
         host: Optional[str] = typer.Option(None, "--host", help="Interface for --http (default [adapters] host)."),
         port: Optional[int] = typer.Option(None, "--port", help="Port for --http (default [adapters] mcp_port)."),
-        token: Optional[str] = typer.Option(None, "--token", envvar="PALIMPSEST_TOKEN", show_envvar=True,
-                                            help="Require this bearer token with --http (visible in the process "
-                                                 "list: prefer the variable or --token-file)."),
-        token_file: Optional[str] = typer.Option(None, "--token-file", help="Read the bearer token from this file."),
+        token: TokenOption = None,
+        token_file: TokenFileOption = None,
         actor: Optional[str] = typer.Option(None, "--actor", help="Who every tool call is made for (one server per "
                                                                   "client session; default: the global --actor)."),
         tools: Optional[str] = typer.Option(None, "--tools", help="Which tools to list: 'core' (the small set in "
