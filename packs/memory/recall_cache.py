@@ -1,0 +1,77 @@
+"""What recall derives from a namespace's index and keeps between recalls (issue 18: the fixed cost of a recall).
+
+Two things a recall used to recompute every time, though they change only when the index does:
+
+- the **filter mask** over the index's slots (namespace, alive, not superseded, and the call's filters): one per
+  distinct filter set, the last few kept;
+- each note's **own information** ``I`` (``BM25Index.own_information``, the information prior of ADR 0008):
+  kept per slot as it is first asked for, so a recall computes it only for the pooled notes no earlier recall
+  pooled.
+
+Both are valid while ``MemoryIndex.version`` holds: every write to the index (``add``, ``forget``, the
+``set_*`` edits, new vectors, a re-inferred episode) bumps it, and the index changes only through the mirror seam
+(ADR 0015: ``index_mirror.take`` applies each committed change), so a cached value never outlives the state it
+was derived from. ``I`` depends on every note (``idf`` reads the document count and each term's document
+frequency), so any write forgets all of it; a recall right after a write computes its pooled notes' ``I`` as
+before, and only the notes later recalls pool again are read from the cache. The numbers are the same either
+way: ``own_information`` sums each note's terms in term order whichever notes it is asked for together.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from palimpsest_memory.packs.memory.index import MemoryIndex
+
+MASKS = 8  # distinct filter sets kept per index (a session's recalls mostly share one or two)
+
+
+def _valid(index: MemoryIndex) -> dict[str, Any]:
+    """The index's derived values, emptied when the index changed since they were derived."""
+    d = index.derived
+    if d.get("version") != index.version or d.get("bm25") is not index.bm25:
+        d.clear()
+        d.update(version=index.version, bm25=index.bm25)
+    return d
+
+
+def filter_key(namespace: str, filters: Any) -> tuple:
+    """A hashable key for a namespace and a ``RecallFilters`` (every field: they all select)."""
+    return (namespace, *((k, tuple(v) if isinstance(v, list) else v) for k, v in filters.__dict__.items()))
+
+
+def mask(index: MemoryIndex, namespace: str, filters: Any) -> np.ndarray:
+    """``index.mask(namespace, filters)`` (read-only), computed once per filter set and index version."""
+    d = _valid(index)
+    masks: dict[tuple, np.ndarray] = d.setdefault("masks", {})
+    key = filter_key(namespace, filters)
+    m = masks.get(key)
+    if m is None:
+        m = index.mask(namespace, filters)
+        m.flags.writeable = False
+        if len(masks) >= MASKS:
+            masks.pop(next(iter(masks)))
+        masks[key] = m
+    return m
+
+
+def information(index: MemoryIndex, ids: np.ndarray) -> np.ndarray:
+    """``index.bm25.own_information(ids)``, each note's value kept per slot until the index changes."""
+    ids = np.asarray(ids, dtype=np.int64)
+    d = _valid(index)
+    slots = index.slots(ids)
+    col = d.get("information")
+    if col is None or col.size < index.slot_id.size:
+        old = col
+        col = d["information"] = np.full(index.slot_id.size, np.nan)
+        if old is not None:
+            col[: old.size] = old
+    out = col[slots]
+    miss = np.isnan(out) | (slots == 0)  # slot 0 holds no note: never cached
+    if miss.any():
+        got = index.bm25.own_information(ids[miss])
+        out[miss] = got
+        known = slots[miss] > 0
+        col[slots[miss][known]] = got[known]
+    return out
