@@ -52,7 +52,7 @@ def legs(ctx: Context, query: str, vector: list[float] | np.ndarray, model: str,
     """BM25 leg and exact-cosine vector leg, each top-k ``(ids, scores)``, over this namespace's notes that pass
     the filters (the mask is kept per filter set until the index changes, ``recall_cache.py``)."""
     index = ctx.state.index.of(ctx.namespace)
-    mask = index.allowed(recall_cache.mask(index, ctx.namespace, filters))
+    mask = recall_cache.allowed(index, ctx.namespace, filters)
     text = index.bm25.search(query, k, allowed=mask)
     vec_hits: list[tuple[int, float]] = []
     vectors = index.vectors.get(model)
@@ -87,7 +87,7 @@ def fuse(ctx: Context, text: ranking.Leg, vector: ranking.Leg, fusion: str, filt
     if c.information_prior:
         pool = ranking.information_prior(pool, information(index, pool))
     # neighbours pulled in by the context stage must pass the same namespace and filters as the legs
-    keep = recall_cache.mask(index, ctx.namespace, filters)[index.slots(pool.ids)]
+    keep = recall_cache.allowed(index, ctx.namespace, filters).mask[index.slots(pool.ids)]
     return ranking.candidates(pool, keep, fused)
 
 
