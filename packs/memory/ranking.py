@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from palimpsest_memory.packs.memory import fusion as fusion_fns
-from palimpsest_memory.packs.memory.context_arrays import PoolScores, context_scores
+from palimpsest_memory.packs.memory.context_arrays import PoolScores, context_scores, unique_first
 from palimpsest_memory.packs.memory.models import Candidates, Scored
 
 RERANK_FEATURES = {"relevance": "relevance", "salience": "effective_salience", "temporal": "recency",
@@ -55,7 +55,7 @@ def fuse_legs(text: Leg, vector: Leg, fusion: str, *, rrf_k: float, weights: Map
     legs = {name: (np.asarray(leg[0], dtype=np.int64), np.asarray(leg[1], dtype=np.float64))
             for name, leg in (("text", text), ("vector", vector))}
     (t_ids, t_sc), (v_ids, v_sc) = legs["text"], legs["vector"]
-    ids, inv = np.unique(np.concatenate([t_ids, v_ids]), return_inverse=True)
+    ids, _, inv = unique_first(np.concatenate([t_ids, v_ids]))
     at = {"text": inv[: t_ids.size], "vector": inv[t_ids.size:]}
     match: dict[str, np.ndarray] = {}
     for name, (_, sc) in legs.items():
@@ -233,7 +233,7 @@ def demote_near_duplicates(scored: Scored, prefixes: np.ndarray, penalty: float)
     breakdown's ``score`` stays the number the results are ordered by."""
     if not penalty or not len(scored.ids):
         return scored
-    _, first = np.unique(prefixes, return_index=True)  # the best-ranked note of each prefix
+    _, first, _ = unique_first(np.asarray(prefixes))  # the best-ranked note of each prefix
     share = np.full(len(scored.ids), penalty)
     share[first] = 0.0
     if not share.any():
