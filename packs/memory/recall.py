@@ -40,23 +40,22 @@ def rank(params: RecallParams, ctx: Context) -> tuple[Scored, str, str, dict[str
     stages.check_query(params.query, s, ctx.verb)
     deadline = Deadline(s.recall_deadline_ms, ctx.verb)
     filters = RecallFilters.model_validate(params.model_dump(include=set(RecallFilters.model_fields)))
-    emb = stages.embed(ctx, params.query)
+    model, qvec, _ = stages.embed_array(ctx, params.query)
     deadline.check("embed")
     k = min(max(params.limit * s.candidates_per_limit, s.candidates_min), s.candidates_max)
     fusion = params.fusion or s.fusion
-    text, vector = stages.legs(ctx, params.query, emb.vector if fusion != "keyword_only" else [], emb.model, k,
-                               filters)
+    text, vector = stages.legs(ctx, params.query, qvec if fusion != "keyword_only" else [], model, k, filters)
     deadline.check("candidates")
     cand = stages.fuse(ctx, text, vector, fusion, filters)
     deadline.check("fuse")
     if params.expand_graph:  # graph step (ADR 0012): walked neighbours of the best candidates join them
-        cand, _ = expand(ctx, ranking.as_lists(cand), emb.vector, emb.model, filters)
+        cand, _ = expand(ctx, ranking.as_lists(cand), qvec.tolist(), model, filters)
         deadline.check("expand")
     weights = stages.score_weights(ctx)
     now: datetime = (params.now or ctx.now()).replace(tzinfo=None)
     scored = stages.score(ctx, cand, now, weights)
     deadline.check("score")
-    return stages.demote_near_duplicates(ctx, scored), fusion, emb.model, weights
+    return stages.demote_near_duplicates(ctx, scored), fusion, model, weights
 
 
 def answer(params: RecallParams, ctx: Context) -> tuple[RecallResult, Scored, dict[str, float]]:

@@ -38,12 +38,18 @@ def check_query(query: str, s: MemorySettings, verb: str) -> None:
 
 
 # -- the stages as plain functions --------------------------------------------------------------------------------
-def embed(ctx: Context, query: str) -> EmbedResult:
-    """Embed the query (LRU-cached); a mostly-CJK query goes to the configured multilingual model."""
+def embed_array(ctx: Context, query: str) -> tuple[str, np.ndarray, bool]:
+    """Embed the query (LRU-cached): (model, vector, whether it is mostly CJK); a mostly-CJK query goes to the
+    configured multilingual model."""
     s: MemorySettings = ctx.settings
     cjk = cjk_ratio(query) > s.cjk_threshold
     model = s.cjk_embedder if (cjk and s.cjk_embedder) else s.embedder
-    vec = ctx.state.embedders.embed_query(model, query)
+    return model, ctx.state.embedders.embed_query(model, query), cjk
+
+
+def embed(ctx: Context, query: str) -> EmbedResult:
+    """``embed_array`` as the ``memory.recall_embed`` verb answers it."""
+    model, vec, cjk = embed_array(ctx, query)
     return EmbedResult.model_construct(model=model, vector=vec.tolist(), cjk=cjk)
 
 
