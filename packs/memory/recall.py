@@ -77,8 +77,8 @@ def answer(params: RecallParams, ctx: Context) -> tuple[RecallResult, Scored, di
         used += len(note.content)
         hits.append(RecallHit.model_construct(note=note, score=top.score[j],
                                               breakdown=top.breakdown(j) if params.include_breakdown else None))
-    result = RecallResult(recall_id=uuid.uuid4().hex, query=params.query, results=hits, fusion=fusion,
-                          embedder=model, truncated=truncated)
+    result = RecallResult.model_construct(recall_id=uuid.uuid4().hex, query=params.query, results=hits,
+                                          fusion=fusion, embedder=model, truncated=truncated)
     return result, top, weights
 
 

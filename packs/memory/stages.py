@@ -42,7 +42,7 @@ def embed_array(ctx: Context, query: str) -> tuple[str, np.ndarray, bool]:
     """Embed the query (LRU-cached): (model, vector, whether it is mostly CJK); a mostly-CJK query goes to the
     configured multilingual model."""
     s: MemorySettings = ctx.settings
-    cjk = cjk_ratio(query) > s.cjk_threshold
+    cjk = (0.0 if query.isascii() else cjk_ratio(query)) > s.cjk_threshold  # ASCII holds no CJK: skip the scan
     model = s.cjk_embedder if (cjk and s.cjk_embedder) else s.embedder
     return model, ctx.state.embedders.embed_query(model, query), cjk
 
@@ -118,8 +118,10 @@ def score_weights(ctx: Context) -> dict[str, float]:
 def score(ctx: Context, cand: Candidates, now: datetime, weights: dict[str, float], rerank: bool = True) -> Scored:
     """The ADR 0008 score over the candidates (ranking 4), then the rerank stage when it is on (ranking 5)."""
     s: MemorySettings = ctx.settings
-    f = ctx.state.index.of(ctx.namespace).features(cand.ids)
-    feats = ranking.NoteFeatures(salience=f["salience"], decay=f["decay"], occurred=f["occurred"])
+    index = ctx.state.index.of(ctx.namespace)
+    ids = np.asarray(cand.ids, dtype=np.int64)
+    feats = ranking.NoteFeatures(salience=index.column("salience")[ids], decay=index.column("decay")[ids],
+                                 occurred=index.column("occurred")[ids])
     scored = ranking.score(cand, feats, seconds(now), weights, s.recency_half_life_days)
     rw = s.rerank.model_dump()
     return ranking.rerank(scored, rw) if rerank and ranking.rerank_enabled(rw) else scored
@@ -130,7 +132,10 @@ def demote_near_duplicates(ctx: Context, scored: Scored) -> Scored:
     s: MemorySettings = ctx.settings
     if not s.near_duplicate_prefix or not len(scored.ids):
         return scored
-    prefixes = ctx.state.index.of(ctx.namespace).column("prefix")[np.asarray(scored.ids, dtype=np.int64)]
+    ids = np.asarray(scored.ids, dtype=np.int64)
+    # the candidates' ids ascending are those the score stage just read columns for (index.slots remembers them)
+    asc = np.sort(ids)
+    prefixes = ctx.state.index.of(ctx.namespace).column("prefix")[asc][np.searchsorted(asc, ids)]
     return ranking.demote_near_duplicates(scored, prefixes, s.near_duplicate_penalty)
 
 
