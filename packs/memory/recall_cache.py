@@ -5,8 +5,8 @@ Two things a recall used to recompute every time, though they change only when t
 - the **filter mask** over the index's slots (namespace, alive, not superseded, and the call's filters): one per
   distinct filter set, the last few kept;
 - each note's **own information** ``I`` (``BM25Index.own_information``, the information prior of ADR 0008):
-  kept per slot as it is first asked for, so a recall computes it only for the pooled notes no earlier recall
-  pooled.
+  kept per slot as it is first asked for, stamped with the index version it was computed at, so a recall
+  computes it only for the pooled notes no earlier recall pooled since the last write.
 
 Both are valid while ``MemoryIndex.version`` holds: every write to the index (``add``, ``forget``, the
 ``set_*`` edits, new vectors, a re-inferred episode) bumps it, and the index changes only through the mirror seam
@@ -28,8 +28,8 @@ MASKS = 8  # distinct filter sets kept per index (a session's recalls mostly sha
 
 
 def _valid(index: MemoryIndex) -> dict[str, Any]:
-    """The index's derived values, emptied when the index changed since they were derived."""
-    d = index.derived
+    """The index's masks, emptied when the index changed since they were derived."""
+    d: dict[str, Any] = index.derived.setdefault("masks", {})
     if d.get("version") != index.version or d.get("bm25") is not index.bm25:
         d.clear()
         d.update(version=index.version, bm25=index.bm25)
@@ -74,7 +74,7 @@ def allowed(index: MemoryIndex, namespace: str, filters: Any) -> Allowed:
     """The recall mask of ``namespace`` and ``filters`` over the index's slots (``.mask``, read-only) and the
     legs' view of it, computed once per filter set and index version."""
     d = _valid(index)
-    masks: dict[tuple, Allowed] = d.setdefault("masks", {})
+    masks: dict[tuple, Allowed] = d.setdefault("by_filter", {})
     key = filter_key(namespace, filters)
     a = masks.get(key)
     if a is None:
@@ -87,21 +87,27 @@ def allowed(index: MemoryIndex, namespace: str, filters: Any) -> Allowed:
 
 
 def information(index: MemoryIndex, ids: np.ndarray) -> np.ndarray:
-    """``index.bm25.own_information(ids)``, each note's value kept per slot until the index changes."""
+    """``index.bm25.own_information(ids)``, each note's value kept per slot until the index changes.
+
+    The values live in a column by slot with, beside each, the index version it was computed at (a value from an
+    older version is not read): a write costs nothing here, however large the index (no column to clear), and a
+    recall after it computes its notes' values again."""
     ids = np.asarray(ids, dtype=np.int64)
-    d = _valid(index)
     slots = index.slots(ids)
-    col = d.get("information")
-    if col is None or col.size < index.slot_id.size:
-        old = col
-        col = d["information"] = np.full(index.slot_id.size, np.nan)
-        if old is not None:
-            col[: old.size] = old
-    out = col[slots]
-    miss = np.isnan(out) | (slots == 0)  # slot 0 holds no note: never cached
+    keep = index.derived.get("information")  # outside the per-version values: it survives a write, stamped
+    if keep is None or keep[0].size < index.slot_id.size or keep[2] is not index.bm25:
+        size = index.slot_id.size
+        values, stamps = np.zeros(size, dtype=np.float64), np.full(size, -1, dtype=np.int64)
+        if keep is not None and keep[2] is index.bm25:
+            values[: keep[0].size], stamps[: keep[1].size] = keep[0], keep[1]
+        keep = index.derived["information"] = (values, stamps, index.bm25)
+    values, stamps, _ = keep
+    out = values[slots]
+    miss = (stamps[slots] != index.version) | (slots == 0)  # slot 0 holds no note: never kept
     if miss.any():
         got = index.bm25.own_information(ids[miss])
         out[miss] = got
         known = slots[miss] > 0
-        col[slots[miss][known]] = got[known]
+        values[slots[miss][known]] = got[known]
+        stamps[slots[miss][known]] = index.version
     return out
