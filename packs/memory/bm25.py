@@ -425,7 +425,7 @@ class BM25Index:
             keep = s >= kth  # every tie at the boundary, so the id tie-break is deterministic
             cand, s = cand[keep], s[keep]
         order = np.lexsort((self._ids[cand], -s))[:k]
-        return [(int(self._ids[cand[i]]), float(s[i])) for i in order]
+        return list(zip(self._ids[cand[order]].tolist(), s[order].tolist()))
 
     def own_information(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Per id, ``Σ idf(t)`` over the distinct terms its row holds at weight ≥ 1 — the note's own words: a

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Fused", "minmax", "ranked", "rrf", "union", "weighted"]
+__all__ = ["Fused", "minmax", "minmax_array", "ranked", "rrf", "union", "weighted", "weighted_sum"]
 
 Leg = Sequence[tuple[int, float]] | Mapping[int, float]
 
@@ -56,7 +56,7 @@ def _leg_arrays(leg: Leg) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ids, dtype=np.int64), np.array(scores, dtype=np.float64)
 
 
-def _minmax_array(scores: np.ndarray) -> np.ndarray:
+def minmax_array(scores: np.ndarray) -> np.ndarray:
     if scores.size == 0:
         return scores
     lo, hi = float(scores.min()), float(scores.max())
@@ -68,7 +68,7 @@ def _minmax_array(scores: np.ndarray) -> np.ndarray:
 def minmax(leg: Leg) -> dict[int, float]:
     """Min-max normalise one leg's raw scores to [0, 1]."""
     ids, scores = _leg_arrays(leg)
-    return dict(zip(ids.tolist(), _minmax_array(scores).tolist()))
+    return dict(zip(ids.tolist(), minmax_array(scores).tolist()))
 
 
 def _aligned(per_leg: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -91,7 +91,7 @@ def _fused(ids: np.ndarray, scores: np.ndarray, cols: Mapping[str, np.ndarray]) 
     return Fused(dict(zip(keys, scores.tolist())), {n: dict(zip(keys, c.tolist())) for n, c in cols.items()})
 
 
-def _weighted_sum(cols: Mapping[str, np.ndarray], w: Mapping[str, float], size: int) -> np.ndarray:
+def weighted_sum(cols: Mapping[str, np.ndarray], w: Mapping[str, float], size: int) -> np.ndarray:
     total = np.zeros(size, dtype=np.float64)  # Σ in leg order, from 0: the sum a Python loop would compute
     for n, c in cols.items():
         total = total + w[n] * c
@@ -109,7 +109,7 @@ def rrf(legs: Mapping[str, Leg], k: float = 60.0, weights: Mapping[str, float] |
         arrays[name] = (ids, 1.0 / (k + np.arange(1, ids.size + 1, dtype=np.float64)))
     ids, cols = _aligned(arrays)
     w = {name: (1.0 if weights is None else float(weights.get(name, 0.0))) for name in legs}
-    return _fused(ids, _weighted_sum(cols, w, ids.size), cols)
+    return _fused(ids, weighted_sum(cols, w, ids.size), cols)
 
 
 def weighted(legs: Mapping[str, Leg], weights: Mapping[str, float]) -> Fused:
@@ -117,10 +117,10 @@ def weighted(legs: Mapping[str, Leg], weights: Mapping[str, float]) -> Fused:
     arrays = {}
     for name, leg in legs.items():
         ids, scores = _leg_arrays(leg)
-        arrays[name] = (ids, _minmax_array(scores))
+        arrays[name] = (ids, minmax_array(scores))
     ids, cols = _aligned(arrays)
     w = {name: float(weights.get(name, 0.0)) for name in legs}
-    return _fused(ids, _weighted_sum(cols, w, ids.size), cols)
+    return _fused(ids, weighted_sum(cols, w, ids.size), cols)
 
 
 def union(legs: Mapping[str, Leg]) -> Fused:
@@ -128,7 +128,7 @@ def union(legs: Mapping[str, Leg]) -> Fused:
     arrays = {}
     for name, leg in legs.items():
         ids, scores = _leg_arrays(leg)
-        arrays[name] = (ids, _minmax_array(scores))
+        arrays[name] = (ids, minmax_array(scores))
     ids, cols = _aligned(arrays)
     scores = np.zeros(ids.size, dtype=np.float64)
     for i, c in enumerate(cols.values()):

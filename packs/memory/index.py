@@ -129,6 +129,10 @@ class MemoryIndex:
         self.expander = ThreadExpander(weight=expansion_weight, tokens_of=lambda i: self.tokens_of(self.rows[i]))
         self.episodes = Episodes(episode_gap_seconds)  # the thread of a note remembered without one (ADR 0008)
         self.dirty = False  # changed since it was loaded: a snapshot (snapshot.py) is worth writing
+        # +1 on every write below; what recall derives from the index and keeps (recall_cache.py: the notes' own
+        # information, the filter masks) is valid while it holds
+        self.version = 0
+        self.derived: dict[str, Any] = {}
         # the stored BM25 snapshot covers the first saved_notes notes, and only notes were added since (snapshot.py)
         self.saved_notes, self.appended_only = 0, False
         self.vectors: dict[str, VectorIndex] = {}
@@ -261,6 +265,7 @@ class MemoryIndex:
         from a snapshot), so only the columns and thread links are built — no tokenising."""
         if not rows:
             return
+        self.version += 1
         self.dirty = True
         c = self.cols
         ids = np.array([r.id for r in rows], dtype=np.int64)
@@ -302,6 +307,7 @@ class MemoryIndex:
     def reinfer_episodes(self) -> None:
         """Infer every thread-less note's episode again, in id order (what a rebuild does), and re-link and
         re-index the notes whose neighbours changed. Run when a thread-less note's scope is edited; O(notes)."""
+        self.version += 1
         self.episodes = Episodes(self.episodes.gap)
         links, c = self.expander.links, self.cols
         changed: set[int] = set()
@@ -353,12 +359,14 @@ class MemoryIndex:
 
     def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True,
                     adopt: bool = False) -> None:
+        self.version += 1
         index = self.vectors.get(model)
         if index is None:
             index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
         index.add(ids, matrix, build=build, adopt=adopt)
 
     def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
+        self.version += 1
         at = self.slot(note_id)
         if at:
             self.cols["superseded"][at] = seconds(when)
@@ -368,6 +376,7 @@ class MemoryIndex:
 
     def set_metadata(self, note_id: int, fields: Iterable[tuple[str, Any]]) -> None:
         """Apply memory.update's in-place edits (tags, salience, decay_factor, kind, scope) to the row and columns."""
+        self.version += 1
         row = self.rows.get(note_id)
         if row is None:
             return
@@ -391,6 +400,7 @@ class MemoryIndex:
                     self.reinfer_episodes()  # its episode came from its scope: infer as a rebuild would
 
     def set_archived(self, note_id: int, when: datetime | None) -> None:
+        self.version += 1
         at = self.slot(note_id)
         if at:
             self.cols["archived"][at] = when is not None
@@ -405,6 +415,7 @@ class MemoryIndex:
         gone = [int(i) for i in note_ids if int(i) in self.rows]
         if not gone:
             return
+        self.version += 1
         self.dirty, self.appended_only = True, False
         threadless = any(self.rows[i].thread is None for i in gone)  # their episodes are inferred (threads.py)
         c = self.cols

@@ -152,6 +152,7 @@ class IndexMirror(Mirror):
 
 def take(index: MemoryIndex, c: Any) -> None:
     """Apply one committed change to a namespace's index."""
+    index.version += 1  # what recall keeps derived from the index (recall_cache.py) is stale from here
     if isinstance(c, NotesAdded):
         index.add(c.rows, c.vectors)
     elif isinstance(c, SupersededSet):

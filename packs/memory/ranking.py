@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 
 import numpy as np
 
 from palimpsest_memory.packs.memory import fusion as fusion_fns
-from palimpsest_memory.packs.memory.context_arrays import PoolScores, context_scores
+from palimpsest_memory.packs.memory.context_arrays import PoolScores, context_scores, unique_first
 from palimpsest_memory.packs.memory.models import Candidates, Scored
 
 RERANK_FEATURES = {"relevance": "relevance", "salience": "effective_salience", "temporal": "recency",
@@ -35,31 +34,64 @@ SECONDS_PER_DAY = 86400.0
 
 
 # -- 1. fusion --------------------------------------------------------------------------------------------------
-def fuse_legs(text: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]], fusion: str, *,
-              rrf_k: float, weights: Mapping[str, float]) -> tuple[fusion_fns.Fused, dict[str, dict[int, float]]]:
-    """The fused score of every candidate, and each leg's min-max score (``text_match`` / ``vector_match``)."""
-    legs = {"text": list(text), "vector": list(vector)}
+@dataclass(frozen=True)
+class Fused:
+    """Every note a leg returned (ascending ids), its fused score, and each leg's min-max score (0 = missed):
+    the ``text_match`` / ``vector_match`` columns."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+    match: dict[str, np.ndarray]
+    fused: np.ndarray  # which of ids the fusion scored (all of them, but a *_only fusion's other leg's ids)
+
+
+Leg = tuple[Sequence[int] | np.ndarray, Sequence[float] | np.ndarray]  # a leg's (ids, scores), best first
+
+
+def fuse_legs(text: Leg, vector: Leg, fusion: str, *, rrf_k: float, weights: Mapping[str, float]) -> Fused:
+    """The fused score of every candidate (``fusion.py``'s formulas, over numpy columns: rrf ``Σ 1/(k+rank)``,
+    weighted ``Σ w·ŝ``, union ``max ŝ``, vector_only / keyword_only ``ŝ`` of that leg), and each leg's min-max
+    score ``ŝ`` (``text_match`` / ``vector_match``)."""
+    legs = {name: (np.asarray(leg[0], dtype=np.int64), np.asarray(leg[1], dtype=np.float64))
+            for name, leg in (("text", text), ("vector", vector))}
+    (t_ids, t_sc), (v_ids, v_sc) = legs["text"], legs["vector"]
+    ids, _, inv = unique_first(np.concatenate([t_ids, v_ids]))
+    at = {"text": inv[: t_ids.size], "vector": inv[t_ids.size:]}
+    match: dict[str, np.ndarray] = {}
+    for name, (_, sc) in legs.items():
+        col = np.zeros(ids.size, dtype=np.float64)
+        col[at[name]] = fusion_fns.minmax_array(sc)
+        match[name] = col
+    fused = np.ones(ids.size, dtype=bool)
     if fusion == "rrf":
-        fused = fusion_fns.rrf(legs, k=rrf_k)
+        cols = {}
+        for name, (leg_ids, _) in legs.items():
+            col = np.zeros(ids.size, dtype=np.float64)
+            col[at[name]] = 1.0 / (rrf_k + np.arange(1, leg_ids.size + 1, dtype=np.float64))
+            cols[name] = col
+        scores = fusion_fns.weighted_sum(cols, {"text": 1.0, "vector": 1.0}, ids.size)
     elif fusion == "weighted":
-        fused = fusion_fns.weighted(legs, weights)
+        scores = fusion_fns.weighted_sum(match, {n: float(weights.get(n, 0.0)) for n in legs}, ids.size)
     elif fusion == "union":
-        fused = fusion_fns.union(legs)
+        scores = np.maximum(match["text"], match["vector"])
     else:
         only = "vector" if fusion == "vector_only" else "text"
-        fused = fusion_fns.weighted({only: legs[only]}, {only: 1.0})
-    if fusion in ("weighted", "union"):  # their per-leg columns are these min-max scores already (0 = missed)
-        return fused, fused.per_leg
-    return fused, {name: fusion_fns.minmax(leg) for name, leg in legs.items()}
+        fused = np.zeros(ids.size, dtype=bool)
+        fused[at[only]] = True
+        scores = fusion_fns.weighted_sum({only: match[only]}, {only: 1.0}, ids.size)
+    return Fused(ids=ids, scores=scores, match=match, fused=fused)
 
 
 # -- 2. context ---------------------------------------------------------------------------------------------------
-def context(fused: Mapping[int, float], *, prev: np.ndarray, nxt: np.ndarray, thread: np.ndarray, alpha: float,
-            beta: float, top: int) -> PoolScores:
+def context(fused: Mapping[int, float] | Fused, *, prev: np.ndarray, nxt: np.ndarray, thread: np.ndarray,
+            alpha: float, beta: float, top: int) -> PoolScores:
     """Neighbour smoothing ``s'_i = s_i + α·max(s_prev, s_next)`` (thread neighbours join the pool), then thread
     propagation ``+ β·T(thread)/max T`` with ``T`` the mean of the thread's top-``top`` scores."""
-    ids = np.fromiter(fused, dtype=np.int64, count=len(fused))
-    scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+    if isinstance(fused, Fused):
+        ids, scores = fused.ids[fused.fused], fused.scores[fused.fused]
+    else:
+        ids = np.fromiter(fused, dtype=np.int64, count=len(fused))
+        scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
     return context_scores(ids, scores, prev=prev, nxt=nxt, thread=thread, alpha=alpha, beta=beta, top=top)
 
 
@@ -77,19 +109,42 @@ def information_prior(pool: PoolScores, information: np.ndarray) -> PoolScores:
                       thread=pool.thread, information=factor)
 
 
-def candidates(pool: PoolScores, keep: np.ndarray, per_leg: Mapping[str, Mapping[int, float]]) -> Candidates:
-    """The pooled notes that pass ``keep``, with ``relevance = score / max(score)`` ∈ [0, 1]."""
-    ids = pool.ids[keep].tolist()
+def candidates(pool: PoolScores, keep: np.ndarray, fused: Fused) -> Candidates:
+    """The pooled notes that pass ``keep``, with ``relevance = score / max(score)`` ∈ [0, 1], as numpy columns
+    (``as_lists`` gives the verbs' lists)."""
+    ids = pool.ids[keep]
     raw = pool.scores[keep]
     top = float(raw.max()) if raw.size else 0.0
-    zeros = [0.0] * len(ids)
-    info = {} if pool.information is None else {"information": pool.information[keep].tolist()}
+    zeros = np.zeros(ids.size, dtype=np.float64)
+    info = {} if pool.information is None else {"information": pool.information[keep]}
     return Candidates.model_construct(
-        ids=ids, relevance=(raw / top if top > 0 else raw * 0).tolist(),
-        text_match=list(map(per_leg["text"].get, ids, repeat(0.0))),  # 0 where the leg missed the note
-        vector_match=list(map(per_leg["vector"].get, ids, repeat(0.0))),
-        context={"neighbour": pool.neighbour[keep].tolist(), "thread": pool.thread[keep].tolist(),
-                 "date": zeros, "speaker": list(zeros), **info})
+        ids=ids, relevance=raw / top if top > 0 else raw * 0,
+        text_match=lookup(fused.ids, fused.match["text"], ids),  # 0 where the leg missed the note
+        vector_match=lookup(fused.ids, fused.match["vector"], ids),
+        context={"neighbour": pool.neighbour[keep], "thread": pool.thread[keep], "date": zeros,
+                 "speaker": zeros.copy(), **info})
+
+
+def lookup(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``values`` at the positions of ``ids`` in the ascending ``keys``; 0 for ids not among them."""
+    if keys.size == 0:
+        return np.zeros(ids.shape, dtype=np.float64)
+    pos = np.minimum(np.searchsorted(keys, ids), keys.size - 1)
+    return np.where(keys[pos] == ids, values[pos], 0.0)
+
+
+def as_lists(model: Candidates | Scored) -> Candidates | Scored:
+    """A ``Candidates`` or ``Scored`` whose columns are numpy arrays (inside recall) as the lists its model
+    declares (what a verb hands out)."""
+    cols = {}
+    for name in type(model).model_fields:
+        v = getattr(model, name)
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        elif name == "context":
+            v = {k: c.tolist() if isinstance(c, np.ndarray) else list(c) for k, c in v.items()}
+        cols[name] = v
+    return type(model).model_construct(**cols)
 
 
 # -- 3. graph expansion -------------------------------------------------------------------------------------------
@@ -125,9 +180,10 @@ class NoteFeatures:
 
 
 def sort_columns(cols: dict, order: np.ndarray) -> dict:
-    """Every list/array column (and each ``context`` column) reordered by ``order``; scalars kept."""
-    return {k: (np.asarray(v)[order].tolist() if isinstance(v, (list, np.ndarray)) else
-                {kk: np.asarray(vv)[order].tolist() for kk, vv in v.items()} if k == "context" else v)
+    """Every list/array column (and each ``context`` column) reordered by ``order``, as numpy arrays; scalars
+    kept."""
+    return {k: (np.asarray(v)[order] if isinstance(v, (list, np.ndarray)) else
+                {kk: np.asarray(vv)[order] for kk, vv in v.items()} if k == "context" else v)
             for k, v in cols.items()}
 
 
@@ -175,9 +231,9 @@ def demote_near_duplicates(scored: Scored, prefixes: np.ndarray, penalty: float)
     """A note whose prefix (``prefixes``, aligned with ``scored.ids``) equals a better-ranked note's loses
     ``penalty`` of its score (``context["near_duplicate"]``, 0 for the best of each prefix); re-sorted, so the
     breakdown's ``score`` stays the number the results are ordered by."""
-    if not penalty or not scored.ids:
+    if not penalty or not len(scored.ids):
         return scored
-    _, first = np.unique(prefixes, return_index=True)  # the best-ranked note of each prefix
+    _, first, _ = unique_first(np.asarray(prefixes))  # the best-ranked note of each prefix
     share = np.full(len(scored.ids), penalty)
     share[first] = 0.0
     if not share.any():
@@ -197,6 +253,18 @@ def explain_boosts(recall_scores: Sequence[float], decision: Sequence[float], fa
     keep recall's order)."""
     boosted = [r + d + f for r, d, f in zip(recall_scores, decision, fact)]
     return boosted, sorted(range(len(boosted)), key=lambda j: (-boosted[j], j))
+
+
+# -- the served part ---------------------------------------------------------------------------------------------
+def head(scored: Scored, positions: Sequence[int] | np.ndarray) -> Scored:
+    """The scored notes at ``positions`` (e.g. the first ``limit``), their columns as lists of Python numbers:
+    what recall serves, read out of the numpy columns only for the notes it can serve."""
+    at = np.asarray(positions, dtype=np.int64)
+    cols = {name: getattr(scored, name) for name in Scored.model_fields}
+    picked = {k: (np.asarray(v)[at].tolist() if isinstance(v, (list, np.ndarray)) else
+                  {kk: np.asarray(vv)[at].tolist() for kk, vv in v.items()} if k == "context" else v)
+              for k, v in cols.items()}
+    return Scored.model_construct(**picked)
 
 
 # -- what the brain learns from -----------------------------------------------------------------------------------

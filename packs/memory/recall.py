@@ -10,6 +10,8 @@ import time
 import uuid
 from datetime import datetime
 
+import numpy as np
+
 from palimpsest_memory.packs.memory import ranking, stages
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.models import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
@@ -38,45 +40,46 @@ def rank(params: RecallParams, ctx: Context) -> tuple[Scored, str, str, dict[str
     stages.check_query(params.query, s, ctx.verb)
     deadline = Deadline(s.recall_deadline_ms, ctx.verb)
     filters = RecallFilters.model_validate(params.model_dump(include=set(RecallFilters.model_fields)))
-    emb = stages.embed(ctx, params.query)
+    model, qvec, _ = stages.embed_array(ctx, params.query)
     deadline.check("embed")
     k = min(max(params.limit * s.candidates_per_limit, s.candidates_min), s.candidates_max)
     fusion = params.fusion or s.fusion
-    legs = stages.candidates(ctx, params.query, emb.vector if fusion != "keyword_only" else [], emb.model, k,
-                             filters)
+    text, vector = stages.legs(ctx, params.query, qvec if fusion != "keyword_only" else [], model, k, filters)
     deadline.check("candidates")
-    cand = stages.fuse(ctx, legs.text, legs.vector, fusion, filters)
+    cand = stages.fuse(ctx, text, vector, fusion, filters)
     deadline.check("fuse")
     if params.expand_graph:  # graph step (ADR 0012): walked neighbours of the best candidates join them
-        cand, _ = expand(ctx, cand, emb.vector, emb.model, filters)
+        cand, _ = expand(ctx, ranking.as_lists(cand), qvec.tolist(), model, filters)
         deadline.check("expand")
     weights = stages.score_weights(ctx)
     now: datetime = (params.now or ctx.now()).replace(tzinfo=None)
     scored = stages.score(ctx, cand, now, weights)
     deadline.check("score")
-    return stages.demote_near_duplicates(ctx, scored), fusion, emb.model, weights
+    return stages.demote_near_duplicates(ctx, scored), fusion, model, weights
 
 
-def answer(params: RecallParams, ctx: Context) -> tuple[RecallResult, Scored, list[int], dict[str, float]]:
-    """The recall's answer, its scored columns, the positions (in them) of the notes served, the score weights.
+def answer(params: RecallParams, ctx: Context) -> tuple[RecallResult, Scored, dict[str, float]]:
+    """The recall's answer, the scored columns of its first ``limit`` notes (lists, rank order: the answer serves
+    the first ``len(result.results)`` of them), the score weights.
     Publishes nothing: ``memory.explain`` recalls through this, and its recalls are not served to anyone."""
     s: MemorySettings = ctx.settings
     scored, fusion, model, weights = rank(params, ctx)
-    keep = [j for j, sc in enumerate(scored.score) if params.min_score is None or sc >= params.min_score]
+    keep = np.arange(len(scored.ids)) if params.min_score is None else np.flatnonzero(
+        np.asarray(scored.score) >= params.min_score)
+    top = ranking.head(scored, keep[: params.limit])  # only the notes that can be served leave the columns
     rows = ctx.state.index.of(ctx.namespace).rows  # the index holds each committed note as stored: no SQL on the recall path
-    hits, served, used, truncated = [], [], 0, False
-    for j in keep[: params.limit]:
-        note = note_from_index(rows[scored.ids[j]])
+    hits, used, truncated = [], 0, False
+    for j, note_id in enumerate(top.ids):
+        note = note_from_index(rows[note_id])
         if hits and s.response_char_budget and used + len(note.content) > s.response_char_budget:
             truncated = True
             break
         used += len(note.content)
-        served.append(j)
-        hits.append(RecallHit(note=note, score=scored.score[j],
-                              breakdown=scored.breakdown(j) if params.include_breakdown else None))
-    result = RecallResult(recall_id=uuid.uuid4().hex, query=params.query, results=hits, fusion=fusion,
-                          embedder=model, truncated=truncated)
-    return result, scored, served, weights
+        hits.append(RecallHit.model_construct(note=note, score=top.score[j],
+                                              breakdown=top.breakdown(j) if params.include_breakdown else None))
+    result = RecallResult.model_construct(recall_id=uuid.uuid4().hex, query=params.query, results=hits,
+                                          fusion=fusion, embedder=model, truncated=truncated)
+    return result, top, weights
 
 
 @pack.verb("recall", act=Act.ASSERTIVE)
@@ -86,10 +89,11 @@ def recall(params: RecallParams, ctx: Context) -> RecallResult:
     Superseded and archived notes are left out unless asked; ``as_of`` recalls what existed then.
     ``include_breakdown`` returns the exact numbers each result was ranked by.
     """
-    result, scored, served, w = answer(params, ctx)
+    result, top, w = answer(params, ctx)
     ctx.publish("recall_served", RecallServed(
         recall_id=result.recall_id, query=result.query,
         weights=ScoreWeights(relevance=w["relevance"], salience=w["salience"], temporal=w["temporal"]),
-        notes=tuple(ServedNote(note_id=scored.ids[j], score=scored.score[j],
-                               components=ScoreComponents(*ranking.components(scored, j))) for j in served)))
+        notes=tuple(ServedNote(note_id=top.ids[j], score=top.score[j],
+                               components=ScoreComponents(*ranking.components(top, j)))
+                    for j in range(len(result.results)))))
     return result

@@ -11,7 +11,7 @@ from datetime import datetime
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import ranking
+from palimpsest_memory.packs.memory import ranking, recall_cache
 from palimpsest_memory.packs.memory.index import seconds
 from palimpsest_memory.packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams, EmbedResult,
                                  FuseParams, FuseResult, Leg, RecallFilters, RerankParams, Scored, ScoreParams,
@@ -38,53 +38,72 @@ def check_query(query: str, s: MemorySettings, verb: str) -> None:
 
 
 # -- the stages as plain functions --------------------------------------------------------------------------------
-def embed(ctx: Context, query: str) -> EmbedResult:
-    """Embed the query (LRU-cached); a mostly-CJK query goes to the configured multilingual model."""
+def embed_array(ctx: Context, query: str) -> tuple[str, np.ndarray, bool]:
+    """Embed the query (LRU-cached): (model, vector, whether it is mostly CJK); a mostly-CJK query goes to the
+    configured multilingual model."""
     s: MemorySettings = ctx.settings
-    cjk = cjk_ratio(query) > s.cjk_threshold
+    cjk = (0.0 if query.isascii() else cjk_ratio(query)) > s.cjk_threshold  # ASCII holds no CJK: skip the scan
     model = s.cjk_embedder if (cjk and s.cjk_embedder) else s.embedder
-    vec = ctx.state.embedders.embed_query(model, query)
+    return model, ctx.state.embedders.embed_query(model, query), cjk
+
+
+def embed(ctx: Context, query: str) -> EmbedResult:
+    """``embed_array`` as the ``memory.recall_embed`` verb answers it."""
+    model, vec, cjk = embed_array(ctx, query)
     return EmbedResult.model_construct(model=model, vector=vec.tolist(), cjk=cjk)
+
+
+def legs(ctx: Context, query: str, vector: list[float] | np.ndarray, model: str, k: int,
+         filters: RecallFilters) -> tuple[ranking.Leg, ranking.Leg]:
+    """BM25 leg and exact-cosine vector leg, each top-k ``(ids, scores)``, over this namespace's notes that pass
+    the filters (the mask is kept per filter set until the index changes, ``recall_cache.py``)."""
+    index = ctx.state.index.of(ctx.namespace)
+    mask = recall_cache.allowed(index, ctx.namespace, filters)
+    text = index.bm25.search(query, k, allowed=mask)
+    vec_hits: list[tuple[int, float]] = []
+    vectors = index.vectors.get(model)
+    if len(vector) and vectors is not None:
+        q = np.asarray(vector, dtype=np.float32)
+        vec_hits = vectors.search(q, k, allowed=mask, min_cosine=ctx.settings.min_cosine)
+    return _columns(text), _columns(vec_hits)
+
+
+def _columns(hits: list[tuple[int, float]]) -> ranking.Leg:
+    return ([i for i, _ in hits], [s for _, s in hits])
 
 
 def candidates(ctx: Context, query: str, vector: list[float], model: str, k: int,
                filters: RecallFilters) -> CandidatesResult:
-    """BM25 leg and exact-cosine vector leg, each top-k, over this namespace's notes that pass the filters."""
-    index = ctx.state.index.of(ctx.namespace)
-    mask = index.allowed(index.mask(ctx.namespace, filters))
-    text = index.bm25.search(query, k, allowed=mask)
-    vec_hits: list[tuple[int, float]] = []
-    vectors = index.vectors.get(model)
-    if vector and vectors is not None:
-        q = np.asarray(vector, dtype=np.float32)
-        vec_hits = vectors.search(q, k, allowed=mask, min_cosine=ctx.settings.min_cosine)
-    return CandidatesResult.model_construct(
-        text=Leg.model_construct(ids=[i for i, _ in text], scores=[s for _, s in text]),
-        vector=Leg.model_construct(ids=[i for i, _ in vec_hits], scores=[s for _, s in vec_hits]))
+    """``legs`` as the ``memory.recall_candidates`` verb answers them."""
+    text, vec = legs(ctx, query, vector, model, k, filters)
+    return CandidatesResult.model_construct(text=Leg.model_construct(ids=text[0], scores=text[1]),
+                                            vector=Leg.model_construct(ids=vec[0], scores=vec[1]))
 
 
-def fuse(ctx: Context, text: Leg, vector: Leg, fusion: str, filters: RecallFilters) -> Candidates:
-    """Fuse the legs, add the context signals, keep the pooled notes that pass the filters (ranking 1–2)."""
+def fuse(ctx: Context, text: ranking.Leg, vector: ranking.Leg, fusion: str, filters: RecallFilters) -> Candidates:
+    """Fuse the legs, add the context signals, keep the pooled notes that pass the filters (ranking 1–2). The
+    candidates' columns are numpy arrays (``ranking.as_lists`` for a verb's answer)."""
     s: MemorySettings = ctx.settings
-    fused, per_leg = ranking.fuse_legs(zip(text.ids, text.scores), zip(vector.ids, vector.scores), fusion,
-                                       rrf_k=s.rrf_k, weights=s.fusion_weights)
+    fused = ranking.fuse_legs(text, vector, fusion, rrf_k=s.rrf_k, weights=s.fusion_weights)
     index = ctx.state.index.of(ctx.namespace)
     c = s.context
-    pool = ranking.context(fused.scores, prev=index.column("prev"), nxt=index.column("next"),
+    pool = ranking.context(fused, prev=index.column("prev"), nxt=index.column("next"),
                            thread=index.column("thread"), alpha=c.neighbour_alpha, beta=c.thread_beta,
                            top=c.thread_top)
     if c.information_prior:
         pool = ranking.information_prior(pool, information(index, pool))
     # neighbours pulled in by the context stage must pass the same namespace and filters as the legs
-    return ranking.candidates(pool, index.mask(ctx.namespace, filters, ids=pool.ids), per_leg)
+    keep = recall_cache.allowed(index, ctx.namespace, filters).mask[index.slots(pool.ids)]
+    return ranking.candidates(pool, keep, fused)
 
 
 def information(index, pool: ranking.PoolScores) -> np.ndarray:
     """The own information of each pooled note a leg matched (0 for the neighbours the context stage added:
-    the prior leaves them at factor 1, so their information is never needed)."""
+    the prior leaves them at factor 1, so their information is never needed); kept per note until the index
+    changes (``recall_cache.information``)."""
     out = np.zeros(pool.ids.size, dtype=np.float64)
     matched = pool.base > 0
-    out[matched] = index.bm25.own_information(pool.ids[matched])
+    out[matched] = recall_cache.information(index, pool.ids[matched])
     return out
 
 
@@ -99,8 +118,10 @@ def score_weights(ctx: Context) -> dict[str, float]:
 def score(ctx: Context, cand: Candidates, now: datetime, weights: dict[str, float], rerank: bool = True) -> Scored:
     """The ADR 0008 score over the candidates (ranking 4), then the rerank stage when it is on (ranking 5)."""
     s: MemorySettings = ctx.settings
-    f = ctx.state.index.of(ctx.namespace).features(cand.ids)
-    feats = ranking.NoteFeatures(salience=f["salience"], decay=f["decay"], occurred=f["occurred"])
+    index = ctx.state.index.of(ctx.namespace)
+    ids = np.asarray(cand.ids, dtype=np.int64)
+    feats = ranking.NoteFeatures(salience=index.column("salience")[ids], decay=index.column("decay")[ids],
+                                 occurred=index.column("occurred")[ids])
     scored = ranking.score(cand, feats, seconds(now), weights, s.recency_half_life_days)
     rw = s.rerank.model_dump()
     return ranking.rerank(scored, rw) if rerank and ranking.rerank_enabled(rw) else scored
@@ -109,9 +130,12 @@ def score(ctx: Context, cand: Candidates, now: datetime, weights: dict[str, floa
 def demote_near_duplicates(ctx: Context, scored: Scored) -> Scored:
     """Ranking 6 over the index's prefix hashes of the scored notes."""
     s: MemorySettings = ctx.settings
-    if not s.near_duplicate_prefix or not scored.ids:
+    if not s.near_duplicate_prefix or not len(scored.ids):
         return scored
-    prefixes = ctx.state.index.of(ctx.namespace).column("prefix")[np.asarray(scored.ids, dtype=np.int64)]
+    ids = np.asarray(scored.ids, dtype=np.int64)
+    # the candidates' ids ascending are those the score stage just read columns for (index.slots remembers them)
+    asc = np.sort(ids)
+    prefixes = ctx.state.index.of(ctx.namespace).column("prefix")[asc][np.searchsorted(asc, ids)]
     return ranking.demote_near_duplicates(scored, prefixes, s.near_duplicate_penalty)
 
 
@@ -131,18 +155,20 @@ def recall_candidates(params: CandidatesParams, ctx: Context) -> CandidatesResul
 @pack.verb("recall_fuse", **SUB)
 def recall_fuse(params: FuseParams, ctx: Context) -> FuseResult:
     """Fuse the legs (rrf | weighted | union | vector_only | keyword_only), then add the context signals."""
-    return FuseResult.model_construct(candidates=fuse(ctx, params.text, params.vector, params.fusion,
-                                                      params.filters))
+    return FuseResult.model_construct(candidates=ranking.as_lists(
+        fuse(ctx, (params.text.ids, params.text.scores), (params.vector.ids, params.vector.scores), params.fusion,
+             params.filters)))
 
 
 @pack.verb("recall_score", **SUB)
 def recall_score(params: ScoreParams, ctx: Context) -> ScoreResult:
     """score = (w_rel·relevance + w_sal·salience·e^(−decay·age) + w_temp·2^(−age/half_life)) / Σw."""
-    return ScoreResult.model_construct(results=score(ctx, params.candidates, params.now, score_weights(ctx),
-                                                     params.rerank))
+    return ScoreResult.model_construct(results=ranking.as_lists(score(ctx, params.candidates, params.now,
+                                                                      score_weights(ctx), params.rerank)))
 
 
 @pack.verb("recall_rerank", **SUB)
 def recall_rerank(params: RerankParams, ctx: Context) -> ScoreResult:
     """Replace each score by Σ w·feature / Σ w over relevance, salience, temporal, text_match, vector_match."""
-    return ScoreResult.model_construct(results=ranking.rerank(params.results, ctx.settings.rerank.model_dump()))
+    return ScoreResult.model_construct(results=ranking.as_lists(
+        ranking.rerank(params.results, ctx.settings.rerank.model_dump())))

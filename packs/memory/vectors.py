@@ -346,8 +346,11 @@ class VectorIndex:
                 cand = np.flatnonzero(ok)
                 sc = self._mat[cand] @ q
             else:
+                full = self._mat[:n] @ q
+                if min_cosine is not None:  # one pass: the allowed rows at or above the cut
+                    ok &= full >= min_cosine
                 cand = np.flatnonzero(ok)
-                sc = (self._mat[:n] @ q)[cand]
+                return self._top(cand, full[cand], k)
         if min_cosine is not None:
             keep = sc >= min_cosine
             cand, sc = cand[keep], sc[keep]

@@ -1,0 +1,113 @@
+"""What recall derives from a namespace's index and keeps between recalls (issue 18: the fixed cost of a recall).
+
+Two things a recall used to recompute every time, though they change only when the index does:
+
+- the **filter mask** over the index's slots (namespace, alive, not superseded, and the call's filters): one per
+  distinct filter set, the last few kept;
+- each note's **own information** ``I`` (``BM25Index.own_information``, the information prior of ADR 0008):
+  kept per slot as it is first asked for, stamped with the index version it was computed at, so a recall
+  computes it only for the pooled notes no earlier recall pooled since the last write.
+
+Both are valid while ``MemoryIndex.version`` holds: every write to the index (``add``, ``forget``, the
+``set_*`` edits, new vectors, a re-inferred episode) bumps it, and the index changes only through the mirror seam
+(ADR 0015: ``index_mirror.take`` applies each committed change), so a cached value never outlives the state it
+was derived from. ``I`` depends on every note (``idf`` reads the document count and each term's document
+frequency), so any write forgets all of it; a recall right after a write computes its pooled notes' ``I`` as
+before, and only the notes later recalls pool again are read from the cache. The numbers are the same either
+way: ``own_information`` sums each note's terms in term order whichever notes it is asked for together.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from palimpsest_memory.packs.memory.index import MemoryIndex
+
+MASKS = 8  # distinct filter sets kept per index (a session's recalls mostly share one or two)
+
+
+def _valid(index: MemoryIndex) -> dict[str, Any]:
+    """The index's masks, emptied when the index changed since they were derived."""
+    d: dict[str, Any] = index.derived.setdefault("masks", {})
+    if d.get("version") != index.version or d.get("bm25") is not index.bm25:
+        d.clear()
+        d.update(version=index.version, bm25=index.bm25)
+    return d
+
+
+def filter_key(namespace: str, filters: Any) -> tuple:
+    """A hashable key for a namespace and a ``RecallFilters`` (every field: they all select)."""
+    return (namespace, *((k, tuple(v) if isinstance(v, list) else v) for k, v in filters.__dict__.items()))
+
+
+class Allowed:
+    """``index.allowed(mask)`` that keeps its answer for a leg's whole row-id array (``allows(x._ids[:n])``, what
+    the BM25 and vector legs ask every recall): the mask read through the row→slot map, once per array."""
+
+    __slots__ = ("index", "mask", "rows")
+
+    def __init__(self, index: MemoryIndex, mask: np.ndarray) -> None:
+        self.index, self.mask = index, mask
+        self.rows: dict[tuple[int, int], np.ndarray] = {}
+
+    def allows(self, ids: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Which of ``ids`` pass; with ``rows``, which of ``ids[rows]`` (``ids`` a whole row-id array)."""
+        base = ids.base
+        if base is None or ids.size < 4096:  # not a leg's row array: answered as asked
+            slots = self.index.row_slots(np.asarray(ids, dtype=np.int64))
+            return self.mask[slots if rows is None else slots[rows]]
+        key = (id(base), ids.size)  # the legs' arrays change only with a write, which empties this cache
+        ok = self.rows.get(key)
+        if ok is None:
+            if len(self.rows) >= 4:
+                self.rows.clear()
+            ok = self.rows[key] = self.mask[self.index.row_slots(ids)]
+            ok.flags.writeable = False
+        return ok if rows is None else ok[rows]
+
+    def __contains__(self, note_id: int) -> bool:
+        return bool(self.mask[self.index.slot(note_id)])
+
+
+def allowed(index: MemoryIndex, namespace: str, filters: Any) -> Allowed:
+    """The recall mask of ``namespace`` and ``filters`` over the index's slots (``.mask``, read-only) and the
+    legs' view of it, computed once per filter set and index version."""
+    d = _valid(index)
+    masks: dict[tuple, Allowed] = d.setdefault("by_filter", {})
+    key = filter_key(namespace, filters)
+    a = masks.get(key)
+    if a is None:
+        m = index.mask(namespace, filters)
+        m.flags.writeable = False
+        if len(masks) >= MASKS:
+            masks.pop(next(iter(masks)))
+        a = masks[key] = Allowed(index, m)
+    return a
+
+
+def information(index: MemoryIndex, ids: np.ndarray) -> np.ndarray:
+    """``index.bm25.own_information(ids)``, each note's value kept per slot until the index changes.
+
+    The values live in a column by slot with, beside each, the index version it was computed at (a value from an
+    older version is not read): a write costs nothing here, however large the index (no column to clear), and a
+    recall after it computes its notes' values again."""
+    ids = np.asarray(ids, dtype=np.int64)
+    slots = index.slots(ids)
+    keep = index.derived.get("information")  # outside the per-version values: it survives a write, stamped
+    if keep is None or keep[0].size < index.slot_id.size or keep[2] is not index.bm25:
+        size = index.slot_id.size
+        values, stamps = np.zeros(size, dtype=np.float64), np.full(size, -1, dtype=np.int64)
+        if keep is not None and keep[2] is index.bm25:
+            values[: keep[0].size], stamps[: keep[1].size] = keep[0], keep[1]
+        keep = index.derived["information"] = (values, stamps, index.bm25)
+    values, stamps, _ = keep
+    out = values[slots]
+    miss = (stamps[slots] != index.version) | (slots == 0)  # slot 0 holds no note: never kept
+    if miss.any():
+        got = index.bm25.own_information(ids[miss])
+        out[miss] = got
+        known = slots[miss] > 0
+        values[slots[miss][known]] = got[known]
+        stamps[slots[miss][known]] = index.version
+    return out
