@@ -624,7 +624,7 @@ def compare_section(path: Path, convs: list[Conversation], st: Stores, new: Sche
                 "`[packs.memory] embedder` set to each model. The model's vectors are the ones embedded above, "
                 "memoised by text (what the store embeds, `index_text`, is the dated text above), so the times "
                 "below exclude embedding; bench/results/embedder_cost.md gives what embedding costs.\n",
-                HEADER[0] + f" Δ R@10 vs `{ref.name}` |", HEADER[1] + "---|"]
+                HEADER[0] + f" Δ R@10 vs `{ref.name}` | Δ R@25 | Δ R@5 |", HEADER[1] + "---|---|---|"]
         stats = []
 
         def primer(e, spec):  # type: ignore[no-untyped-def]
@@ -642,7 +642,9 @@ def compare_section(path: Path, convs: list[Conversation], st: Stores, new: Sche
                 cfg = {"packs": {"memory": {"embedder": spec}}}
                 r = evaluate_runtime(path, convs, now="clock", config=cfg, threads=threads, prime=primer(e, spec))
                 base = r if e is ref else base
-                d = "" if e is ref else ci_cell(r["rows"], base["rows"])
+                rr, bb = r["rows"], base["rows"]
+                d = " |  | " if e is ref else " | ".join([ci_cell(rr, bb), ci_cell(rr[:, [2, 2]], bb[:, [2, 2]]),
+                                                          ci_cell(rr[:, [0, 0]], bb[:, [0, 0]])])
                 name = f"memory.recall, new default, `{e.name}`, {'with' if threads else 'without'} `thread`"
                 out.append(f"| **{name}** | " + " | ".join(columns(r["rows"], cats, span)) + f" | {d} |")
                 print(out[-1], file=sys.stderr)
