@@ -692,7 +692,9 @@ def main(argv=None) -> int:
         others.append(e)
     out = ["# LoCoMo dialog-level evidence recall (issue 19)\n",
            f"Generated {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} by `python bench/locomo.py"
-           + "".join(f" --file {f}" for f in (args.file or [])) + f"` (embedder `{emb.name}`), on "
+           + "".join(f" --file {f}" for f in (args.file or []))
+           + "".join(f" --compare {c}" for c in (args.compare or [])) + (" --only-compare" if args.only_compare else "")
+           + ("" if args.runtime else " --no-runtime") + f"` (embedder `{emb.name}`), on "
            f"{__import__('platform').node()} ({__import__('os').cpu_count()} cores, shared); 1-min load average at the start {__import__('os').getloadavg()[0]:.1f}.\n",
            "Recall@k of a question = the share of its evidence turns among the top k, averaged over questions "
            "(empty evidence counts 1, as in the paper). Category and span columns are R@10; *one session* / "
