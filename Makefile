@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-EXTRAS ?= dev,mcp,http,postgres,browser
+EXTRAS ?= dev,mcp,http,postgres,browser,e5
 STAMP  := $(VENV)/.installed
 
 .PHONY: demo test bench clean screenshots

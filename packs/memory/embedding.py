@@ -32,6 +32,8 @@ def register_embedders() -> list[EmbedderSpec]:
         EmbedderSpec("wordllama", e.WordLlamaEmbedder, note="fast: WordLlama l2_supercat 256-d (installed)"),
         EmbedderSpec("minilm", lambda: e.SentenceTransformerEmbedder("all-MiniLM-L6-v2"),
                      note="quality: all-MiniLM-L6-v2 (extra: palimpsest-memory[quality])"),
+        EmbedderSpec("e5", e.E5SmallEmbedder, multilingual=True,
+                     note="multilingual-e5-small 4-bit, 384-d, torch-free (extra: palimpsest-memory[e5]); ADR 0028"),
         EmbedderSpec("hashing", e.HashingEmbedder, note="deterministic hashing; for tests only"),
     ]
 
@@ -75,13 +77,20 @@ class Embedders(Mirror):
     def embed(self, name: str, texts: list[str]) -> np.ndarray:
         return np.asarray(self.get(name).embed(texts), dtype=np.float32)
 
+    def embed_queries(self, name: str, queries: list[str]) -> np.ndarray:
+        """Queries through the model's query side (``embed_queries``) when it has one (an asymmetric model such as
+        e5 prefixes queries and passages differently), else through ``embed`` like any text."""
+        model = self.get(name)
+        fn = getattr(model, "embed_queries", None) or model.embed
+        return np.asarray(fn(queries), dtype=np.float32)
+
     def embed_query(self, name: str, query: str) -> np.ndarray:
         key = (name, query)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        vec = self.embed(name, [query])[0]
+        vec = self.embed_queries(name, [query])[0]
         if self._cache_size:
             self._cache[key] = vec
             if len(self._cache) > self._cache_size:
