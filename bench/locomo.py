@@ -45,6 +45,8 @@ from palimpsest_memory.packs.memory.text import tokenize  # noqa: E402
 from palimpsest_memory.packs.memory.threads import Episodes  # noqa: E402
 from palimpsest_memory.packs.memory.vectors import VectorIndex  # noqa: E402
 
+import locomo_coverage as cov  # noqa: E402  (bench/, on sys.path as this script's folder)
+
 DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo-dev5.json"
 KS = (5, 10, 25, 50)
 CATS = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -146,6 +148,13 @@ class Scheme:
     prf_terms: int = 10  # …adding this many terms to the query
     prf_vector: float = 0.0  # …and this share of the top notes' mean vector to the query vector
     prf_mix: float = 0.5  # final = (1 − mix)·first pass + mix·second pass (each over its best)
+    # coverage (issue 19's second pass, bench only, bench/locomo_coverage.py): "aspect" | "xquad" | "mmr" re-rank
+    # the first coverage_depth places; "residual" a second round for the query's words the top 10 do not say
+    coverage: str = ""
+    coverage_depth: int = 50
+    coverage_vector: bool = False  # residual round: also the vector leg, on the residual words' embedding
+    lift_share: bool = False  # a thread's m-th best note keeps 1/m of its propagation lift
+    lift_own: str = ""  # "matched" | "graded": the propagation lift by the note's own match
 
 
 
@@ -182,6 +191,22 @@ def shipped() -> Scheme:
                   expansion=c["expansion_weight"], alpha=c["neighbour_alpha"], beta=c["thread_beta"],
                   top=c["thread_top"], gap_minutes=c["episode_gap_minutes"],
                   info_prior=c.get("information_prior", True))
+
+
+def coverage_variants(new: Scheme) -> list[Scheme]:
+    """Issue 19's coverage mechanisms (bench/locomo_coverage.py), none shipped: ADR 0008's table."""
+    return [
+        replace(new, name="+ query-aspect coverage (× (1 + ν), idf-weighted query terms)", coverage="aspect"),
+        replace(new, name="+ xQuAD (0.5·s + 0.5·ν, term aspects)", coverage="xquad"),
+        replace(new, name="+ residual round (the query's words the top 10 do not say, BM25, × u)",
+                coverage="residual"),
+        replace(new, name="+ residual round, both legs (residual words embedded)", coverage="residual",
+                coverage_vector=True),
+        replace(new, name="+ thread lift shared out (m-th note of a thread keeps 1/m)", lift_share=True),
+        replace(new, name="+ thread lift ∝ own match (base / thread's best base)", lift_own="graded"),
+        replace(new, name="+ thread lift only to notes a leg matched", lift_own="matched"),
+        replace(new, name="+ MMR over note vectors (λ 0.5)", coverage="mmr"),
+    ]
 
 
 def ablations(new: Scheme) -> list[Scheme]:
@@ -319,6 +344,16 @@ def prf_query(st: Stores, k: int, top: list[int], query: str, n_terms: int) -> s
 
 def retrieve(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: str, qvec, emb, cache) -> list[int]:
     first = retrieve_once(st, k, scheme, env, query, qvec, emb, cache)
+    if scheme.coverage == "residual":  # a second round for the part of the query the top 10 do not say
+        idx = st.bm25(env[0], env[1], scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
+        q2, u = cov.residual(idx, query, [i for i, _ in first[:10]])
+        if not q2:
+            return [i for i, _ in first[: max(KS)]]
+        if scheme.coverage_vector and emb is not None:
+            second = retrieve_once(st, k, scheme, env, q2, emb.embed([q2])[0], emb, cache)
+        else:
+            second = retrieve_once(st, k, replace(scheme, bm25_w=1.0, dense_w=0.0), env, q2, None, None, cache)
+        return [i for i, _ in fusion.ranked(cov.mix(first, second, u), max(KS))]
     if not scheme.prf_docs:
         return [i for i, _ in first[: max(KS)]]
     top = [i for i, _ in first[: scheme.prf_docs]]
@@ -364,6 +399,19 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
         info = np.zeros(pool.ids.size)
         info[pool.base > 0] = idx.own_information(pool.ids[pool.base > 0])  # as stages.information does
         pool = ranking.information_prior(pool, info)
+    if scheme.lift_share:
+        pool = replace(pool, scores=cov.lift_share(pool, code, scheme.beta))
+    if scheme.lift_own:
+        pool = replace(pool, scores=cov.lift_own(pool, code, scheme.beta, scheme.lift_own))
+    if scheme.coverage in ("aspect", "xquad"):
+        idx = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
+        _, idf, covers = cov.query_term_matrix(idx, query, pool.ids)
+        pool = replace(pool, scores=cov.aspect_coverage(pool.scores, pool.ids, idf, covers, scheme.coverage_depth)
+                       if scheme.coverage == "aspect" else cov.xquad(pool.scores, idf, covers, scheme.coverage_depth))
+    if scheme.coverage == "mmr" and emb is not None:
+        vecs = cache[(emb.name, scheme.dated)][conv.sid]
+        pool = replace(pool, scores=cov.mmr(pool.scores, np.asarray([vecs[st.pos[i]] for i in pool.ids.tolist()]),
+                                            scheme.coverage_depth))
     if scheme.lift_cap:  # "smoothing as a tie-break": only a thread's best lift_cap notes keep what context lent
         order = np.lexsort((pool.ids, -pool.scores))
         rank = np.zeros(pool.ids.size, dtype=np.int64)
