@@ -147,15 +147,17 @@ def lift_share(pool: PoolScores, code: np.ndarray, beta: float) -> np.ndarray:
     return pool.scores - _lift(pool, beta) * (1.0 - 1.0 / rank)
 
 
-def lift_own(pool: PoolScores, code: np.ndarray, beta: float, how: str) -> np.ndarray:
-    """``how = "matched"``: the lift only for notes a leg matched; ``"graded"``: × base / the thread's best base."""
+def lift_own(pool: PoolScores, code: np.ndarray, beta: float, how: str, alpha: float = 0.0) -> np.ndarray:
+    """``how = "matched"``: the lift only for notes a leg matched; ``"graded"``: × base / the thread's best base;
+    ``"smoothed"``: × (base + α·neighbour) / the thread's best such (a reply keeps the lift its question earns)."""
     if how == "matched":
         keep = (pool.base > 0).astype(np.float64)
     else:
+        own = pool.base + alpha * pool.neighbour if how == "smoothed" else pool.base
         t = code[pool.ids]
         best = np.zeros(int(t.max()) + 1 if t.size else 1)
-        np.maximum.at(best, t, pool.base)
-        keep = np.where(best[t] > 0, pool.base / np.where(best[t] > 0, best[t], 1.0), 0.0)
+        np.maximum.at(best, t, own)
+        keep = np.where(best[t] > 0, own / np.where(best[t] > 0, best[t], 1.0), 0.0)
     return pool.scores - _lift(pool, beta) * (1.0 - keep)
 
 
@@ -181,4 +183,27 @@ def mix(first: list[tuple[int, float]], second: list[tuple[int, float]], u: floa
     out = {i: v / hi1 for i, v in first}
     for i, v in second:
         out[i] = out.get(i, 0.0) + u * v / hi2
+    return out
+
+
+def tail_threads(scores, threads: np.ndarray, head: int, depth: int) -> np.ndarray:
+    """The first ``head`` places as ranked; after them, greedily, a note's score × ``1 / (1 + m)``, ``m`` = the
+    notes of its thread already placed (head included): the second page covers the threads the first did not.
+    Thread code 0 (none) is never discounted."""
+    s = np.asarray(scores, dtype=np.float64)
+    t = np.asarray(threads, dtype=np.int64)
+    if s.size <= head:
+        return s
+    order = np.argsort(-s, kind="stable")
+    count = np.zeros(int(t.max()) + 1, dtype=np.float64)
+    taken = np.zeros(s.size, dtype=bool)
+    out = s / (s.max() or 1.0) - 2.0
+    for place, j in enumerate(order[:head].tolist()):
+        taken[j], out[j] = True, 10.0 - place * 1e-3
+        count[t[j]] += t[j] != 0
+    for place in range(head, min(depth, s.size)):
+        g = np.where(taken, -np.inf, s / (1.0 + count[t]))
+        j = int(np.argmax(g))
+        taken[j], out[j] = True, 10.0 - place * 1e-3
+        count[t[j]] += t[j] != 0
     return out
