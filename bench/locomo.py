@@ -209,6 +209,8 @@ def coverage_variants(new: Scheme) -> list[Scheme]:
         replace(new, name="+ thread lift only to notes a leg matched", lift_own="matched"),
         replace(new, name="+ MMR over note vectors (λ 0.5)", coverage="mmr"),
         replace(new, name="+ places 11–50 cover other threads (× 1/(1 + m))", coverage="tail"),
+        replace(new, name="thread value = its best note (thread_top 1, a one-hit session lifted like a rich one)", top=1),
+        replace(new, name="thread value = mean of its top 5 (thread_top 5)", top=5),
     ]
 
 
