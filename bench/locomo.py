@@ -202,6 +202,8 @@ def coverage_variants(new: Scheme) -> list[Scheme]:
                 coverage="residual"),
         replace(new, name="+ residual round, both legs (residual words embedded)", coverage="residual",
                 coverage_vector=True),
+        replace(new, name="+ residual round in vector space (query vector minus its projection on the top 10's)",
+                coverage="vector-residual"),
         replace(new, name="+ thread lift shared out (m-th note of a thread keeps 1/m)", lift_share=True),
         replace(new, name="+ thread lift ∝ own match (base / thread's best base)", lift_own="graded"),
         replace(new, name="+ thread lift ∝ smoothed own match ((base + α·neighbour) / thread's best)",
@@ -349,6 +351,13 @@ def prf_query(st: Stores, k: int, top: list[int], query: str, n_terms: int) -> s
 
 def retrieve(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: str, qvec, emb, cache) -> list[int]:
     first = retrieve_once(st, k, scheme, env, query, qvec, emb, cache)
+    if scheme.coverage == "vector-residual" and qvec is not None:  # the query vector's part the top 10 miss
+        vecs = cache[(emb.name, scheme.dated)][st.convs[k].sid]
+        r, u = cov.vector_residual(qvec, np.asarray([vecs[st.pos[i]] for i, _ in first[:10]]))
+        if not u:
+            return [i for i, _ in first[: max(KS)]]
+        second = retrieve_once(st, k, replace(scheme, bm25_w=0.0, dense_w=1.0), env, query, r, emb, cache)
+        return [i for i, _ in fusion.ranked(cov.mix(first, second, u), max(KS))]
     if scheme.coverage == "residual":  # a second round for the part of the query the top 10 do not say
         idx = st.bm25(env[0], env[1], scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
         q2, u = cov.residual(idx, query, [i for i, _ in first[:10]])

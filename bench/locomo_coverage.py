@@ -207,3 +207,15 @@ def tail_threads(scores, threads: np.ndarray, head: int, depth: int) -> np.ndarr
         taken[j], out[j] = True, 10.0 - place * 1e-3
         count[t[j]] += t[j] != 0
     return out
+
+
+def vector_residual(qvec: np.ndarray, top_vectors: np.ndarray) -> tuple[np.ndarray, float]:
+    """The part of the (unit) query vector the top notes' vectors do not span, by least squares: ``(r / |r|,
+    u = |r|²)``, u the share of the query they leave unexplained; ``(r, 0)`` when they explain all of it."""
+    q = np.asarray(qvec, dtype=np.float64)
+    q = q / (np.linalg.norm(q) or 1.0)
+    a = np.asarray(top_vectors, dtype=np.float64).T
+    coef, *_ = np.linalg.lstsq(a, q, rcond=None)
+    r = q - a @ coef
+    u = float(r @ r)
+    return (r / np.sqrt(u) if u > 1e-9 else r).astype(np.float32), (u if u > 1e-9 else 0.0)
