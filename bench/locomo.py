@@ -1,7 +1,7 @@
 """LoCoMo dialog-level evidence recall for the memory pack's retrieval schemes (issue 19).
 
 Usage: python bench/locomo.py [--file PATH ...] [--embedder wordllama|minilm] [--out bench/results/locomo.md]
-                              [--no-runtime] [--speed N]
+                              [--no-runtime] [--speed N] [--coverage-only]
 
 Every turn of a conversation is one note: content ``"<speaker>: <text>"`` (+ ``" [image: <caption>]"``),
 scope = its conversation, occurred_at = the session date, and thread = its session *or nothing* (an agent that
