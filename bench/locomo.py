@@ -694,7 +694,7 @@ def main(argv=None) -> int:
                 f"{len(convs)} conversations ({', '.join(c.sid for c in convs)}); {int((span == 1).sum())} questions "
                 f"with one-session evidence, {int((span >= 2).sum())} spanning sessions\n"]
         if args.coverage_only:
-            sec = [f"\n## Coverage mechanisms, `{path.name}` ({dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M')} "
+            sec = [f"\n## Coverage mechanisms, `{path.name}` ({dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')} "
                    f"UTC, `python bench/locomo.py --coverage-only`"
                    + "".join(f" --file {f}" for f in (args.file or [])) + f", embedder `{emb.name}`, "
                    f"1-min load {__import__('os').getloadavg()[0]:.1f})\n"]
