@@ -2,6 +2,7 @@
 
 Usage: python bench/locomo.py [--file PATH ...] [--embedder wordllama|minilm|e5] [--out bench/results/locomo.md]
                               [--no-runtime] [--speed N] [--compare e5 ...] [--only-compare] [--embed-cache DIR]
+                              [--coverage-only]
 
 Every turn of a conversation is one note: content ``"<speaker>: <text>"`` (+ ``" [image: <caption>]"``),
 scope = its conversation, occurred_at = the session date, and thread = its session *or nothing* (an agent that
@@ -44,6 +45,8 @@ from palimpsest_memory.packs.memory.embedders import get_embedder  # noqa: E402
 from palimpsest_memory.packs.memory.text import tokenize  # noqa: E402
 from palimpsest_memory.packs.memory.threads import Episodes  # noqa: E402
 from palimpsest_memory.packs.memory.vectors import VectorIndex  # noqa: E402
+
+import locomo_coverage as cov  # noqa: E402  (bench/, on sys.path as this script's folder)
 
 DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo-dev5.json"
 KS = (5, 10, 25, 50)
@@ -165,6 +168,13 @@ class Scheme:
     prf_terms: int = 10  # …adding this many terms to the query
     prf_vector: float = 0.0  # …and this share of the top notes' mean vector to the query vector
     prf_mix: float = 0.5  # final = (1 − mix)·first pass + mix·second pass (each over its best)
+    # coverage (issue 19's second pass, bench only, bench/locomo_coverage.py): "aspect" | "xquad" | "mmr" re-rank
+    # the first coverage_depth places; "residual" a second round for the query's words the top 10 do not say
+    coverage: str = ""
+    coverage_depth: int = 50
+    coverage_vector: bool = False  # residual round: also the vector leg, on the residual words' embedding
+    lift_share: bool = False  # a thread's m-th best note keeps 1/m of its propagation lift
+    lift_own: str = ""  # "matched" | "graded": the propagation lift by the note's own match
 
 
 
@@ -201,6 +211,29 @@ def shipped() -> Scheme:
                   expansion=c["expansion_weight"], alpha=c["neighbour_alpha"], beta=c["thread_beta"],
                   top=c["thread_top"], gap_minutes=c["episode_gap_minutes"],
                   info_prior=c.get("information_prior", True))
+
+
+def coverage_variants(new: Scheme) -> list[Scheme]:
+    """Issue 19's coverage mechanisms (bench/locomo_coverage.py), none shipped: ADR 0008's table."""
+    return [
+        replace(new, name="+ query-aspect coverage (× (1 + ν), idf-weighted query terms)", coverage="aspect"),
+        replace(new, name="+ xQuAD (0.5·s + 0.5·ν, term aspects)", coverage="xquad"),
+        replace(new, name="+ residual round (the query's words the top 10 do not say, BM25, × u)",
+                coverage="residual"),
+        replace(new, name="+ residual round, both legs (residual words embedded)", coverage="residual",
+                coverage_vector=True),
+        replace(new, name="+ residual round in vector space (query vector minus its projection on the top 10's)",
+                coverage="vector-residual"),
+        replace(new, name="+ thread lift shared out (m-th note of a thread keeps 1/m)", lift_share=True),
+        replace(new, name="+ thread lift ∝ own match (base / thread's best base)", lift_own="graded"),
+        replace(new, name="+ thread lift ∝ smoothed own match ((base + α·neighbour) / thread's best)",
+                lift_own="smoothed"),
+        replace(new, name="+ thread lift only to notes a leg matched", lift_own="matched"),
+        replace(new, name="+ MMR over note vectors (λ 0.5)", coverage="mmr"),
+        replace(new, name="+ places 11–50 cover other threads (× 1/(1 + m))", coverage="tail"),
+        replace(new, name="thread value = its best note (thread_top 1, a one-hit session lifted like a rich one)", top=1),
+        replace(new, name="thread value = mean of its top 5 (thread_top 5)", top=5),
+    ]
 
 
 def ablations(new: Scheme) -> list[Scheme]:
@@ -338,6 +371,23 @@ def prf_query(st: Stores, k: int, top: list[int], query: str, n_terms: int) -> s
 
 def retrieve(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: str, qvec, emb, cache) -> list[int]:
     first = retrieve_once(st, k, scheme, env, query, qvec, emb, cache)
+    if scheme.coverage == "vector-residual" and qvec is not None:  # the query vector's part the top 10 miss
+        vecs = cache[(emb.name, scheme.dated)][st.convs[k].sid]
+        r, u = cov.vector_residual(qvec, np.asarray([vecs[st.pos[i]] for i, _ in first[:10]]))
+        if not u:
+            return [i for i, _ in first[: max(KS)]]
+        second = retrieve_once(st, k, replace(scheme, bm25_w=0.0, dense_w=1.0), env, query, r, emb, cache)
+        return [i for i, _ in fusion.ranked(cov.mix(first, second, u), max(KS))]
+    if scheme.coverage == "residual":  # a second round for the part of the query the top 10 do not say
+        idx = st.bm25(env[0], env[1], scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
+        q2, u = cov.residual(idx, query, [i for i, _ in first[:10]])
+        if not q2:
+            return [i for i, _ in first[: max(KS)]]
+        if scheme.coverage_vector and emb is not None:
+            second = retrieve_once(st, k, scheme, env, q2, emb.embed([q2])[0], emb, cache)
+        else:
+            second = retrieve_once(st, k, replace(scheme, bm25_w=1.0, dense_w=0.0), env, q2, None, None, cache)
+        return [i for i, _ in fusion.ranked(cov.mix(first, second, u), max(KS))]
     if not scheme.prf_docs:
         return [i for i, _ in first[: max(KS)]]
     top = [i for i, _ in first[: scheme.prf_docs]]
@@ -383,6 +433,21 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
         info = np.zeros(pool.ids.size)
         info[pool.base > 0] = idx.own_information(pool.ids[pool.base > 0])  # as stages.information does
         pool = ranking.information_prior(pool, info)
+    if scheme.lift_share:
+        pool = replace(pool, scores=cov.lift_share(pool, code, scheme.beta))
+    if scheme.lift_own:
+        pool = replace(pool, scores=cov.lift_own(pool, code, scheme.beta, scheme.lift_own, scheme.alpha))
+    if scheme.coverage in ("aspect", "xquad"):
+        idx = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
+        _, idf, covers = cov.query_term_matrix(idx, query, pool.ids)
+        pool = replace(pool, scores=cov.aspect_coverage(pool.scores, pool.ids, idf, covers, scheme.coverage_depth)
+                       if scheme.coverage == "aspect" else cov.xquad(pool.scores, idf, covers, scheme.coverage_depth))
+    if scheme.coverage == "mmr" and emb is not None:
+        vecs = cache[(emb.name, scheme.dated)][conv.sid]
+        pool = replace(pool, scores=cov.mmr(pool.scores, np.asarray([vecs[st.pos[i]] for i in pool.ids.tolist()]),
+                                            scheme.coverage_depth))
+    if scheme.coverage == "tail":  # the places after the first 10 cover other threads
+        pool = replace(pool, scores=cov.tail_threads(pool.scores, code[pool.ids], 10, scheme.coverage_depth))
     if scheme.lift_cap:  # "smoothing as a tie-break": only a thread's best lift_cap notes keep what context lent
         order = np.lexsort((pool.ids, -pool.scores))
         rank = np.zeros(pool.ids.size, dtype=np.int64)
@@ -660,6 +725,60 @@ def compare_section(path: Path, convs: list[Conversation], st: Stores, new: Sche
     return out
 
 
+def coverage_section(st: Stores, new: Scheme, emb, cache, qcache, qconv: np.ndarray, cats: np.ndarray,
+                     span: np.ndarray) -> list[str]:
+    """Issue 19's coverage mechanisms (``coverage_variants``) against the new default: R@10 and its paired
+    interval on the dev part and the held-out part, then R@25 and the weak spots over all questions; and where
+    the several-session evidence the default misses stands against the query's terms."""
+    dev = np.isin(qconv, [k for k, c in enumerate(st.convs) if c.sid in DEV_CONVS])
+    out = ["\n### Coverage mechanisms (issue 19, second pass): dev part / held-out part\n",
+           f"Dev part = {', '.join(DEV_CONVS)} (explored on), held-out part = the others. Δ = variant − new default, "
+           "paired bootstrap over that part's questions; the other columns over all questions (R@10 unless "
+           "said). bench/locomo_coverage.py says what each variant does.\n",
+           "| store | scheme | R@10 dev | Δ dev | R@10 held-out | Δ held-out | R@10 | R@25 | multi-hop | "
+           "open-domain | one session | several sessions | several sessions dev / held-out |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for env in [(False, True), (True, True), (True, False)]:
+        base = evaluate(st, new, env, emb, cache, qcache)
+        for s in [new, *coverage_variants(new)]:
+            r = base if s is new else evaluate(st, s, env, emb, cache, qcache)
+            d = ["", ""] if s is new else [ci_cell(r[dev], base[dev]), ci_cell(r[~dev], base[~dev])]
+            out.append(f"| {ENVS[env]} | {'**' + s.name + '**' if s is new else s.name} | {r[dev, 1].mean():.1f} | "
+                       f"{d[0]} | {r[~dev, 1].mean():.1f} | {d[1]} | {r[:, 1].mean():.1f} | {r[:, 2].mean():.1f} | "
+                       f"{r[cats == 1, 1].mean():.1f} | {r[cats == 3, 1].mean():.1f} | {r[span == 1, 1].mean():.1f} | "
+                       f"{r[span >= 2, 1].mean():.1f} | {r[dev & (span >= 2), 1].mean():.1f} / "
+                       f"{r[~dev & (span >= 2), 1].mean():.1f} |")
+            print(out[-1], file=sys.stderr)
+    # where the missed several-session evidence stands against the query's terms (one shared store, `thread`)
+    env, n_q, resid, missed, lacking, other, none = (True, True), 0, 0, 0, 0, 0, 0
+    for k, conv in enumerate(st.convs):
+        idx = st.bm25(True, True, 0.0, new.dated, new.expansion)[k]
+        names = {t for sp in conv.speakers for t in tokenize(sp)}
+        dia = {t.dia: t.id for t in conv.turns}
+        for j, qa in enumerate(conv.qa):
+            got = retrieve(st, k, new, env, qa["q"], qcache[emb.name][conv.sid][j], emb, cache)[:10]
+            terms, _, covers = cov.query_term_matrix(idx, qa["q"], got)
+            unsaid = {t for t, c in zip(terms, covers.any(axis=1)) if not c}
+            n_q, resid = n_q + 1, resid + bool(unsaid)
+            if spans(conv, qa["ev"]) < 2:
+                continue
+            for e in qa["ev"]:
+                if dia[e] in got:
+                    continue
+                _, _, c1 = cov.query_term_matrix(idx, qa["q"], [dia[e]])
+                says = {t for t, c in zip(terms, c1[:, 0]) if c}
+                missed, lacking = missed + 1, lacking + bool(says & unsaid)
+                other, none = other + bool(says - names), none + (not (says - names))
+    out.append(f"\nWhy lexical coverage cannot reach the weak spots (new default, one shared store, `thread`): "
+               f"{resid} of {n_q} questions ({100 * resid / n_q:.1f} %) have a query term no top-10 note says itself; "
+               f"of the {missed} evidence turns of several-session questions missing from the top 10, {lacking} "
+               f"({100 * lacking / max(missed, 1):.1f} %) say a query term the top 10 lack, {other} "
+               f"({100 * other / max(missed, 1):.1f} %) say a query term besides the speakers' names that the top 10 "
+               f"already say, and {none} ({100 * none / max(missed, 1):.1f} %) say none besides the names "
+               "(paraphrase, or the second hop of the question).")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", action="append", help="LoCoMo-format file (repeatable; default: the shared dev file)")
@@ -673,6 +792,8 @@ def main(argv=None) -> int:
     ap.add_argument("--speed", type=int, default=100_000, help="notes for the episode speed section (0 = skip)")
     ap.add_argument("--runtime", action=argparse.BooleanOptionalAction, default=True,
                     help="also run the product (pal import + memory.recall, old and new default config)")
+    ap.add_argument("--coverage-only", action="store_true",
+                    help="only the coverage section (issue 19's second pass), appended to --out as a dated section")
     args = ap.parse_args(argv)
     files = [Path(f) for f in (args.file or [DEFAULT_FILE])]
     emb = get_embedder(args.embedder)
@@ -718,6 +839,16 @@ def main(argv=None) -> int:
         out += [f"\n## `{path.name}`: {n_q} questions, {sum(len(c.turns) for c in convs)} turns, "
                 f"{len(convs)} conversations ({', '.join(c.sid for c in convs)}); {int((span == 1).sum())} questions "
                 f"with one-session evidence, {int((span >= 2).sum())} spanning sessions\n"]
+        if args.coverage_only:
+            sec = [f"\n## Coverage mechanisms, `{path.name}` ({dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')} "
+                   f"UTC, `python bench/locomo.py --coverage-only`"
+                   + "".join(f" --file {f}" for f in (args.file or [])) + f", embedder `{emb.name}`, "
+                   f"1-min load {__import__('os').getloadavg()[0]:.1f})\n"]
+            sec += coverage_section(st, new, emb, cache, qcache, qconv, cats, span)
+            with open(args.out, "a") as fh:
+                fh.write("\n".join(sec) + "\n")
+            print("\n".join(sec))
+            continue
         t_start = time.perf_counter()
         if others:
             out += compare_section(path, convs, st, new, [emb, *others], cache, qcache, qconv, cats, span,
@@ -767,11 +898,14 @@ def main(argv=None) -> int:
         grid = [replace(new, name=f"crowding {x}", crowding=x) for x in (0.05, 0.1, 0.2, 0.3)]
         for env in [(False, True), (False, False)]:
             out += loco(st, replace(new, name="no crowding", crowding=0.0), grid, env, emb, cache, qcache, qconv)
+        out += coverage_section(st, new, emb, cache, qcache, qconv, cats, span)
         out.append(f"\nEvaluation time: {time.perf_counter() - t_start:.1f} s.")
         if args.runtime:
             from bench_runtime_rows import runtime_rows
             out += runtime_rows(path, convs, {s.name: results[(True, True)][s.name] for s in BASELINES[:2]},
                                 cats, span, columns, HEADER)
+    if args.coverage_only:
+        return 0
     if args.speed and not args.only_compare:
         out += speed(load(files[0]), args.speed)
     text = "\n".join(out) + "\n"
