@@ -266,38 +266,32 @@ class BM25Index:
         return tids, rows, tfs
 
     def _prefetch_flat(self, ids: Iterable[int]) -> None:
-        """The term lists of the restored rows these ids are about to replace or remove, found with one pass over
-        the postings (an ingest after a restore re-indexes a few thread neighbours: sorting every posting to find
-        their terms cost ~1 s at 100k notes)."""
-        if self._flat_starts is not None or not self._flat_rows:
-            return
-        rows = [r for r in (self._row_of.get(int(i)) for i in ids) if r is not None and r < self._flat_rows
-                and r not in self._flat_some]
-        if not rows:
-            return
-        if len(rows) + len(self._flat_some) > max(64, self._flat_rows // 20):  # many: derive them all at once
-            self._derive_flat()
-            return
-        tids, prow, tfs = self._postings()
-        want = np.zeros(self._flat_rows, dtype=bool)
-        want[rows] = True
-        hit = np.flatnonzero((prow < self._flat_rows) & want[np.minimum(prow, self._flat_rows - 1)])
-        tids, prow, tfs = tids[hit], prow[hit], tfs[hit]
-        for r in rows:
-            mine = prow == r
-            self._flat_some[r] = (tids[mine], tfs[mine])
+        """The term lists of the restored rows these ids are about to replace, remove or score: all of them derived
+        at once (one O(postings) pass, ~0.3 s at 1M notes; finding a few rows' terms by scanning every posting cost
+        as much per call)."""
+        if self._flat_starts is None and self._flat_rows:
+            flat, row_of = self._flat_rows, self._row_of
+            if any(row_of.get(int(i), flat) < flat for i in ids):
+                self._derive_flat()
 
     def _derive_flat(self) -> None:
         """The restored rows' (term ids, weights), rebuilt from the postings when first needed (a row replaced or
-        removed, a compaction): a restore does not pay for them, and most opens never need them."""
-        tids, rows, tfs = self._postings()
-        keep = rows < self._flat_rows
-        tids, rows, tfs = tids[keep], rows[keep], tfs[keep]
-        order = np.argsort(rows, kind="stable")
-        self._flat_tids, self._flat_tfs = tids[order], tfs[order]
+        removed, a compaction, a recall's information prior): the postings grouped by term, transposed to rows
+        (a sparse matrix's CSR → CSC conversion, linear in the postings; each row's terms ascending, as a stable
+        sort of the postings by row gives them)."""
+        from scipy.sparse import csr_matrix
+        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
+        rows = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
+        tfs = np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
+        bounds = np.concatenate(([0], np.cumsum(lengths)))
+        width = max(self._flat_rows, int(rows.max()) + 1 if rows.size else 0)
+        by_row = csr_matrix((tfs, rows, bounds), shape=(lengths.size, width)).tocsc()
+        starts = by_row.indptr[: self._flat_rows + 1].astype(np.int64)
+        end = int(starts[-1])
+        self._flat_tids = by_row.indices[:end].astype(np.int32, copy=False)
+        self._flat_tfs = by_row.data[:end].astype(np.float32, copy=False)
         self._flat_some = {}
-        counts = np.bincount(rows, minlength=self._flat_rows)[: self._flat_rows]
-        self._flat_starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self._flat_starts = starts
 
     def snapshot(self) -> dict[str, np.ndarray]:
         """The live rows as flat arrays (what :meth:`restore` needs), postings grouped by term; dead rows are left

@@ -14,7 +14,7 @@ import numpy as np
 from palimpsest_memory.packs.memory import snapshot
 from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved, SupersededSet,
                                   VectorsReplaced)
-from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex, NoteRow
+from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.vectors import Ann
 from palimpsest_memory.runtime import Context
@@ -30,49 +30,55 @@ def index_options(s: MemorySettings) -> dict[str, Any]:
                 episode_gap_seconds=s.context.episode_gap_minutes * 60.0)
 
 
-CHUNK = 8192  # rows per read at load: the whole table as Python tuples at once cost ~1 KB a note of heap that
-# malloc then kept (issue 16, item 14); reading in id ranges keeps that transient small
+CHUNK = 32_768  # vectors per read at load (32 MB at 256 dimensions)
+ROW_CHUNK = 262_144  # notes per read at load: whole columns (fetchnumpy), a bounded transient
 
 
-def read_rows(ctx: Context, namespace: str) -> list[NoteRow]:
-    """Every note of ``namespace`` as a row, read in id ranges; the strings many notes share (namespace, type, kind, scope,
-    thread) are stored once — each fetched value is otherwise its own string object (~55 bytes a field)."""
-    shared: dict[Any, Any] = {}
-
-    def one(v: Any) -> Any:
-        return v if v is None else shared.setdefault(v, v)
-
-    rows: list[NoteRow] = []
+def read_columns(ctx: Context, namespace: str) -> list[dict[str, Any]]:
+    """Every note of ``namespace`` as batches of columns (``MemoryIndex.FIELDS``, what ``add_columns`` takes), read
+    in id ranges with ``fetchnumpy``: typed arrays, the texts an object array, no Python object per note besides
+    its text (ADR 0025). Each batch's ids ascend."""
+    out: list[dict[str, Any]] = []
     last = -1
+    cols = FULL_COLUMNS.replace("tags,", "CASE WHEN len(tags) > 0 THEN tags END AS tags,")
     while True:
-        got = ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes WHERE namespace = ? AND id > ? ORDER BY id "
-                           f"LIMIT {CHUNK}", [namespace, last])
-        for r in got:
-            (nid, ns, content, mtype, kind, scope, thread, tags, *rest) = r
-            rows.append(NoteRow(nid, one(ns), content, one(mtype), one(kind), one(scope), one(thread),
-                                tags or (), *rest[:6], one(rest[6]), *rest[7:]))
-        if len(got) < CHUNK:
-            return rows
-        last = got[-1][0]
+        got = ctx.db.execute(f"SELECT {cols} FROM memory.notes WHERE namespace = ? AND id > ? ORDER BY id "
+                             f"LIMIT {ROW_CHUNK}", [namespace, last]).fetchnumpy()
+        n = len(got["id"])
+        if n:
+            got["namespace"] = namespace
+            out.append(got)
+        if n < ROW_CHUNK:
+            return out
+        last = int(got["id"][-1])
 
 
-def read_vectors(ctx: Context, model: str, namespace: str) -> tuple[np.ndarray, np.ndarray]:
-    """Note ids of ``namespace`` and their vectors for ``model``, read in id ranges into one float32 matrix."""
+def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Note ids of ``namespace`` and their vectors for ``model``, read in id ranges into one float32 matrix.
+
+    ``note_ids``: the namespace's note ids (ascending), when the caller has them: each read then covers a range of
+    ``CHUNK`` of them (``BETWEEN``: the stores skip the rest of both tables; reading "the next ``CHUNK`` after id
+    x" instead scanned the join again per read, quadratic in the notes)."""
     total = ctx.db.query("SELECT count(*), max(v.dim) FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
                          "WHERE n.namespace = ? AND v.model = ?", [namespace, model])[0]
     n, dims = int(total[0]), int(total[1] or 0)
     ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
-    done, last = 0, -1
-    while done < n:
+    if note_ids is None:
+        note_ids = np.array([r[0] for r in ctx.db.query("SELECT id FROM memory.notes WHERE namespace = ? ORDER BY id",
+                                                       [namespace])], dtype=np.int64)
+    done = 0
+    for start in range(0, note_ids.size, CHUNK):
+        lo, hi = int(note_ids[start]), int(note_ids[min(start + CHUNK, note_ids.size) - 1])
         got = ctx.db.query("SELECT v.note_id, v.vec FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
-                           "WHERE n.namespace = ? AND v.model = ? AND v.note_id > ? "
-                           f"ORDER BY v.note_id LIMIT {CHUNK}", [namespace, model, last])
-        if not got:
-            break
+                           "WHERE n.namespace = ? AND v.model = ? AND v.note_id BETWEEN ? AND ? "
+                           "AND n.id BETWEEN ? AND ? ORDER BY v.note_id", [namespace, model, lo, hi, lo, hi])
         k = min(len(got), n - done)
+        if k <= 0:
+            continue
         ids[done:done + k] = [nid for nid, _ in got[:k]]
         matrix[done:done + k] = np.frombuffer(b"".join(v for _, v in got[:k]), dtype=np.float32).reshape(k, -1)
-        done, last = done + k, got[-1][0]
+        done += k
     return ids[:done], matrix[:done]
 
 
@@ -99,15 +105,21 @@ class IndexMirror(Mirror):
             return  # nothing is held before a namespace's first call
         s: MemorySettings = ctx.settings
         index = MemoryIndex(**index_options(s))  # empty, with this runtime's settings
-        rows = read_rows(ctx, namespace)
-        covered = snapshot.restore(ctx, index, np.fromiter((r.id for r in rows), dtype=np.int64, count=len(rows)))
-        index.add(rows[:covered], {}, text_index=False)  # a restored BM25 needs no tokenising
-        index.add(rows[covered:], {})  # notes newer than the snapshot (all of them without one): as an ingest
-        index.dirty = covered < len(rows)
+        batches = read_columns(ctx, namespace)
+        all_ids = np.concatenate([b["id"] for b in batches]) if batches else np.zeros(0, dtype=np.int64)
+        covered = snapshot.restore(ctx, index, all_ids)
+        for b in batches:  # a restored BM25 needs no tokenising; notes newer than it are indexed as an ingest
+            k = int(np.searchsorted(b["id"], all_ids[covered - 1], side="right")) if covered else 0
+            if k:
+                index.add_columns(_part(b, 0, k), text_index=False)
+            if k < len(b["id"]):
+                index.add_columns(_part(b, k, len(b["id"])))
+        del batches
+        index.dirty = covered < all_ids.size
         for model in s.stored_models():
-            ids, matrix = read_vectors(ctx, model, namespace)
-            if len(ids) < len(rows):
-                ctx.log.warning("%d notes of %s have no %s vector; run memory.reembed", len(rows) - len(ids),
+            ids, matrix = read_vectors(ctx, model, namespace, all_ids)
+            if len(ids) < all_ids.size:
+                ctx.log.warning("%d notes of %s have no %s vector; run memory.reembed", all_ids.size - len(ids),
                                 namespace, model)
             if len(ids):
                 index.add_vectors(model, ids, matrix, build=False, adopt=True)  # the matrix read is ours
@@ -150,6 +162,13 @@ class IndexMirror(Mirror):
         return {ns: index_digest(index) for ns, index in sorted(self.by_ns.items())}
 
 
+def _part(b: dict[str, Any], lo: int, hi: int) -> dict[str, Any]:
+    """Rows ``lo:hi`` of a batch of columns."""
+    if lo == 0 and hi == len(b["id"]):
+        return b
+    return {k: v if isinstance(v, str) else v[lo:hi] for k, v in b.items()}
+
+
 def take(index: MemoryIndex, c: Any) -> None:
     """Apply one committed change to a namespace's index."""
     if isinstance(c, NotesAdded):
@@ -174,7 +193,7 @@ def take(index: MemoryIndex, c: Any) -> None:
             vi.graph_dirty = False
 
 
-ROW_BYTES = 420  # a NoteRow's slots, its datetimes and tags tuple, and its dict entry, besides its text
+ROW_BYTES = 60  # a note's text object (its header: its characters are counted apiece), besides the columns
 ENTRY_BYTES = 100  # one entry of a dict of small objects (ids → rows of a posting map, codes, tags)
 
 
@@ -197,8 +216,8 @@ def held_bytes(obj: Any) -> int:
 def index_bytes(index: MemoryIndex) -> int:
     """About how many bytes one namespace's index holds: its columns and maps, its BM25 arrays and postings, its
     vectors and HNSW graphs, each note's row and text. An estimate for the budget, not an exact count."""
-    total = held_bytes(index) + held_bytes(index.bm25)
-    total += sum(ROW_BYTES + len(r.content) for r in index.rows.values())
+    total = held_bytes(index) + held_bytes(index.bm25) + held_bytes(index.rows)
+    total += ROW_BYTES * len(index.rows) + index.rows.text_chars
     for vi in index.vectors.values():
         total += held_bytes(vi)
         graph = getattr(vi, "_graph", None)
@@ -208,7 +227,7 @@ def index_bytes(index: MemoryIndex) -> int:
 
 def index_digest(index: MemoryIndex) -> Any:
     """Every note's id and the flags recall filters on, the BM25 content, and the vector ids per model."""
-    ids = np.array(sorted(index.rows), dtype=np.int64)
+    ids = index.rows.ids()
     c = {k: v[index.slots(ids)] for k, v in index.cols.items()}
     notes = tuple(zip(ids.tolist(), c["alive"].tolist(), c["archived"].tolist(),
                       np.nan_to_num(c["superseded"], nan=-1.0).tolist(),

@@ -106,7 +106,7 @@ def write(ctx: Context, index: MemoryIndex) -> int:
     buf = io.BytesIO()
     np.savez(buf, **index.bm25.snapshot())
     data = buf.getvalue()
-    _put(ctx, 1, signature(ctx.settings), len(index.rows), max(index.rows), data)
+    _put(ctx, 1, signature(ctx.settings), len(index.rows), index.rows.max_id(), data)
     index.saved_notes, index.appended_only = len(index.rows), True
     return len(data)
 
