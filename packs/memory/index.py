@@ -415,11 +415,11 @@ class MemoryIndex:
         return tokenize(index_text(content, occurred_at))
 
     def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True,
-                    adopt: bool = False) -> None:
+                    adopt: bool = False, normalised: bool = False) -> None:
         index = self.vectors.get(model)
         if index is None:
             index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
-        index.add(ids, matrix, build=build, adopt=adopt)
+        index.add(ids, matrix, build=build, adopt=adopt, normalised=normalised)
 
     def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
         at = self.slot(note_id)

@@ -53,21 +53,23 @@ def read_columns(ctx: Context, namespace: str) -> list[dict[str, Any]]:
         last = int(got["id"][-1])
 
 
-def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Note ids of ``namespace`` and their vectors for ``model``, read in id ranges into one float32 matrix.
-
-    ``note_ids``: the namespace's note ids (ascending), when the caller has them: each read then covers a range of
-    ``CHUNK`` of them (``BETWEEN``: the stores skip the rest of both tables; reading "the next ``CHUNK`` after id
-    x" instead scanned the join again per read, quadratic in the notes)."""
+def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray | None = None,
+                 saved: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """Note ids of ``namespace`` and their vectors for ``model`` as one float32 matrix, each row normalised as the
+    vector index holds it, and how many of them came from the saved vectors (``saved``: use them when current,
+    ``snapshot.restore_vectors``). The rest are read from the table in ranges of ``CHUNK`` of ``note_ids`` (the
+    namespace's note ids, ascending: ``BETWEEN`` lets the stores skip the rest of both tables, where reading "the next
+    ``CHUNK`` after id x" scanned the join again per read, quadratic in the notes)."""
     total = ctx.db.query("SELECT count(*), max(v.dim) FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
                          "WHERE n.namespace = ? AND v.model = ?", [namespace, model])[0]
     n, dims = int(total[0]), int(total[1] or 0)
     ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
+    restored, upto = snapshot.restore_vectors(ctx, model, dims, ids, matrix) if saved and n else (0, -1)
     if note_ids is None:
         note_ids = np.array([r[0] for r in ctx.db.query("SELECT id FROM memory.notes WHERE namespace = ? ORDER BY id",
                                                        [namespace])], dtype=np.int64)
-    done = 0
+    note_ids = note_ids[note_ids > upto]
+    done = restored
     for start in range(0, note_ids.size, CHUNK):
         lo, hi = int(note_ids[start]), int(note_ids[min(start + CHUNK, note_ids.size) - 1])
         got = ctx.db.query("SELECT v.note_id, v.vec FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
@@ -77,9 +79,15 @@ def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray 
         if k <= 0:
             continue
         ids[done:done + k] = [nid for nid, _ in got[:k]]
-        matrix[done:done + k] = np.frombuffer(b"".join(v for _, v in got[:k]), dtype=np.float32).reshape(k, -1)
+        part = matrix[done:done + k]
+        part[:] = np.frombuffer(b"".join(v for _, v in got[:k]), dtype=np.float32).reshape(k, -1)
+        for s in range(0, k, 8192):  # normalised as VectorIndex.add normalises what it adopts
+            rows = part[s:s + 8192]
+            norm = np.linalg.norm(rows, axis=1, keepdims=True)
+            norm[norm == 0] = 1.0
+            np.divide(rows, norm, out=rows)
         done += k
-    return ids[:done], matrix[:done]
+    return ids[:done], matrix[:done], restored
 
 
 class IndexMirror(Mirror):
@@ -115,18 +123,23 @@ class IndexMirror(Mirror):
             if k < len(b["id"]):
                 index.add_columns(_part(b, k, len(b["id"])))
         del batches
-        index.dirty = covered < all_ids.size
+        index.dirty = covered < all_ids.size or (covered > 0 and not index.appended_only)  # (or to move to a file)
         for model in s.stored_models():
-            ids, matrix = read_vectors(ctx, model, namespace, all_ids)
+            saved = all_ids.size >= s.index_snapshot_min_notes
+            ids, matrix, restored = read_vectors(ctx, model, namespace, all_ids, saved)
             if len(ids) < all_ids.size:
                 ctx.log.warning("%d notes of %s have no %s vector; run memory.reembed", all_ids.size - len(ids),
                                 namespace, model)
             if len(ids):
-                index.add_vectors(model, ids, matrix, build=False, adopt=True)  # the matrix read is ours
+                # the matrix read is ours, and normalised
+                index.add_vectors(model, ids, matrix, build=False, adopt=True, normalised=True)
                 vi = index.vectors[model]
+                vi.vectors_saved, vi.vectors_appended = restored, restored > 0
+                index.dirty = index.dirty or (saved and not snapshot.keeps(restored, len(ids)))
                 if not snapshot.restore_graph(ctx, vi, model):  # a saved HNSW graph, else build it now
                     vi.build_graph()
                     index.dirty = index.dirty or vi.has_graph
+                index.dirty = index.dirty or vi.graph_dirty
         self.by_ns[namespace] = index
         self._measured.pop(namespace, None)
 

@@ -91,6 +91,8 @@ class VectorIndex:
         self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
         # the stored graph holds the first saved_rows vectors, and vectors were only added since (snapshot.py)
         self.saved_rows, self.appended_only = 0, False
+        # likewise for the saved vectors themselves (snapshot.write_vectors)
+        self.vectors_saved, self.vectors_appended = 0, False
         cap = max(16, int(initial_capacity))
         self._mat = np.zeros((cap, self.dim), dtype=np.float32)
         self._ids = np.zeros(cap, dtype=np.int64)
@@ -140,7 +142,7 @@ class VectorIndex:
         self._row_by_id[ids] = rows
 
     def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray, *, build: bool = True,
-            adopt: bool = False) -> None:
+            adopt: bool = False, normalised: bool = False) -> None:
         """Add rows (an existing id is replaced). ``build=False``: do not build the graph yet even if the index is
         now large enough (a load first tries to restore a saved one; see :meth:`build_graph`). ``adopt``: the
         caller hands ``matrix`` over (a load): it is normalised in place, in chunks, instead of copied — at 1M
@@ -151,7 +153,7 @@ class VectorIndex:
         if m.shape != (len(ids), self.dim):
             raise ValueError(f"matrix shape {m.shape} != ({len(ids)}, {self.dim})")
         if adopt and m.flags.c_contiguous and m.flags.writeable and m.ndim == 2:
-            for s in range(0, m.shape[0], 8192):  # row by row the same floats as l2_normalize
+            for s in range(0, 0 if normalised else m.shape[0], 8192):  # row by row the same floats as l2_normalize
                 part = m[s:s + 8192]
                 n = np.linalg.norm(part, axis=1, keepdims=True)
                 n[n == 0] = 1.0
@@ -262,7 +264,7 @@ class VectorIndex:
                 self._row_by_id[int(i)] = -1
                 self._n_dead += 1
                 n += 1
-                self.appended_only = False
+                self.appended_only = self.vectors_appended = False
                 if self._graph is not None:
                     self._graph.remove(int(i))
                     self.graph_dirty = True
@@ -288,6 +290,16 @@ class VectorIndex:
         ids = sorted(self._row_of)
         rows = np.round(self._mat[[self._row_of[i] for i in ids]], 5) if ids else np.zeros((0, self.dim))
         return tuple(ids), hashlib.sha1(rows.astype(np.float32).tobytes()).hexdigest()
+
+    def live_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The held note ids, ascending, and their rows of the matrix."""
+        rows = np.flatnonzero(self._alive[: self._n_rows])
+        ids = self._ids[rows]
+        order = np.argsort(ids, kind="stable")
+        return ids[order], rows[order]
+
+    def matrix_rows(self, rows: np.ndarray) -> np.ndarray:
+        return self._mat[rows]
 
     def max_id(self) -> int:
         return max(self._row_of) if self._row_of else 0

@@ -30,8 +30,14 @@ def answers(rt) -> dict:  # type: ignore[no-untyped-def]
         for q in QUERIES}
 
 
-def snapshot_row(rt):  # type: ignore[no-untyped-def]
-    return rt._con.execute("SELECT notes, max_id FROM memory.index_snapshot").fetchall()
+def snapshot_row(rt, upto: int = 1):  # type: ignore[no-untyped-def]
+    """The BM25 snapshot's (notes, max_id); with ``upto=999`` the graphs' too (rows 1000 and up: the vectors)."""
+    return rt._con.execute("SELECT notes, max_id FROM memory.index_snapshot WHERE id <= ? ORDER BY id",
+                           [upto]).fetchall()
+
+
+def vector_rows(rt):  # type: ignore[no-untyped-def]
+    return rt._con.execute("SELECT notes, max_id FROM memory.index_snapshot WHERE id >= 1000 ORDER BY id").fetchall()
 
 
 def test_a_restart_restores_the_index_and_answers_as_before(tmp_path) -> None:
@@ -144,7 +150,8 @@ def vector_answers(rt) -> dict:  # type: ignore[no-untyped-def]
 
 
 def graph_rows(rt) -> list:  # type: ignore[no-untyped-def]
-    return rt._con.execute("SELECT id, notes, max_id FROM memory.index_snapshot WHERE id >= 2").fetchall()
+    return rt._con.execute("SELECT id, notes, max_id FROM memory.index_snapshot WHERE id >= 2 AND id < 1000"
+                           ).fetchall()  # (1000 and up: the saved vectors)
 
 
 def test_a_restart_restores_the_vector_graph_instead_of_building_it(tmp_path) -> None:
@@ -211,7 +218,8 @@ def test_a_few_notes_after_the_snapshot_are_indexed_on_open_and_answer_as_live_a
         live, live_vec = answers(rt), vector_answers(rt)
     with open_test_runtime(config=GRAPH, path=db) as rt:
         index = held_index(rt)
-        assert snapshot_row(rt) == [(100, ids[-1]), (100, ids[-1])]  # BM25 and the graph: the first 100 notes
+        assert snapshot_row(rt, 999) == [(100, ids[-1]), (100, ids[-1])]  # BM25 and the graph: the first 100 notes
+        assert vector_rows(rt) == [(100, ids[-1])]  # and the vectors
         vi = index.vectors["hashing"]
         assert len(index.bm25) == 106 and len(vi) == 106 and vi.has_graph
         assert index.dirty and index.saved_notes == 100 and vi.saved_rows == 100
@@ -231,10 +239,10 @@ def test_more_notes_than_a_tenth_after_the_snapshot_rewrite_it_at_close(tmp_path
     with open_test_runtime(config=GRAPH, path=db) as rt:
         rt.call("memory.remember_many", {"notes": notes(5, start=100)})
     with open_test_runtime(config=GRAPH, path=db) as rt:
-        assert [r[0] for r in snapshot_row(rt)] == [100, 100]
+        assert [r[0] for r in snapshot_row(rt, 999) + vector_rows(rt)] == [100, 100, 100]
         rt.call("memory.remember_many", {"notes": notes(6, start=105)})  # now 11 past the snapshot
     with open_test_runtime(config=GRAPH, path=db) as rt:
-        assert [r[0] for r in snapshot_row(rt)] == [111, 111]
+        assert [r[0] for r in snapshot_row(rt, 999) + vector_rows(rt)] == [111, 111, 111]
         assert not held_index(rt).dirty
 
 
