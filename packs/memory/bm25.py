@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .idrows import IdRows
 from .text import tokenize, tokenize_query
 
 __all__ = ["BM25Index"]
@@ -77,7 +78,7 @@ class BM25Index:
         self._post_rows: list[array] = []
         self._post_tf: list[array] = []
         self._df: list[int] = []
-        self._row_of: dict[int, int] = {}
+        self._row_of = IdRows()  # note id -> row (idrows.py)
         self._ids = np.zeros(1024, dtype=np.int64)
         self._dl = np.zeros(1024, dtype=np.float32)
         self._alive = np.zeros(1024, dtype=bool)
@@ -253,7 +254,7 @@ class BM25Index:
         self._flat_rows, self._flat_starts = 0, np.zeros(1, dtype=np.int64)
         self._flat_tids, self._flat_tfs = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         self._flat_some = {}
-        self._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
+        self._row_of = IdRows.of(ids, np.arange(ids.size))
         self._n_dead = 0
 
     # ------------------------------------------------------------- snapshot
@@ -333,7 +334,7 @@ class BM25Index:
         self._post_rows = [array("i", row_b[4 * a:4 * b]) for a, b in zip(bounds, bounds[1:])]
         self._post_tf = [array("f", tf_b[4 * a:4 * b]) for a, b in zip(bounds, bounds[1:])]
         self._df = df.tolist()
-        self._row_of = dict(zip(ids.tolist(), range(n)))
+        self._row_of = IdRows.of(ids, np.arange(n))
         self._n_rows = self._n_alive = n
         self._total_len = float(snap["total_len"][0])
         self._n_dead = 0
@@ -425,10 +426,8 @@ class BM25Index:
         """Per id, ``Σ idf(t)`` over the distinct terms its row holds at weight ≥ 1 — the note's own words: a
         thread neighbour's word is in the bag at the expansion weight (< 1) unless both neighbours say it. How much
         a note says, in the index's own statistics (recall's information prior, ADR 0008); 0 for unknown ids."""
-        keys = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
-        row_of = self._row_of
-        rows = np.fromiter((row_of.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
-        out = np.zeros(len(keys), dtype=np.float64)
+        rows = self._row_of.rows_of(np.asarray(ids, dtype=np.int64).reshape(-1))
+        out = np.zeros(rows.size, dtype=np.float64)
         found = np.flatnonzero(rows >= 0)
         if found.size == 0 or self._n_alive == 0:
             return out

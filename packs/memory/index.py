@@ -217,7 +217,9 @@ class MemoryIndex:
     def _assign(self, ids: np.ndarray) -> np.ndarray:
         """The slots of ``ids``, giving the ids this index does not hold yet new slots (in id order)."""
         s = self.slots(ids)
-        new = np.unique(ids[s == 0])
+        new = ids[s == 0]
+        if new.size > 1 and not bool(np.all(new[1:] > new[:-1])):  # (a load's batches ascend: no sort needed)
+            new = np.unique(new)
         if new.size:
             n = self._n
             self._grow(n + new.size)

@@ -217,6 +217,10 @@ def held_bytes(obj: Any) -> int:
         if isinstance(v, np.ndarray):
             total += v.nbytes
         elif isinstance(v, dict):
+            first = next(iter(v.values()), None)
+            if not isinstance(first, (np.ndarray, tuple)):  # (an id map: its entries are all it holds)
+                total += ENTRY_BYTES * len(v)
+                continue
             total += ENTRY_BYTES * len(v) + sum(a.nbytes if isinstance(a, np.ndarray) else  # (tuples: a cache's)
                                                 sum(x.nbytes for x in a if isinstance(x, np.ndarray))
                                                 for a in v.values() if isinstance(a, (np.ndarray, tuple)))

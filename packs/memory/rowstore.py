@@ -258,7 +258,9 @@ class SlotLinks:
         if not has.size:
             return np.zeros(0, dtype=np.int64)
         hc, hid, hs = codes[has], ids[has], slots[has]
-        late = [j for j, (code, i) in enumerate(zip(hc.tolist(), hid.tolist())) if self.last.get(code, -1) > i]
+        uniq, inv = np.unique(hc, return_inverse=True)
+        last_of = np.array([self.last.get(code, -1) for code in uniq.tolist()], dtype=np.int64)
+        late = np.flatnonzero(last_of[inv] > hid).tolist()
         if late:  # older than their thread's last note: one at a time (rare: ids grow)
             c["thread"][hs[late]] = 0
             for j in late:

@@ -290,20 +290,44 @@ def restore_vectors(ctx: Context, model: str, dim: int, ids: np.ndarray, matrix:
         return 0, -1
     done, width = 0, 8 + 4 * dim
     for row_id, *_ in meta:
-        data = _bytes(ctx, ctx.db.query("SELECT data FROM memory.index_snapshot WHERE namespace = ? AND id = ?",
-                                        [ctx.namespace, row_id])[0][0])
-        if data is None:
+        data = ctx.db.query("SELECT data FROM memory.index_snapshot WHERE namespace = ? AND id = ?",
+                            [ctx.namespace, row_id])[0][0]
+        k = _read_into(ctx, data, width, ids[done:], matrix[done:])
+        if k is None or done + k > n:
             return 0, -1
-        k = len(data) // width
-        if k * width != len(data) or done + k > n:
-            return 0, -1
-        ids[done:done + k] = np.frombuffer(data, dtype=np.int64, count=k)
-        matrix[done:done + k] = np.frombuffer(data, dtype=np.float32, offset=8 * k).reshape(k, dim)
         done += k
-        del data
     if done != n or (n and (int(ids[n - 1]) != mx or not bool(np.all(ids[1:n] > ids[: n - 1])))):
         return 0, -1
     return n, mx
+
+
+def _read_into(ctx: Context, data: bytes, width: int, ids: np.ndarray, matrix: np.ndarray) -> int | None:
+    """Read one saved chunk of vectors (its ids, then its rows) straight into ``ids`` and ``matrix``; returns how
+    many, None when unreadable. From a file, ``readinto`` the arrays: no bytes object of the chunk in between."""
+    data = bytes(data)
+    if not data.startswith(MARK):
+        k = len(data) // width
+        if k * width != len(data) or k > ids.size:
+            return None
+        ids[:k] = np.frombuffer(data, dtype=np.int64, count=k)
+        matrix[:k] = np.frombuffer(data, dtype=np.float32, offset=8 * k).reshape(k, -1)
+        return k
+    head = len(MARK)
+    tag, size, name = data[head:head + 16], int.from_bytes(data[head + 16:head + 24], "little"), data[head + 24:]
+    where = _sidecar(ctx)
+    k = size // width
+    if where is None or k * width != size or k > ids.size:
+        return None
+    try:
+        with open(where / name.decode(), "rb") as f:
+            if f.read(head + 16) != MARK + tag:
+                return None
+            if f.readinto(memoryview(ids[:k]).cast("B")) != 8 * k or \
+                    f.readinto(memoryview(matrix[:k]).cast("B")) != 4 * k * matrix.shape[1] or f.read(1):
+                return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return k
 
 
 def write_vectors(ctx: Context, index: MemoryIndex) -> int:

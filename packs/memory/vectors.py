@@ -32,6 +32,7 @@ from threadpoolctl import ThreadpoolController
 from usearch.index import Index as HNSW
 
 from .bm25 import _allowed_filter
+from .idrows import IdRows
 
 __all__ = ["Ann", "VectorIndex", "l2_normalize"]
 
@@ -97,7 +98,7 @@ class VectorIndex:
         self._mat = np.zeros((cap, self.dim), dtype=np.float32)
         self._ids = np.zeros(cap, dtype=np.int64)
         self._alive = np.zeros(cap, dtype=bool)
-        self._row_of: dict[int, int] = {}
+        self._row_of = IdRows()  # note id -> row (idrows.py)
         self._row_by_id = np.full(0, -1, dtype=np.int64)  # note id -> row (-1: none), for the graph's answers
         self._n_rows = 0
         self._n_dead = 0
@@ -164,7 +165,7 @@ class VectorIndex:
         id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
         # last occurrence of a duplicated id wins
         if self._row_of:
-            self.remove([i for i in id_arr.tolist() if i in self._row_of], _compact=False)
+            self.remove(id_arr[self._row_of.rows_of(id_arr) >= 0].tolist(), _compact=False)
         start = self._n_rows
         if start == 0 and id_arr.size > self._mat.shape[0] and m.flags.c_contiguous and m is not matrix:
             self._mat = m  # a load into an empty index: the normalised copy becomes the matrix (no second copy)
@@ -176,7 +177,7 @@ class VectorIndex:
         if np.unique(id_arr).size == id_arr.size:  # the usual case: one row per id, set at once
             self._ids[start : start + id_arr.size] = id_arr
             self._alive[start : start + id_arr.size] = True
-            self._row_of.update(zip(id_arr.tolist(), range(start, start + id_arr.size)))
+            self._row_of.set_many(id_arr, np.arange(start, start + id_arr.size))
         else:
             for j, i in enumerate(id_arr.tolist()):
                 old = self._row_of.get(i)
@@ -281,7 +282,7 @@ class VectorIndex:
         self._alive[n:] = False
         self._n_rows = n
         self._n_dead = 0
-        self._row_of = {int(i): r for r, i in enumerate(self._ids[:n].tolist())}
+        self._row_of = IdRows.of(self._ids[:n], np.arange(n))
         self._row_by_id[:] = -1
         self._map_rows(self._ids[:n], np.arange(n, dtype=np.int64))
 
@@ -302,7 +303,7 @@ class VectorIndex:
         return self._mat[rows]
 
     def max_id(self) -> int:
-        return max(self._row_of) if self._row_of else 0
+        return self._row_of.max_id() or 0
 
     def get(self, note_id: int) -> np.ndarray | None:
         r = self._row_of.get(int(note_id))
