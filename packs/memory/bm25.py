@@ -90,6 +90,9 @@ class BM25Index:
         self._flat_some: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # until then: the few rows looked up
         self._flat_tids = np.zeros(0, dtype=np.int32)
         self._flat_tfs = np.zeros(0, dtype=np.float32)
+        # the restored rows' own words only (the information prior's), until the full lists are derived
+        self._own_starts: np.ndarray | None = None
+        self._own_tids = np.zeros(0, dtype=np.int32)
         self._n_rows = 0
         self._n_alive = 0
         self._total_len = 0.0
@@ -252,6 +255,7 @@ class BM25Index:
         self._alive[n:] = False
         self._row_terms = terms
         self._flat_rows, self._flat_starts = 0, np.zeros(1, dtype=np.int64)
+        self._own_starts, self._own_tids = None, np.zeros(0, dtype=np.int32)
         self._flat_tids, self._flat_tfs = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         self._flat_some = {}
         self._row_of = IdRows.of(ids, np.arange(ids.size))
@@ -275,6 +279,22 @@ class BM25Index:
             if any(row_of.get(int(i), flat) < flat for i in ids):
                 self._derive_flat()
 
+    def _derive_own(self) -> None:
+        """Each restored row's own words (the terms it holds at weight ≥ 1), term ids ascending: the postings of
+        weight ≥ 1, transposed to rows as ``_derive_flat`` does. At 1M notes ~40 % of the postings are a thread
+        neighbour's words below weight 1, which the information prior never reads."""
+        from scipy.sparse import csr_matrix
+        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
+        rows = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
+        tfs = np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
+        keep = (tfs >= 1.0) & (rows < self._flat_rows)
+        term = np.repeat(np.arange(lengths.size, dtype=np.int32), lengths)[keep]
+        bounds = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=lengths.size))))
+        by_row = csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), rows[keep], bounds),
+                            shape=(lengths.size, self._flat_rows)).tocsc()
+        self._own_starts = by_row.indptr.astype(np.int64)
+        self._own_tids = by_row.indices.astype(np.int32, copy=False)
+
     def _derive_flat(self) -> None:
         """The restored rows' (term ids, weights), rebuilt from the postings when first needed (a row replaced or
         removed, a compaction, a recall's information prior): the postings grouped by term, transposed to rows
@@ -293,6 +313,7 @@ class BM25Index:
         self._flat_tfs = by_row.data[:end].astype(np.float32, copy=False)
         self._flat_some = {}
         self._flat_starts = starts
+        self._own_starts, self._own_tids = None, np.zeros(0, dtype=np.int32)  # (the full lists hold them)
 
     def snapshot(self) -> dict[str, np.ndarray]:
         """The live rows as flat arrays (what :meth:`restore` needs), postings grouped by term; dead rows are left
@@ -328,6 +349,7 @@ class BM25Index:
         self._ids[:n], self._dl[:n], self._alive[:n] = ids, dl, True
         self._row_terms = []
         self._flat_rows, self._flat_starts = n, None  # derived from the postings when first needed
+        self._own_starts, self._own_tids = None, np.zeros(0, dtype=np.int32)
         self._flat_some = {}
         bounds = np.concatenate(([0], np.cumsum(df))).tolist()
         row_b, tf_b = rows.tobytes(), tfs.tobytes()
@@ -434,16 +456,18 @@ class BM25Index:
         rows = rows[found]
         tids, tfs, owner = [], [], []
         flat = rows < self._flat_rows
-        if flat.any() and self._flat_starts is None:  # a restore not yet derived: find these rows' terms only
-            self._prefetch_flat(self._ids[rows[flat]].tolist())
-        if self._flat_starts is None:
-            flat = np.zeros_like(flat)  # each row through _terms (the prefetched few)
         if flat.any():  # rows restored from a snapshot: one gather from the flat arrays
+            if self._flat_starts is not None:  # every term of each restored row (derived for a replace or remove)
+                starts, flat_tids, flat_tfs = self._flat_starts, self._flat_tids, self._flat_tfs
+            else:  # only their own words, all this needs (derived at the first recall: smaller, and faster)
+                if self._own_starts is None:
+                    self._derive_own()
+                starts, flat_tids, flat_tfs = self._own_starts, self._own_tids, None
             fr = rows[flat]
-            start, size = self._flat_starts[fr], self._flat_starts[fr + 1] - self._flat_starts[fr]
+            start, size = starts[fr], starts[fr + 1] - starts[fr]
             pos = np.repeat(start - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(int(size.sum()))
-            tids.append(self._flat_tids[pos])
-            tfs.append(self._flat_tfs[pos])
+            tids.append(flat_tids[pos])
+            tfs.append(flat_tfs[pos] if flat_tfs is not None else np.ones(pos.size, dtype=np.float32))
             owner.append(np.repeat(np.flatnonzero(flat), size))
         for j in np.flatnonzero(~flat).tolist():  # rows added since (or restored, looked up): small arrays each
             t, w = self._terms(int(rows[j]))

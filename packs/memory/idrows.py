@@ -27,8 +27,8 @@ class IdRows:
         out.set_many(np.asarray(ids, dtype=np.int64), np.asarray(rows, dtype=np.int64))
         return out
 
-    def _fits(self, top: int) -> bool:
-        return top < self._rows.size or top <= 8 * (len(self) + 1) + 65_536
+    def _fits(self, top: int, more: int = 1) -> bool:
+        return top < self._rows.size or top <= 8 * (len(self) + more) + 65_536
 
     def _grow(self, top: int) -> None:
         if top >= self._rows.size:
@@ -40,14 +40,13 @@ class IdRows:
         """``self[i] = r`` for each pair (the last of a repeated id wins, as dict.update)."""
         if not ids.size:
             return
-        if int(ids.min()) < 0 or not self._fits(int(ids.max())):
+        if int(ids.min()) < 0 or not self._fits(int(ids.max()), int(ids.size)):
             for i, r in zip(ids.tolist(), rows.tolist()):
                 self[i] = r
             return
         self._grow(int(ids.max()))
-        was = self._rows[ids]
         self._rows[ids] = rows
-        self._n += int(np.unique(ids[was < 0]).size) if np.any(was < 0) else 0
+        self._n = int(np.count_nonzero(self._rows >= 0))
 
     def rows_of(self, ids: np.ndarray) -> np.ndarray:
         """The rows of an array of ids, -1 where none."""

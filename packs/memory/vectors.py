@@ -174,7 +174,8 @@ class VectorIndex:
         else:
             self._grow(self._n_rows + len(ids))
             self._mat[start : start + len(ids)] = m
-        if np.unique(id_arr).size == id_arr.size:  # the usual case: one row per id, set at once
+        if bool(np.all(id_arr[1:] > id_arr[:-1])) or np.unique(id_arr).size == id_arr.size:  # the usual case:
+            # one row per id (ascending on a load), set at once
             self._ids[start : start + id_arr.size] = id_arr
             self._alive[start : start + id_arr.size] = True
             self._row_of.set_many(id_arr, np.arange(start, start + id_arr.size))
