@@ -71,7 +71,8 @@ class Ann:
     min_rows: int = 0
     connectivity: int = 16  # graph edges per node (usearch's M)
     expansion_add: int = 128  # candidate list while inserting (efConstruction)
-    expansion_search: int = 256  # candidate list while searching (efSearch)
+    expansion_search: int = 256  # candidate list while searching (efSearch), at least
+    rows_per_expansion: int = 500  # and at least rows / this (0: off): a larger graph needs a longer list (ADR 0020)
     oversample: float = 2.0  # the graph is asked for oversample x k rows, rescored exactly
     max_ask: int = 20000  # a filter that would need more rows from the graph than this scans exactly
 
@@ -216,6 +217,12 @@ class VectorIndex:
             part = rows[start:start + 65536]
             graph.add(self._ids[part], self._mat[part], threads=0)
         self._g, self.graph_dirty = graph, True
+
+    def expansion(self) -> int:
+        """The graph's search list for its size: ``expansion_search``, or rows / ``rows_per_expansion`` if longer
+        (measured at 1M distinct notes: 256 found 93.6 % of the exact top-200, 2,000 98.1 %; ADR 0020)."""
+        a = self.ann
+        return max(a.expansion_search, len(self._row_of) // a.rows_per_expansion if a.rows_per_expansion else 0)
 
     @property
     def has_graph(self) -> bool:
@@ -371,7 +378,11 @@ class VectorIndex:
                     min_cosine: float | None) -> list[tuple[int, float]] | None:
         """The top-``k`` among the graph's ``ask`` nearest allowed rows, cosines exact; None when fewer than
         ``k`` of them are allowed (the caller then scans exactly)."""
-        keys = self._graph.search(q, ask, threads=1).keys.astype(np.int64)
+        graph = self._graph
+        ef = self.expansion()
+        if graph.expansion_search != ef:
+            graph.expansion_search = ef
+        keys = graph.search(q, ask, threads=1).keys.astype(np.int64)
         rows = self._row_by_id[keys[keys < self._row_by_id.size]]
         rows = rows[rows >= 0]
         rows = rows[ok[rows]]
