@@ -325,11 +325,12 @@ class BM25Index:
         keep = alive[rows]
         tids, rows, tfs = tids[keep], rows[keep], tfs[keep]
         renumber = np.cumsum(alive, dtype=np.int64) - 1
-        vocab = "\n".join(self._vocab).encode("utf-8")
+        df = np.bincount(tids, minlength=len(self._vocab)).astype(np.int64)
+        used = df > 0  # a word no live row holds (a forgotten note's) is left out: the snapshot holds no trace of it
+        vocab = "\n".join(w for w, u in zip(self._vocab, used.tolist()) if u).encode("utf-8")
         live = np.flatnonzero(alive)
         return {"ids": self._ids[live].copy(), "dl": self._dl[live].copy(),
-                "df": np.bincount(tids, minlength=len(self._vocab)).astype(np.int64),
-                "rows": renumber[rows].astype(np.int32), "tfs": tfs.copy(),
+                "df": df[used], "rows": renumber[rows].astype(np.int32), "tfs": tfs.copy(),
                 "vocab": np.frombuffer(vocab, dtype=np.uint8), "total_len": np.array([self._total_len])}
 
     def restore(self, snap: dict[str, np.ndarray]) -> None:
