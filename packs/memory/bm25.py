@@ -271,13 +271,32 @@ class BM25Index:
         return tids, rows, tfs
 
     def _prefetch_flat(self, ids: Iterable[int]) -> None:
-        """The term lists of the restored rows these ids are about to replace, remove or score: all of them derived
-        at once (one O(postings) pass, ~0.3 s at 1M notes; finding a few rows' terms by scanning every posting cost
-        as much per call)."""
-        if self._flat_starts is None and self._flat_rows:
-            flat, row_of = self._flat_rows, self._row_of
-            if any(row_of.get(int(i), flat) < flat for i in ids):
-                self._derive_flat()
+        """The term lists of the restored rows these ids are about to replace or remove. A few (an ingest after a
+        restore re-indexes a few thread neighbours): found with one pass over the postings, kept per row; many:
+        all rows' lists derived at once (``_derive_flat``: at 1M notes ~3 s and ~1 GB while it runs)."""
+        if self._flat_starts is not None or not self._flat_rows:
+            return
+        flat, row_of = self._flat_rows, self._row_of
+        rows = sorted({r for r in (row_of.get(int(i)) for i in ids) if r is not None and r < flat}
+                      - set(self._flat_some))
+        if not rows:
+            return
+        if len(rows) + len(self._flat_some) > max(64, flat // 20):
+            self._derive_flat()
+            return
+        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
+        bounds = np.concatenate(([0], np.cumsum(lengths)))
+        prow = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
+        want = np.zeros(flat, dtype=bool)
+        want[rows] = True
+        hit = np.flatnonzero(want[np.minimum(prow, flat - 1)] & (prow < flat))
+        tids = (np.searchsorted(bounds, hit, side="right") - 1).astype(np.int32)
+        tfs = np.array([self._post_tf[t][p] for t, p in zip(tids.tolist(), (hit - bounds[tids]).tolist())],
+                       dtype=np.float32)
+        prow = prow[hit]
+        for r in rows:  # each row's terms ascending, as _derive_flat gives them
+            mine = prow == r
+            self._flat_some[r] = (tids[mine], tfs[mine])
 
     def _derive_own(self) -> None:
         """Each restored row's own words (the terms it holds at weight ≥ 1), term ids ascending: the postings of

@@ -423,6 +423,13 @@ class MemoryIndex:
             index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
         index.add(ids, matrix, build=build, adopt=adopt, normalised=normalised)
 
+    def adopt_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
+        """A load's vectors: ``matrix`` (normalised; its first ``len(ids)`` rows, maybe mapped from a file, with spare
+        rows after them) becomes the model's matrix as it is, with no copy."""
+        self.vectors.pop(model, None)
+        vi = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
+        vi.adopt(ids, matrix)
+
     def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
         at = self.slot(note_id)
         if at:

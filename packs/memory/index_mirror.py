@@ -55,7 +55,8 @@ def read_columns(ctx: Context, namespace: str) -> list[dict[str, Any]]:
 
 def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray | None = None,
                  saved: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
-    """Note ids of ``namespace`` and their vectors for ``model`` as one float32 matrix, each row normalised as the
+    """Note ids of ``namespace`` and their vectors for ``model`` as one float32 matrix (its first ``len(ids)`` rows;
+    mapped from the saved file when there is one: ``snapshot.map_vectors``), each row normalised as the
     vector index holds it, and how many of them came from the saved vectors (``saved``: use them when current,
     ``snapshot.restore_vectors``). The rest are read from the table in ranges of ``CHUNK`` of ``note_ids`` (the
     namespace's note ids, ascending: ``BETWEEN`` lets the stores skip the rest of both tables, where reading "the next
@@ -63,8 +64,19 @@ def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray 
     total = ctx.db.query("SELECT count(*), max(v.dim) FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
                          "WHERE n.namespace = ? AND v.model = ?", [namespace, model])[0]
     n, dims = int(total[0]), int(total[1] or 0)
-    ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
-    restored, upto = snapshot.restore_vectors(ctx, model, dims, ids, matrix) if saved and n else (0, -1)
+    mapped = snapshot.map_vectors(ctx, model, dims) if saved and n else None
+    if mapped is not None and mapped[1].shape[0] >= n >= mapped[0].size:  # the saved rows mapped, room for the rest
+        saved_ids, matrix, upto = mapped
+        restored = saved_ids.size
+        ids = np.zeros(n, dtype=np.int64)
+        ids[:restored] = saved_ids
+    elif mapped is not None and n >= mapped[0].size:  # more newer rows than its spare room: copied, then the rest
+        ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
+        restored, upto = mapped[0].size, mapped[2]
+        ids[:restored], matrix[:restored] = mapped[0], mapped[1][:restored]
+    else:
+        ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
+        restored, upto = snapshot.restore_vectors(ctx, model, dims, ids, matrix) if saved and n else (0, -1)
     if note_ids is None:
         note_ids = np.array([r[0] for r in ctx.db.query("SELECT id FROM memory.notes WHERE namespace = ? ORDER BY id",
                                                        [namespace])], dtype=np.int64)
@@ -87,7 +99,7 @@ def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray 
             norm[norm == 0] = 1.0
             np.divide(rows, norm, out=rows)
         done += k
-    return ids[:done], matrix[:done], restored
+    return ids[:done], matrix, restored  # (the matrix may hold spare rows after the first ``done``)
 
 
 class IndexMirror(Mirror):
@@ -131,8 +143,7 @@ class IndexMirror(Mirror):
                 ctx.log.warning("%d notes of %s have no %s vector; run memory.reembed", all_ids.size - len(ids),
                                 namespace, model)
             if len(ids):
-                # the matrix read is ours, and normalised
-                index.add_vectors(model, ids, matrix, build=False, adopt=True, normalised=True)
+                index.adopt_vectors(model, ids, matrix)  # the matrix read (or mapped) is ours, and normalised
                 vi = index.vectors[model]
                 vi.vectors_saved, vi.vectors_appended = restored, restored > 0
                 index.dirty = index.dirty or (saved and not snapshot.keeps(restored, len(ids)))

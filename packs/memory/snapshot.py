@@ -71,9 +71,15 @@ def _sidecar(ctx: Context) -> Path | None:
     return Path(str(path) + ".index")
 
 
-def _put(ctx: Context, row_id: int, sig: str, notes: int, max_id: int, data: bytes) -> None:
+def _put(ctx: Context, row_id: int, sig: str, notes: int, max_id: int, data: "bytes | list") -> int:
+    """Store one snapshot row (``data``: its bytes, or a list of buffers written one after the other); returns its
+    size."""
+    parts = data if isinstance(data, list) else [data]
+    size = sum(memoryview(p).nbytes for p in parts)
     where = _sidecar(ctx)
-    if where is not None:
+    if where is None:
+        data = b"".join(parts)
+    else:
         where.mkdir(exist_ok=True)
         tag = os.urandom(16)
         stem = hashlib.blake2b(ctx.namespace.encode("utf-8"), digest_size=8).hexdigest() + f"-{row_id}"
@@ -81,16 +87,39 @@ def _put(ctx: Context, row_id: int, sig: str, notes: int, max_id: int, data: byt
         tmp = where / (name + ".tmp")
         with open(tmp, "wb") as f:
             f.write(MARK + tag)
-            f.write(data)
+            for p in parts:
+                f.write(p)
         os.replace(tmp, where / name)
         for old in where.glob(stem + "-*.bin"):  # an earlier write's (its row is replaced below)
             if old.name != name:
-                old.unlink(missing_ok=True)
-        data = MARK + tag + len(data).to_bytes(8, "little") + name.encode()
+                try:
+                    old.unlink(missing_ok=True)
+                except OSError:  # still mapped by this process, on a system that refuses that: left for later
+                    pass
+        data = MARK + tag + size.to_bytes(8, "little") + name.encode()
     # delete + insert: DuckDB's upsert of a large BLOB took ~9x longer (2.7 s against 0.3 s for 40 MB here)
     ctx.db.execute("DELETE FROM memory.index_snapshot WHERE namespace = ? AND id = ?", [ctx.namespace, row_id])
     ctx.db.execute("INSERT INTO memory.index_snapshot VALUES (?, ?, ?, ?, ?, ?, ?)",
                    [ctx.namespace, row_id, sig, notes, max_id, ctx.now(), data])
+    return size
+
+
+def _file_of(ctx: Context, data: bytes) -> tuple[Path, int, int] | None:
+    """(path, offset of its bytes, their size) of the file a row names, when it is that write's file."""
+    data = bytes(data)
+    where = _sidecar(ctx)
+    if where is None or not data.startswith(MARK):
+        return None
+    head = len(MARK)
+    tag, size, name = data[head:head + 16], int.from_bytes(data[head + 16:head + 24], "little"), data[head + 24:]
+    try:
+        path = where / name.decode()
+        with open(path, "rb") as f:
+            if f.read(head + 16) != MARK + tag or path.stat().st_size != head + 16 + size:
+                return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return path, head + 16, size
 
 
 def _inline(ctx: Context, data: bytes) -> bool:
@@ -301,6 +330,37 @@ def restore_vectors(ctx: Context, model: str, dim: int, ids: np.ndarray, matrix:
     return n, mx
 
 
+def map_vectors(ctx: Context, model: str, dim: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The saved vectors of ``model`` mapped from their file, when current: (their note ids, a copy-on-write mapping
+    of the matrix with spare rows after them, the highest note id covered). Mapping reads nothing now: the pages are
+    read when a search touches them (a graph search rescoring a few thousand rows touches a few thousand), and stay
+    clean file pages the system can drop until written. None: no such file (the caller reads the rows)."""
+    lo, _hi = _vector_rows(ctx.settings, model)
+    meta = ctx.db.query("SELECT id, signature, notes, max_id, data FROM memory.index_snapshot WHERE namespace = ? "
+                        "AND id BETWEEN ? AND ? ORDER BY id", [ctx.namespace, lo, _hi])
+    if len(meta) != 1 or meta[0][0] != lo or meta[0][1] != vector_signature(model, dim):
+        return None
+    n, mx = int(meta[0][2]), int(meta[0][3])
+    found = _file_of(ctx, meta[0][4])
+    if found is None:
+        return None
+    path, offset, size = found
+    held = ctx.db.query("SELECT count(*) FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
+                        "WHERE n.namespace = ? AND v.model = ? AND v.note_id <= ?", [ctx.namespace, model, mx])[0][0]
+    head = np.fromfile(path, dtype=np.int64, count=2, offset=offset)
+    if head.size != 2 or int(head[0]) != n or int(held) != n:
+        ctx.log.info("%s vector snapshot is stale: reading the vectors", model)
+        return None
+    spare = int(head[1])
+    if size != 16 + 8 * n + 4 * dim * (n + spare):
+        return None
+    ids = np.fromfile(path, dtype=np.int64, count=n, offset=offset + 16)
+    if ids.size != n or (n and (int(ids[-1]) != mx or not bool(np.all(ids[1:] > ids[:-1])))):
+        return None
+    matrix = np.memmap(path, dtype=np.float32, mode="c", offset=offset + 16 + 8 * n, shape=(n + spare, dim))
+    return ids, matrix, mx
+
+
 def _read_into(ctx: Context, data: bytes, width: int, ids: np.ndarray, matrix: np.ndarray) -> int | None:
     """Read one saved chunk of vectors (its ids, then its rows) straight into ``ids`` and ``matrix``; returns how
     many, None when unreadable. From a file, ``readinto`` the arrays: no bytes object of the chunk in between."""
@@ -344,6 +404,15 @@ def write_vectors(ctx: Context, index: MemoryIndex) -> int:
         if not ids.size:
             continue
         sig, mx = vector_signature(model, vi.dim), int(ids[-1])
+        if _sidecar(ctx) is not None:  # one file, mapped on open (map_vectors), with room for the rows keeps allows
+            spare = min(TAIL_MAX, int(ids.size) // 10)
+            parts: list = [np.array([ids.size, spare], dtype=np.int64).tobytes(), ids.tobytes()]
+            parts += [np.ascontiguousarray(vi.matrix_rows(rows[a:a + VECTOR_CHUNK])).tobytes()
+                      for a in range(0, ids.size, VECTOR_CHUNK)]
+            parts.append(bytes(4 * vi.dim * spare))
+            size += _put(ctx, lo, sig, int(ids.size), mx, parts)
+            vi.vectors_saved, vi.vectors_appended = int(ids.size), True
+            continue
         for j, start in enumerate(range(0, ids.size, VECTOR_CHUNK)):
             part = slice(start, start + VECTOR_CHUNK)
             data = ids[part].tobytes() + np.ascontiguousarray(vi.matrix_rows(rows[part])).tobytes()

@@ -201,6 +201,24 @@ class VectorIndex:
         elif build:
             self.build_graph()
 
+    def adopt(self, ids: np.ndarray, matrix: np.ndarray) -> None:
+        """Take a load's rows as they are: ``matrix``'s first ``len(ids)`` rows are the vectors of ``ids`` (distinct,
+        normalised), its further rows spare capacity (a mapped file's: writing a row copies only that page)."""
+        if self._n_rows:
+            raise ValueError("adopt needs an empty index")
+        n = int(ids.size)
+        if matrix.shape[0] < n or matrix.shape[1] != self.dim:
+            raise ValueError(f"matrix shape {matrix.shape} cannot hold {n} rows of {self.dim}")
+        cap = matrix.shape[0]
+        self._mat = matrix
+        self._ids = np.zeros(cap, dtype=np.int64)
+        self._ids[:n] = ids
+        self._alive = np.zeros(cap, dtype=bool)
+        self._alive[:n] = True
+        self._row_of.set_many(np.asarray(ids, dtype=np.int64), np.arange(n))
+        self._n_rows = n
+        self._map_rows(np.asarray(ids, dtype=np.int64), np.arange(n, dtype=np.int64))
+
     # -- the HNSW graph ----------------------------------------------------------------------------------------
     def _new_graph(self) -> HNSW:
         a = self.ann
