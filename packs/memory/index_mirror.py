@@ -145,7 +145,9 @@ class IndexMirror(Mirror):
             if len(ids):
                 index.adopt_vectors(model, ids, matrix)  # the matrix read (or mapped) is ours, and normalised
                 vi = index.vectors[model]
-                vi.vectors_saved, vi.vectors_appended = restored, restored > 0
+                # kept unless read from rows where a file could be mapped (saved before files were used)
+                vi.vectors_saved = restored
+                vi.vectors_appended = restored > 0 and (isinstance(matrix, np.memmap) or snapshot.sidecar(ctx) is None)
                 index.dirty = index.dirty or (saved and not snapshot.keeps(restored, len(ids)))
                 if not snapshot.restore_graph(ctx, vi, model):  # a saved HNSW graph, else build it now
                     vi.build_graph()

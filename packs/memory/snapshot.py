@@ -122,6 +122,10 @@ def _file_of(ctx: Context, data: bytes) -> tuple[Path, int, int] | None:
     return path, head + 16, size
 
 
+def sidecar(ctx: Context) -> Path | None:
+    return _sidecar(ctx)
+
+
 def _inline(ctx: Context, data: bytes) -> bool:
     """Whether a row holds its bytes itself where they would now go to a file (a store saved before files were
     used): the caller then saves it again at close, to a file."""
