@@ -97,6 +97,8 @@ class Column:
         self.index, self.name = index, name
 
     def __getitem__(self, ids: Any) -> np.ndarray:
+        if self.name == "prefix":
+            return self.index.prefixes(self.index.slots(ids))
         return self.index.cols[self.name][self.index.slots(ids)]
 
 
@@ -132,6 +134,10 @@ class MemoryIndex:
         self._row_cache: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # see row_slots
         self._last: tuple[int, np.ndarray, np.ndarray] | None = None  # see slots
         self._grow(64)
+
+    def reserve(self, notes: int) -> None:
+        """Room for ``notes`` more notes (a load: one allocation instead of doubling)."""
+        self._grow(self._n + notes)
 
     def _grow(self, need: int) -> None:
         if need <= self._cap:
@@ -231,6 +237,17 @@ class MemoryIndex:
             s = self.slots(ids)
         return s
 
+    def prefixes(self, slots: np.ndarray) -> np.ndarray:
+        """The near-duplicate hashes (of each note's opening ``prefix_chars`` characters, stripped and lower-cased)
+        at ``slots``, hashed on first read (0: not yet, or no note)."""
+        col, p = self.cols["prefix"], self.prefix_chars
+        if p:
+            todo = np.unique(slots[(col[slots] == 0) & (slots > 0)])
+            if todo.size:
+                text = self.rows.cols["content"]
+                col[todo] = [hash(text[s][:p].strip().lower()) if text[s] is not None else 0 for s in todo.tolist()]
+        return col[slots]
+
     def ids_of(self, mask: np.ndarray) -> np.ndarray:
         """The note ids of a mask over slots, ascending."""
         ids = self.slot_id[np.flatnonzero(mask)]
@@ -312,8 +329,7 @@ class MemoryIndex:
         c["salience"][at] = np.asarray(b["salience"], dtype=np.float64)
         c["decay"][at] = np.asarray(b["decay_factor"], dtype=np.float64)
         c["occurred"][at], c["created"][at], c["superseded"][at] = seconds_of(occ), seconds_of(cre), seconds_of(sup)
-        p = self.prefix_chars
-        c["prefix"][at] = [hash(x[:p].strip().lower()) for x in content] if p else 0
+        c["prefix"][at] = 0  # hashed when first read (prefixes): a recall reads a few hundred, a load writes all
         tags = objects(b["tags"])
         for j in np.flatnonzero([t is not None and len(t) > 0 for t in tags]).tolist():
             t = tuple(tags[j])
