@@ -190,6 +190,7 @@ def restore(ctx: Context, index: MemoryIndex, ids: np.ndarray) -> int:
     try:
         with np.load(io.BytesIO(data)) as z:
             fresh.restore({k: z[k] for k in z.files})
+            moved = moved or (ids.size >= 100_000 and "own_starts" not in z.files)  # saved before it kept them
     except (ValueError, KeyError, OSError) as exc:  # unreadable: the notes are the truth, rebuild from them
         ctx.log.warning("full-text index snapshot unreadable (%s): rebuilding", exc)
         return 0
