@@ -273,8 +273,24 @@ def drop_graphs(ctx: Context) -> None:
     where = _sidecar(ctx)
     if where is not None:
         for f in where.glob("*.bin"):
-            if int(f.name.split("-")[1]) >= GRAPH_ROW:
+            parts = f.name.split("-")
+            if len(parts) == 3 and parts[1].isdigit() and int(parts[1]) >= GRAPH_ROW:
                 f.unlink(missing_ok=True)
+
+
+def _drop_files(ctx: Context, lo: int, hi: int) -> None:
+    """The namespace's snapshot files of rows ``lo``..``hi``."""
+    where = _sidecar(ctx)
+    if where is None:
+        return
+    stem = hashlib.blake2b(ctx.namespace.encode("utf-8"), digest_size=8).hexdigest()
+    for f in where.glob(stem + "-*.bin"):
+        parts = f.name.split("-")
+        if len(parts) == 3 and parts[1].isdigit() and lo <= int(parts[1]) <= hi:
+            try:
+                f.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 def drop(ctx: Context) -> None:
@@ -416,6 +432,7 @@ def write_vectors(ctx: Context, index: MemoryIndex) -> int:
                       for a in range(0, ids.size, VECTOR_CHUNK)]
             parts.append(bytes(4 * vi.dim * spare))
             size += _put(ctx, lo, sig, int(ids.size), mx, parts)
+            _drop_files(ctx, lo + 1, hi)  # the chunk rows of a layout saved before (their rows were deleted above)
             vi.vectors_saved, vi.vectors_appended = int(ids.size), True
             continue
         for j, start in enumerate(range(0, ids.size, VECTOR_CHUNK)):
