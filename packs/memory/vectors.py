@@ -236,11 +236,15 @@ class VectorIndex:
             graph.add(self._ids[part], self._mat[part], threads=0)
         self._g, self.graph_dirty = graph, True
 
-    def expansion(self) -> int:
+    def expansion(self, ask: int | None = None) -> int:
         """The graph's search list for its size: ``expansion_search``, or rows / ``rows_per_expansion`` if longer
-        (measured at 1M distinct notes: 256 found 93.6 % of the exact top-200, 2,000 98.1 %; ADR 0020)."""
+        (measured at 1M distinct notes: 256 found 93.6 % of the exact top-200, 2,000 98.1 %; ADR 0020) — but no
+        longer than 5 × the rows asked (``ask``): a walk's ten seeds do not pay for a 200-row leg's list."""
         a = self.ann
-        return max(a.expansion_search, len(self._row_of) // a.rows_per_expansion if a.rows_per_expansion else 0)
+        grown = len(self._row_of) // a.rows_per_expansion if a.rows_per_expansion else 0
+        if ask is not None:
+            grown = min(grown, 5 * ask)
+        return max(a.expansion_search, grown)
 
     @property
     def has_graph(self) -> bool:
@@ -397,7 +401,7 @@ class VectorIndex:
         """The top-``k`` among the graph's ``ask`` nearest allowed rows, cosines exact; None when fewer than
         ``k`` of them are allowed (the caller then scans exactly)."""
         graph = self._graph
-        ef = self.expansion()
+        ef = self.expansion(ask)
         if graph.expansion_search != ef:
             graph.expansion_search = ef
         keys = graph.search(q, ask, threads=1).keys.astype(np.int64)
