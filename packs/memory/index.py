@@ -19,15 +19,14 @@ import numpy as np
 
 from palimpsest_memory.packs.memory.bm25 import BM25Index
 from palimpsest_memory.packs.memory.context import ThreadExpander, render_dated
-from palimpsest_memory.packs.memory.rowstore import (NAT, Codes, NoteRows, SlotLinks, from_micros, objects,
-                                                     seconds_of, to_micros)
+from palimpsest_memory.packs.memory.rowstore import (NAT, TYPES, Codes, NoteRow, NoteRows, SlotLinks, from_micros,
+                                                     objects, seconds_of, to_micros)
 from palimpsest_memory.packs.memory.text import tokenize
 from palimpsest_memory.packs.memory.threads import Episodes
 from palimpsest_memory.packs.memory.vectors import Ann, VectorIndex
 
 EPOCH = datetime(1970, 1, 1)
 KINDS = ("decision", "milestone", "problem", "preference", "emotional")
-TYPES = ("episodic", "semantic")
 KIND_CODE = {k: i + 1 for i, k in enumerate(KINDS)}  # 0: no kind (or one this index does not know)
 # the columns of a note, in NoteRow's field order
 FULL_COLUMNS = ("id, namespace, content, memory_type, kind, scope, thread, tags, salience, decay_factor, "
@@ -41,33 +40,6 @@ def seconds(ts: datetime | None) -> float:
 def index_text(content: str, occurred_at: datetime) -> str:
     """What the legs see of a note: its words plus its date in words ("8 May 2023"), so dated queries match."""
     return render_dated(content, occurred_at)
-
-
-@dataclass(slots=True)
-class NoteRow:
-    """One stored note as the index keeps it: recall hydrates its answers from these, without SQL.
-
-    Field order is ``FULL_COLUMNS`` (above), so a row of that SELECT unpacks into it.
-    """
-
-    id: int
-    namespace: str
-    content: str
-    memory_type: str
-    kind: str | None
-    scope: str | None
-    thread: str | None
-    tags: Sequence[str]
-    salience: float
-    decay_factor: float
-    occurred_at: datetime
-    created_at: datetime
-    superseded_at: datetime | None = None
-    archived_at: datetime | None = None
-    kind_source: str = "caller"
-    source_id: str | None = None
-    key: str | None = None
-    superseded_by: int | None = None
 
 
 class Allowed:

@@ -14,17 +14,43 @@ an append (the usual write: ids grow) needs. A batch of notes in id order is lin
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from palimpsest_memory.packs.memory.index import MemoryIndex, NoteRow
-
 EPOCH = datetime(1970, 1, 1)
+TYPES = ("episodic", "semantic")
 NAT = np.iinfo(np.int64).min  # no time (microsecond columns)
+
+
+@dataclass(slots=True)
+class NoteRow:
+    """One stored note as the index keeps it: recall hydrates its answers from these, without SQL.
+
+    Field order is ``index.FULL_COLUMNS``, so a row of that SELECT unpacks into it.
+    """
+
+    id: int
+    namespace: str
+    content: str
+    memory_type: str
+    kind: str | None
+    scope: str | None
+    thread: str | None
+    tags: Sequence[str]
+    salience: float
+    decay_factor: float
+    occurred_at: datetime
+    created_at: datetime
+    superseded_at: datetime | None = None
+    archived_at: datetime | None = None
+    kind_source: str = "caller"
+    source_id: str | None = None
+    key: str | None = None
+    superseded_by: int | None = None
 
 
 class Codes:
@@ -111,7 +137,7 @@ class NoteRows(Mapping):
     OBJECTS = ("content", "source_id", "key")
     DEFAULTS = {"superseded": NAT, "archived": NAT, "superseded_by": -1}
 
-    def __init__(self, index: "MemoryIndex") -> None:
+    def __init__(self, index: Any) -> None:
         self.index = index
         self.kinds, self.kind_sources, self.threads = Codes(), Codes(), Codes()
         self.tags: dict[int, tuple[str, ...]] = {}  # as given (order kept), only for notes that have tags
@@ -138,14 +164,13 @@ class NoteRows(Mapping):
             return 0
         return s if s and self.cols["held"][s] else 0
 
-    def __getitem__(self, note_id: int) -> "NoteRow":
+    def __getitem__(self, note_id: int) -> NoteRow:
         s = self._slot(note_id)
         if not s:
             raise KeyError(note_id)
         return self.row_at(s)
 
-    def row_at(self, s: int) -> "NoteRow":
-        from palimpsest_memory.packs.memory.index import TYPES, NoteRow
+    def row_at(self, s: int) -> NoteRow:
         c, ic, ix = self.cols, self.index.cols, self.index
         nid = int(ix.slot_id[s])
         sup_by = int(c["superseded_by"][s])
@@ -205,7 +230,7 @@ class SlotLinks:
 
     Same interface as ``threads.ThreadLinks``: ``add``, ``remove``, ``thread_of``, ``neighbours``."""
 
-    def __init__(self, index: "MemoryIndex") -> None:
+    def __init__(self, index: Any) -> None:
         self.index = index
         self.last: dict[int, int] = {}  # thread code -> its highest note id
 
