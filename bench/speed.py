@@ -48,6 +48,18 @@ def rss_mb() -> float:
     return float("nan")
 
 
+def peak_mb() -> float:
+    """This process's peak RSS: VmHWM (reset by exec; ``ru_maxrss`` is not, so a worker forked from a process that
+    held gigabytes reported the parent's peak as its own)."""
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def load() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -90,11 +102,14 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
     from palimpsest_memory.packs.memory.models import RecallFilters
     from palimpsest_memory.packs.memory.vectors import single_blas_thread
     base_rss = rss_mb()
+    qs = speed_corpus.questions()[:n_queries]
     t = time.perf_counter()
     rt = Runtime.open(path, env=ENV)
-    out: dict = {"reopen_s": time.perf_counter() - t, "rss_open_mb": rss_mb(), "rss_base_mb": base_rss,
-                 "load_open": load()}
-    qs = speed_corpus.questions()[:n_queries]
+    t_open = time.perf_counter() - t
+    rt.call("memory.recall", {"query": qs[0]})  # mirrors load at a namespace's first call: reopen is open + that
+    out: dict = {"reopen_s": time.perf_counter() - t, "open_s": t_open, "rss_open_mb": rss_mb(),
+                 "rss_base_mb": base_rss, "load_open": load(),
+                 "peak_open_mb": peak_mb()}
     for q in qs:  # embeds every query once: the timed calls below hit the cache
         rt.call("memory.recall", {"query": q})
     lat, cpu = [], []
@@ -104,7 +119,8 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
             rt.call("memory.recall", {"query": q})
             lat.append(time.perf_counter() - t)
             cpu.append(time.thread_time() - c)
-    out.update(recall_p50=ms(lat), recall_p95=ms(lat, 95), recall_cpu_p50=ms(cpu), load_recall=load())
+    out.update(recall_p50=ms(lat), recall_p95=ms(lat, 95), recall_cpu_p50=ms(cpu), load_recall=load(),
+               rss_steady_mb=rss_mb())
     state = rt._state["memory"]
     index, embedders = state.index.of("default"), state.embedders  # one index per namespace (ADR 0016)
     vi = index.vectors[next(iter(index.vectors))]
@@ -170,7 +186,7 @@ def _tail(out: dict, rt, notes: list[dict], path: Path) -> dict:  # type: ignore
     t = time.perf_counter()
     rt.close()
     out["close_s"] = time.perf_counter() - t
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["peak_rss_mb"] = peak_mb()
     # a session's few writes: 1,000 more notes, then close (the snapshots are kept: they cover all but these) and
     # reopen (they are restored and the 1,000 indexed as an ingest would)
     extra = [dict(n, content=n["content"] + " (again)") for n in notes[:1000]]
@@ -189,8 +205,9 @@ def reopen(path: Path) -> dict:
     from palimpsest_memory.runtime import Runtime
     t = time.perf_counter()
     rt = Runtime.open(path, env=ENV)
+    rt.call("memory.recall", {"query": speed_corpus.questions()[0]})  # open + the namespace's first call
     out = {"reopen_s": time.perf_counter() - t, "load": load(), "rss_mb": rss_mb(),
-           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+           "peak_rss_mb": peak_mb()}
     rt.close()
     return out
 
@@ -264,9 +281,10 @@ def render(rows: list[dict], cmd: str, when: str) -> list[str]:
               "extends them), "
               "memory:", "",
               "| corpus | notes | ingest notes/s overall / median batch / last batch | ingest notes per CPU s | load | "
-              "close after ingest s | reopen s | close s | +1,000 notes: close / reopen s | "
-              "RSS after reopen MB (empty process) | peak RSS MB | file MB |",
-              "|---|---:|---|---:|---|---:|---:|---:|---|---|---:|---:|"]
+              "close after ingest s | reopen s (open + first recall) | close s | +1,000 notes: close / reopen s | "
+              "RSS after first recall / after the recalls MB (empty process) | peak RSS MB: reopen / whole run | "
+              "file MB (+ snapshot files) |",
+              "|---|---:|---|---:|---|---:|---:|---:|---|---|---|---|"]
     for r in rows:
         lines.append(
             f"| {r['corpus']} | {r['size']:,} | {f(r, 'ingest_overall', '{:,.0f}')} / "
@@ -275,7 +293,9 @@ def render(rows: list[dict], cmd: str, when: str) -> list[str]:
             f"{r.get('load_before_ingest', '—')} → {r.get('load_after_ingest', '—')} | "
             f"{f(r, 'close_after_ingest_s')} | {r['reopen_s']:.2f} | {r['close_s']:.2f} | "
             f"{f(r, 'close_tail_s')} / {f(r, 'reopen_tail_s')} (load {r.get('load_tail', '—')}) | "
-            f"{r['rss_open_mb']:,.0f} ({r['rss_base_mb']:,.0f}) | {r['peak_rss_mb']:,.0f} | {r['file_mb']:,.0f} |")
+            f"{r['rss_open_mb']:,.0f} / {f(r, 'rss_steady_mb', '{:,.0f}')} ({r['rss_base_mb']:,.0f}) | "
+            f"{f(r, 'peak_open_mb', '{:,.0f}')} / {r['peak_rss_mb']:,.0f} | "
+            f"{r['file_mb']:,.0f} (+ {r.get('side_mb', 0):,.0f}) |")
     return lines
 
 
@@ -308,14 +328,18 @@ def main(argv: list[str] | None = None) -> int:
             path = d / f"{corpus}-{size}.duckdb"
             if path.exists() and not args.keep:
                 path.unlink()
+                shutil.rmtree(Path(str(path) + ".index"), ignore_errors=True)
             r = {"corpus": corpus, "size": size}
             r.update(run("build", corpus, size, path, args.queries) if not path.exists() else {})
             r.update(run("measure", corpus, size, path, args.queries, not args.no_baselines))
+            side = Path(str(path) + ".index")  # the snapshots' files beside the store (memory/snapshot.py)
             r["file_mb"] = path.stat().st_size / 2**20
+            r["side_mb"] = sum(p.stat().st_size for p in side.glob("*")) / 2**20 if side.is_dir() else 0.0
             print(json.dumps(r), file=sys.stderr)
             rows.append(r)
             if not args.keep:
                 path.unlink()
+                shutil.rmtree(side, ignore_errors=True)
     if not args.keep:
         shutil.rmtree(args.store_dir, ignore_errors=True)
     cmd = (f"python bench/speed.py --sizes {args.sizes} --corpus {args.corpus} --queries {args.queries}"

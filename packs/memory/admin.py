@@ -68,6 +68,6 @@ def save_index(params: SaveIndexParams, ctx: Context) -> SaveIndexResult:
     index = ctx.state.index.of(ctx.namespace)
     if not index.dirty or len(index.rows) < s.index_snapshot_min_notes:
         return SaveIndexResult(saved=False, notes=len(index.rows), bytes=0)
-    size = snapshot.write(ctx, index) + snapshot.write_graphs(ctx, index)
+    size = snapshot.write(ctx, index) + snapshot.write_graphs(ctx, index) + snapshot.write_vectors(ctx, index)
     record(ctx, SnapshotSaved())
     return SaveIndexResult(saved=True, notes=len(index.rows), bytes=size)

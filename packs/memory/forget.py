@@ -17,6 +17,7 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
+from palimpsest_memory.packs.memory import snapshot
 from palimpsest_memory.packs.memory.browse import BrowseFilters, _where
 from palimpsest_memory.packs.memory.changes import CentralitySet, NotesErased, record
 from palimpsest_memory.packs.memory.core import pack
@@ -100,7 +101,7 @@ def forget(params: ForgetParams, ctx: Context) -> ForgetResult:
     had_centrality = ctx.db.query(f"SELECT count(*) FROM memory.centrality WHERE note_id IN {chosen}", [ids])[0][0]
     ctx.db.execute(f"DELETE FROM memory.centrality WHERE note_id IN {chosen}", [ids])
     ctx.db.execute(f"DELETE FROM memory.notes WHERE namespace = ? AND id IN {chosen}", [ns, ids])
-    ctx.db.execute("DELETE FROM memory.index_snapshot WHERE namespace = ?", [ns])  # their postings; rewritten at close
+    snapshot.drop(ctx)  # their postings and vectors (rows and files); rewritten at close
     ctx.db.execute(f"INSERT INTO memory.tombstones SELECT ?, unnest(?::BIGINT[]), ?, ?, ?",
                    [ns, ids, now, params.reason, ctx.actor])
     record(ctx, NotesErased(tuple(ids)))

@@ -19,13 +19,14 @@ import numpy as np
 
 from palimpsest_memory.packs.memory.bm25 import BM25Index
 from palimpsest_memory.packs.memory.context import ThreadExpander, render_dated
+from palimpsest_memory.packs.memory.rowstore import (NAT, TYPES, Codes, NoteRow, NoteRows, SlotLinks, from_micros,
+                                                     objects, seconds_of, to_micros)
 from palimpsest_memory.packs.memory.text import tokenize
 from palimpsest_memory.packs.memory.threads import Episodes
 from palimpsest_memory.packs.memory.vectors import Ann, VectorIndex
 
 EPOCH = datetime(1970, 1, 1)
 KINDS = ("decision", "milestone", "problem", "preference", "emotional")
-TYPES = ("episodic", "semantic")
 KIND_CODE = {k: i + 1 for i, k in enumerate(KINDS)}  # 0: no kind (or one this index does not know)
 # the columns of a note, in NoteRow's field order
 FULL_COLUMNS = ("id, namespace, content, memory_type, kind, scope, thread, tags, salience, decay_factor, "
@@ -39,50 +40,6 @@ def seconds(ts: datetime | None) -> float:
 def index_text(content: str, occurred_at: datetime) -> str:
     """What the legs see of a note: its words plus its date in words ("8 May 2023"), so dated queries match."""
     return render_dated(content, occurred_at)
-
-
-@dataclass(slots=True)
-class NoteRow:
-    """One stored note as the index keeps it: recall hydrates its answers from these, without SQL.
-
-    Field order is ``FULL_COLUMNS`` (above), so a row of that SELECT unpacks into it.
-    """
-
-    id: int
-    namespace: str
-    content: str
-    memory_type: str
-    kind: str | None
-    scope: str | None
-    thread: str | None
-    tags: Sequence[str]
-    salience: float
-    decay_factor: float
-    occurred_at: datetime
-    created_at: datetime
-    superseded_at: datetime | None = None
-    archived_at: datetime | None = None
-    kind_source: str = "caller"
-    source_id: str | None = None
-    key: str | None = None
-    superseded_by: int | None = None
-
-
-class Codes:
-    """Strings ↔ small ints, so string filters become integer compares."""
-
-    def __init__(self) -> None:
-        self.code: dict[str, int] = {}
-
-    def get(self, value: str | None, create: bool = True) -> int:
-        if value is None:
-            return 0
-        c = self.code.get(value)
-        if c is None:
-            if not create:
-                return -1  # matches nothing
-            c = self.code[value] = len(self.code) + 1
-        return c
 
 
 class Allowed:
@@ -112,6 +69,8 @@ class Column:
         self.index, self.name = index, name
 
     def __getitem__(self, ids: Any) -> np.ndarray:
+        if self.name == "prefix":
+            return self.index.prefixes(self.index.slots(ids))
         return self.index.cols[self.name][self.index.slots(ids)]
 
 
@@ -127,6 +86,7 @@ class MemoryIndex:
         self.ann = ann
         self.bm25 = BM25Index(k1=k1, b=b, max_query_terms=max_query_terms)
         self.expander = ThreadExpander(weight=expansion_weight, tokens_of=lambda i: self.tokens_of(self.rows[i]))
+        self.expander.links = SlotLinks(self)  # the links live in the prev/next/thread columns (rowstore.py)
         self.episodes = Episodes(episode_gap_seconds)  # the thread of a note remembered without one (ADR 0008)
         self.dirty = False  # changed since it was loaded: a snapshot (snapshot.py) is worth writing
         # +1 on every write below; what recall derives from the index and keeps (recall_cache.py: the notes' own
@@ -139,7 +99,8 @@ class MemoryIndex:
         self.namespaces, self.scopes, self.threads = Codes(), Codes(), Codes()
         self.tags: dict[int, frozenset[str]] = {}
         self.thread_names: dict[int, str] = {}
-        self.rows: dict[int, NoteRow] = {}  # every note, for answers without a SQL round trip
+        self.rows = NoteRows(self)  # every note, as columns, for answers without a SQL round trip
+        self._raw_thread_key: dict[int, list[Any]] = {}  # per namespace code: rows.threads code -> thread key
         self._cap = 0
         self.cols: dict[str, np.ndarray] = {}  # indexed by slot
         self.slot_id = np.zeros(0, dtype=np.int64)  # slot -> note id (-1: slot 0, no note)
@@ -149,6 +110,10 @@ class MemoryIndex:
         self._row_cache: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # see row_slots
         self._last: tuple[int, np.ndarray, np.ndarray] | None = None  # see slots
         self._grow(64)
+
+    def reserve(self, notes: int) -> None:
+        """Room for ``notes`` more notes (a load: one allocation instead of doubling)."""
+        self._grow(self._n + notes)
 
     def _grow(self, need: int) -> None:
         if need <= self._cap:
@@ -166,6 +131,7 @@ class MemoryIndex:
         sid = np.full(cap, -1, dtype=np.int64)
         sid[: self._cap] = self.slot_id
         self.slot_id = sid
+        self.rows.grow(self._cap, cap)
         self._cap = cap
 
     # -- note ids <-> slots ----------------------------------------------------------------------------------
@@ -233,7 +199,9 @@ class MemoryIndex:
     def _assign(self, ids: np.ndarray) -> np.ndarray:
         """The slots of ``ids``, giving the ids this index does not hold yet new slots (in id order)."""
         s = self.slots(ids)
-        new = np.unique(ids[s == 0])
+        new = ids[s == 0]
+        if new.size > 1 and not bool(np.all(new[1:] > new[:-1])):  # (a load's batches ascend: no sort needed)
+            new = np.unique(new)
         if new.size:
             n = self._n
             self._grow(n + new.size)
@@ -244,6 +212,17 @@ class MemoryIndex:
             self._order = None
             s = self.slots(ids)
         return s
+
+    def prefixes(self, slots: np.ndarray) -> np.ndarray:
+        """The near-duplicate hashes (of each note's opening ``prefix_chars`` characters, stripped and lower-cased)
+        at ``slots``, hashed on first read (0: not yet, or no note)."""
+        col, p = self.cols["prefix"], self.prefix_chars
+        if p:
+            todo = np.unique(slots[(col[slots] == 0) & (slots > 0)])
+            if todo.size:
+                text = self.rows.cols["content"]
+                col[todo] = [hash(text[s][:p].strip().lower()) if text[s] is not None else 0 for s in todo.tolist()]
+        return col[slots]
 
     def ids_of(self, mask: np.ndarray) -> np.ndarray:
         """The note ids of a mask over slots, ascending."""
@@ -260,68 +239,138 @@ class MemoryIndex:
         return int(self.cols["alive"].sum())
 
     # -- writes (committed changes only) -----------------------------------------------------------------
+    FIELDS = ("id", "namespace", "content", "memory_type", "kind", "scope", "thread", "tags", "salience",
+              "decay_factor", "occurred_at", "created_at", "superseded_at", "archived_at", "kind_source", "source_id",
+              "key", "superseded_by")  # NoteRow's fields; a batch for add_columns holds one sequence per field
+
     def add(self, rows: Sequence[NoteRow], vectors: dict[str, np.ndarray], *, text_index: bool = True) -> None:
         """Index committed notes. ``text_index=False``: their BM25 rows are already in ``self.bm25`` (restored
         from a snapshot), so only the columns and thread links are built — no tokenising."""
         if not rows:
             return
+        batch = {f: [getattr(r, f) for r in rows] for f in self.FIELDS}
+        self.add_columns(batch, vectors, text_index=text_index,
+                         tokens=[self.tokens_of(r) for r in rows] if text_index else None)
+
+    def add_columns(self, b: dict[str, Any], vectors: dict[str, np.ndarray] | None = None, *,
+                    text_index: bool = True, tokens: list[list[str]] | None = None) -> None:
+        """Index committed notes given as columns (``FIELDS``: lists, arrays, or what ``fetchnumpy`` returns, NULLs
+        masked): a load fills the index from whole batches without a Python object per note (rowstore.py).
+        ``tokens``: each note's own BM25 tokens when the caller has them."""
+        ids = np.asarray(b["id"], dtype=np.int64)
+        if not ids.size:
+            return
+        if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # id order: what a load and the links expect
+            order = np.argsort(ids, kind="stable")
+            b = {k: (v if isinstance(v, str) else (v[order] if isinstance(v, np.ndarray) else [v[j] for j in order]))
+                 for k, v in b.items()}
+            tokens = None if tokens is None else [tokens[j] for j in order]
+            ids = ids[order]
         self.version += 1
         self.dirty = True
-        c = self.cols
-        ids = np.array([r.id for r in rows], dtype=np.int64)
+        c, rc, rows = self.cols, self.rows.cols, self.rows
         at = self._assign(ids)
-        keys = {r.id: self.thread_key(r) for r in rows}  # once per note: episode inference is stateful
-        # column by column over the batch (a numpy item assignment per field and note cost ~1 s at 100k on open)
-        c["alive"][at] = [r.archived_at is None for r in rows]
-        c["archived"][at] = [r.archived_at is not None for r in rows]
-        c["ns"][at] = [self.namespaces.get(r.namespace) for r in rows]
-        c["mtype"][at] = [TYPES.index(r.memory_type) + 1 for r in rows]
-        c["kind"][at] = [KIND_CODE.get(r.kind, 0) if r.kind is not None else 0 for r in rows]
-        c["scope"][at] = [self.scopes.get(r.scope) for r in rows]
-        c["thread"][at] = [self.threads.get(keys[r.id]) for r in rows]
-        c["salience"][at] = [r.salience for r in rows]
-        c["decay"][at] = [r.decay_factor for r in rows]
-        c["occurred"][at] = [seconds(r.occurred_at) for r in rows]
-        c["created"][at] = [seconds(r.created_at) for r in rows]
-        c["superseded"][at] = [seconds(r.superseded_at) for r in rows]
-        p = self.prefix_chars
-        c["prefix"][at] = [hash(r.content[:p].strip().lower()) for r in rows] if p else 0
-        for r in rows:
-            if r.tags:
-                self.tags[r.id] = frozenset(r.tags)
-        self.rows.update((r.id, r) for r in rows)
-        links = self.expander.links
-        if text_index:
-            bags = self.expander.add_many((r.id, keys[r.id], self.tokens_of(r)) for r in rows)
-            self.bm25.add_weighted(list(bags), list(bags.values()))
-            changed: Iterable[int] = bags
+        again = np.flatnonzero(rc["held"][at])
+        for j in again.tolist():  # an id held already (a re-add): unlink it first, as the links did
+            self.expander.links.remove(int(ids[j]))
+        rows.count += ids.size - again.size
+        ns = b["namespace"]
+        ns_codes = np.full(ids.size, self.namespaces.get(ns)) if isinstance(ns, str) else \
+            np.array(self.namespaces.many(objects(ns)), dtype=np.int32)
+        content, scope, thread = objects(b["content"]), objects(b["scope"]), objects(b["thread"])
+        kind = objects(b["kind"])
+        occ, cre = to_micros(b["occurred_at"]), to_micros(b["created_at"])
+        sup, arc = to_micros(b["superseded_at"]), to_micros(b["archived_at"])
+        by = b["superseded_by"]
+        if isinstance(by, np.ma.MaskedArray):
+            by = np.where(np.ma.getmaskarray(by), -1, np.asarray(by.data, dtype=np.int64))
         else:
-            changed = set()
-            for r in rows:
-                links.add(r.id, keys[r.id])
-                changed.update(j for j in (r.id, *links.neighbours(r.id)) if j is not None)
-        self._link(changed)  # the notes whose thread neighbours may have changed
-        for model, matrix in vectors.items():
+            by = np.array([-1 if v is None else v for v in by], dtype=np.int64)
+        # the row columns (rowstore.NoteRows) and the index's
+        rc["held"][at] = True
+        rc["content"][at] = content
+        rc["source_id"][at], rc["key"][at] = objects(b["source_id"]), objects(b["key"])
+        rc["kind"][at] = rows.kinds.many(kind)
+        rc["ksrc"][at] = rows.kind_sources.many(objects(b["kind_source"]))
+        raw = np.array(rows.threads.many(thread), dtype=np.int32)
+        rc["thread"][at] = raw
+        rc["occurred"][at], rc["created"][at], rc["superseded"][at], rc["archived"][at] = occ, cre, sup, arc
+        rc["superseded_by"][at] = by
+        rows.text_chars += sum(map(len, content))
+        c["alive"][at] = arc == NAT
+        c["archived"][at] = arc != NAT
+        c["ns"][at] = ns_codes
+        c["mtype"][at] = [TYPES.index(t) + 1 for t in objects(b["memory_type"])]
+        c["kind"][at] = [KIND_CODE.get(k, 0) if k is not None else 0 for k in kind]
+        c["scope"][at] = self.scopes.many(scope)
+        c["salience"][at] = np.asarray(b["salience"], dtype=np.float64)
+        c["decay"][at] = np.asarray(b["decay_factor"], dtype=np.float64)
+        c["occurred"][at], c["created"][at], c["superseded"][at] = seconds_of(occ), seconds_of(cre), seconds_of(sup)
+        c["prefix"][at] = 0  # hashed when first read (prefixes): a recall reads a few hundred, a load writes all
+        tags = objects(b["tags"])
+        for j in np.flatnonzero([t is not None and len(t) > 0 for t in tags]).tolist():
+            t = tuple(tags[j])
+            i = int(ids[j])
+            rows.tags[i], self.tags[i] = t, frozenset(t)
+        # thread keys: the caller's thread per namespace, else the inferred episode (once per note, in id order)
+        keys = self._thread_codes(ids, raw, ns_codes, scope, c["occurred"][at])
+        changed_old = self.expander.links.add_sorted(at, ids, keys)
+        if text_index:
+            if tokens is None:
+                tokens = [self._tokens(x, from_micros(int(o))) for x, o in zip(content, occ.tolist())]
+            self.expander._tokens.update(zip(ids.tolist(), tokens))
+            prev = c["prev"][at]
+            changed: dict[int, None] = {}
+            for i, p_ in zip(ids.tolist(), prev.tolist()):
+                changed[i] = None
+                if p_ >= 0:
+                    changed[p_] = None
+            for j in changed_old.tolist():
+                changed[j] = None
+            bags = {j: self.expander.bag(j) for j in changed}
+            self.bm25.add_weighted(list(bags), list(bags.values()))
+        for model, matrix in (vectors or {}).items():
             self.add_vectors(model, ids, matrix)
+
+    def _thread_codes(self, ids: np.ndarray, raw: np.ndarray, ns: np.ndarray, scope: np.ndarray,
+                      occurred: np.ndarray) -> np.ndarray:
+        """The ``threads`` code of each note's thread key (``thread_key``), from its raw thread code."""
+        values = self.rows.threads.values
+        nsv = self.namespaces.values
+        if ns.size and np.any(ns != ns[0]):  # notes of several namespaces in one index (rare)
+            keys = [(nsv[n], values[r]) if r else None for n, r in zip(ns.tolist(), raw.tolist())]
+        else:
+            name = nsv[int(ns[0])] if ns.size else None
+            cache = self._raw_thread_key.setdefault(int(ns[0]) if ns.size else 0, [None])
+            cache += [(name, values[r]) for r in range(len(cache), len(values))]
+            keys = [cache[r] for r in raw.tolist()]
+        if self.episodes.gap > 0:  # a Python step per note without a thread, in id order (episodes are stateful)
+            key, scv = self.episodes.key, self.scopes.values
+            for j in np.flatnonzero(raw == 0).tolist():
+                keys[j] = key(int(ids[j]), nsv[int(ns[j])], scope[j], float(occurred[j]))
+        # codes made in id order of first use, as a live index makes them
+        return np.array(self.threads.many(keys), dtype=np.int32)
 
     def reinfer_episodes(self) -> None:
         """Infer every thread-less note's episode again, in id order (what a rebuild does), and re-link and
         re-index the notes whose neighbours changed. Run when a thread-less note's scope is edited; O(notes)."""
         self.version += 1
         self.episodes = Episodes(self.episodes.gap)
-        links, c = self.expander.links, self.cols
+        links, c, rc = self.expander.links, self.cols, self.rows.cols
         changed: set[int] = set()
-        for i in sorted(self.rows):
-            r = self.rows[i]
-            if r.thread is not None:
-                continue
-            key = self.episodes.key(i, r.namespace, r.scope, seconds(r.occurred_at))
+        n = self._n
+        slots = np.flatnonzero(rc["held"][:n] & (rc["thread"][:n] == 0))  # held notes without a thread
+        slots = slots[np.argsort(self.slot_id[slots], kind="stable")]  # in id order
+        for at in slots.tolist():
+            i = int(self.slot_id[at])
+            key = self.episodes.key(i, self.namespaces.values[int(c["ns"][at])],
+                                    self.scopes.values[int(c["scope"][at])], float(rc["occurred"][at]) / 1e6)
             if links.thread_of(i) == key:
                 continue
             changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
             links.remove(i)
             links.add(i, key)
-            c["thread"][self.slot(i)] = self.threads.get(key)
+            c["thread"][at] = self.threads.get(key)
             changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
         if not changed:
             return
@@ -357,32 +406,42 @@ class MemoryIndex:
         """The BM25 tokens of a note's own text (dated), before thread expansion."""
         return tokenize(index_text(r.content, r.occurred_at))
 
+    @staticmethod
+    def _tokens(content: str, occurred_at: datetime) -> list[str]:
+        return tokenize(index_text(content, occurred_at))
+
     def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True,
-                    adopt: bool = False) -> None:
+                    adopt: bool = False, normalised: bool = False) -> None:
         self.version += 1
         index = self.vectors.get(model)
         if index is None:
             index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
-        index.add(ids, matrix, build=build, adopt=adopt)
+        index.add(ids, matrix, build=build, adopt=adopt, normalised=normalised)
+
+    def adopt_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
+        """A load's vectors: ``matrix`` (normalised; its first ``len(ids)`` rows, maybe mapped from a file, with spare
+        rows after them) becomes the model's matrix as it is, with no copy."""
+        self.version += 1
+        self.vectors.pop(model, None)
+        vi = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
+        vi.adopt(ids, matrix)
 
     def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
         self.version += 1
         at = self.slot(note_id)
         if at:
             self.cols["superseded"][at] = seconds(when)
-        row = self.rows.get(note_id)
-        if row is not None:
-            row.superseded_at, row.superseded_by = when, by
+        self.rows.set(note_id, "superseded_at", when)
+        self.rows.set(note_id, "superseded_by", by)
 
     def set_metadata(self, note_id: int, fields: Iterable[tuple[str, Any]]) -> None:
         """Apply memory.update's in-place edits (tags, salience, decay_factor, kind, scope) to the row and columns."""
         self.version += 1
-        row = self.rows.get(note_id)
-        if row is None:
+        if note_id not in self.rows:
             return
         c, at = self.cols, self.slot(note_id)
         for name, value in fields:
-            setattr(row, name, value)
+            self.rows.set(note_id, name, value)
             if name == "tags":
                 if value:
                     self.tags[note_id] = frozenset(value)
@@ -396,7 +455,7 @@ class MemoryIndex:
                 c["kind"][at] = KINDS.index(value) + 1 if value in KINDS else 0
             elif name == "scope":
                 c["scope"][at] = self.scopes.get(value)
-                if row.thread is None and self.episodes.gap > 0:
+                if not self.rows.cols["thread"][at] and self.episodes.gap > 0:
                     self.reinfer_episodes()  # its episode came from its scope: infer as a rebuild would
 
     def set_archived(self, note_id: int, when: datetime | None) -> None:
@@ -405,9 +464,7 @@ class MemoryIndex:
         if at:
             self.cols["archived"][at] = when is not None
             self.cols["alive"][at] = when is None
-        row = self.rows.get(note_id)
-        if row is not None:
-            row.archived_at = when
+        self.rows.set(note_id, "archived_at", when)
 
     def forget(self, note_ids: Iterable[int]) -> None:
         """Erase notes (memory.forget): their rows, columns, tags, BM25 postings and vectors go, and their thread
@@ -417,12 +474,17 @@ class MemoryIndex:
             return
         self.version += 1
         self.dirty, self.appended_only = True, False
-        threadless = any(self.rows[i].thread is None for i in gone)  # their episodes are inferred (threads.py)
-        c = self.cols
+        c, rc = self.cols, self.rows.cols
+        gone_at = self.slots(np.array(gone, dtype=np.int64))
+        threadless = bool(np.any(rc["thread"][gone_at] == 0))  # their episodes are inferred (threads.py)
         rebag: dict[int, Any] = {}
-        for i, at in zip(gone, self.slots(np.array(gone, dtype=np.int64)).tolist()):
-            del self.rows[i]
+        for i, at in zip(gone, gone_at.tolist()):
+            self.rows.text_chars -= len(rc["content"][at])
+            rc["held"][at] = False
+            rc["content"][at] = rc["source_id"][at] = rc["key"][at] = None
+            self.rows.count -= 1
             self.tags.pop(i, None)
+            self.rows.tags.pop(i, None)
             rebag.pop(i, None)
             for j, bag in self.expander.remove(i).items():
                 rebag[j] = bag

@@ -14,7 +14,7 @@ import numpy as np
 from palimpsest_memory.packs.memory import snapshot
 from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved, SupersededSet,
                                   VectorsReplaced)
-from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex, NoteRow
+from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.vectors import Ann
 from palimpsest_memory.runtime import Context
@@ -30,50 +30,84 @@ def index_options(s: MemorySettings) -> dict[str, Any]:
                 episode_gap_seconds=s.context.episode_gap_minutes * 60.0)
 
 
-CHUNK = 8192  # rows per read at load: the whole table as Python tuples at once cost ~1 KB a note of heap that
-# malloc then kept (issue 16, item 14); reading in id ranges keeps that transient small
+CHUNK = 32_768  # vectors per read at load (32 MB at 256 dimensions)
+ROW_CHUNK = 262_144  # notes per read at load: whole columns (fetchnumpy), a bounded transient
 
 
-def read_rows(ctx: Context, namespace: str) -> list[NoteRow]:
-    """Every note of ``namespace`` as a row, read in id ranges; the strings many notes share (namespace, type, kind, scope,
-    thread) are stored once — each fetched value is otherwise its own string object (~55 bytes a field)."""
-    shared: dict[Any, Any] = {}
+def read_columns(ctx: Context, namespace: str) -> list[dict[str, Any]]:
+    """Every note of ``namespace`` as batches of columns (``MemoryIndex.FIELDS``, what ``add_columns`` takes), read
+    in id ranges with ``fetchnumpy``: typed arrays, the texts an object array, no Python object per note besides
+    its text (ADR 0025). Each batch's ids ascend."""
+    out: list[dict[str, Any]] = []
+    cols = FULL_COLUMNS.replace("tags,", "CASE WHEN len(tags) > 0 THEN tags END AS tags,")
+    lo, hi, n = ctx.db.query("SELECT min(id), max(id), count(*) FROM memory.notes WHERE namespace = ?",
+                             [namespace])[0]
+    if not n:
+        return out
+    # id ranges of about ROW_CHUNK notes each, unsorted (the store skips the other ranges; a sort by id in SQL cost
+    # more than the numpy argsort of each range)
+    edges = np.linspace(int(lo), int(hi) + 1, -(-int(n) // ROW_CHUNK) + 1).astype(np.int64)
+    for a, b in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        got = ctx.db.execute(f"SELECT {cols} FROM memory.notes WHERE namespace = ? AND id >= ? AND id < ?",
+                             [namespace, a, b]).fetchnumpy()
+        ids = np.asarray(got["id"])
+        if not ids.size:
+            continue
+        if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+            order = np.argsort(ids, kind="stable")
+            got = {k: v[order] for k, v in got.items()}
+        got["namespace"] = namespace
+        out.append(got)
+    return out
 
-    def one(v: Any) -> Any:
-        return v if v is None else shared.setdefault(v, v)
 
-    rows: list[NoteRow] = []
-    last = -1
-    while True:
-        got = ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes WHERE namespace = ? AND id > ? ORDER BY id "
-                           f"LIMIT {CHUNK}", [namespace, last])
-        for r in got:
-            (nid, ns, content, mtype, kind, scope, thread, tags, *rest) = r
-            rows.append(NoteRow(nid, one(ns), content, one(mtype), one(kind), one(scope), one(thread),
-                                tags or (), *rest[:6], one(rest[6]), *rest[7:]))
-        if len(got) < CHUNK:
-            return rows
-        last = got[-1][0]
-
-
-def read_vectors(ctx: Context, model: str, namespace: str) -> tuple[np.ndarray, np.ndarray]:
-    """Note ids of ``namespace`` and their vectors for ``model``, read in id ranges into one float32 matrix."""
+def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray | None = None,
+                 saved: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """Note ids of ``namespace`` and their vectors for ``model`` as one float32 matrix (its first ``len(ids)`` rows;
+    mapped from the saved file when there is one: ``snapshot.map_vectors``), each row normalised as the
+    vector index holds it, and how many of them came from the saved vectors (``saved``: use them when current,
+    ``snapshot.restore_vectors``). The rest are read from the table in ranges of ``CHUNK`` of ``note_ids`` (the
+    namespace's note ids, ascending: ``BETWEEN`` lets the stores skip the rest of both tables, where reading "the next
+    ``CHUNK`` after id x" scanned the join again per read, quadratic in the notes)."""
     total = ctx.db.query("SELECT count(*), max(v.dim) FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
                          "WHERE n.namespace = ? AND v.model = ?", [namespace, model])[0]
     n, dims = int(total[0]), int(total[1] or 0)
-    ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
-    done, last = 0, -1
-    while done < n:
+    mapped = snapshot.map_vectors(ctx, model, dims) if saved and n else None
+    if mapped is not None and mapped[1].shape[0] >= n >= mapped[0].size:  # the saved rows mapped, room for the rest
+        saved_ids, matrix, upto = mapped
+        restored = saved_ids.size
+        ids = np.zeros(n, dtype=np.int64)
+        ids[:restored] = saved_ids
+    elif mapped is not None and n >= mapped[0].size:  # more newer rows than its spare room: copied, then the rest
+        ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
+        restored, upto = mapped[0].size, mapped[2]
+        ids[:restored], matrix[:restored] = mapped[0], mapped[1][:restored]
+    else:
+        ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
+        restored, upto = snapshot.restore_vectors(ctx, model, dims, ids, matrix) if saved and n else (0, -1)
+    if note_ids is None:
+        note_ids = np.array([r[0] for r in ctx.db.query("SELECT id FROM memory.notes WHERE namespace = ? ORDER BY id",
+                                                       [namespace])], dtype=np.int64)
+    note_ids = note_ids[note_ids > upto]
+    done = restored
+    for start in range(0, note_ids.size, CHUNK):
+        lo, hi = int(note_ids[start]), int(note_ids[min(start + CHUNK, note_ids.size) - 1])
         got = ctx.db.query("SELECT v.note_id, v.vec FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
-                           "WHERE n.namespace = ? AND v.model = ? AND v.note_id > ? "
-                           f"ORDER BY v.note_id LIMIT {CHUNK}", [namespace, model, last])
-        if not got:
-            break
+                           "WHERE n.namespace = ? AND v.model = ? AND v.note_id BETWEEN ? AND ? "
+                           "AND n.id BETWEEN ? AND ? ORDER BY v.note_id", [namespace, model, lo, hi, lo, hi])
         k = min(len(got), n - done)
+        if k <= 0:
+            continue
         ids[done:done + k] = [nid for nid, _ in got[:k]]
-        matrix[done:done + k] = np.frombuffer(b"".join(v for _, v in got[:k]), dtype=np.float32).reshape(k, -1)
-        done, last = done + k, got[-1][0]
-    return ids[:done], matrix[:done]
+        part = matrix[done:done + k]
+        part[:] = np.frombuffer(b"".join(v for _, v in got[:k]), dtype=np.float32).reshape(k, -1)
+        for s in range(0, k, 8192):  # normalised as VectorIndex.add normalises what it adopts
+            rows = part[s:s + 8192]
+            norm = np.linalg.norm(rows, axis=1, keepdims=True)
+            norm[norm == 0] = 1.0
+            np.divide(rows, norm, out=rows)
+        done += k
+    return ids[:done], matrix, restored  # (the matrix may hold spare rows after the first ``done``)
 
 
 class IndexMirror(Mirror):
@@ -99,22 +133,35 @@ class IndexMirror(Mirror):
             return  # nothing is held before a namespace's first call
         s: MemorySettings = ctx.settings
         index = MemoryIndex(**index_options(s))  # empty, with this runtime's settings
-        rows = read_rows(ctx, namespace)
-        covered = snapshot.restore(ctx, index, np.fromiter((r.id for r in rows), dtype=np.int64, count=len(rows)))
-        index.add(rows[:covered], {}, text_index=False)  # a restored BM25 needs no tokenising
-        index.add(rows[covered:], {})  # notes newer than the snapshot (all of them without one): as an ingest
-        index.dirty = covered < len(rows)
+        batches = read_columns(ctx, namespace)
+        all_ids = np.concatenate([b["id"] for b in batches]) if batches else np.zeros(0, dtype=np.int64)
+        index.reserve(all_ids.size)
+        covered = snapshot.restore(ctx, index, all_ids)
+        for b in batches:  # a restored BM25 needs no tokenising; notes newer than it are indexed as an ingest
+            k = int(np.searchsorted(b["id"], all_ids[covered - 1], side="right")) if covered else 0
+            if k:
+                index.add_columns(_part(b, 0, k), text_index=False)
+            if k < len(b["id"]):
+                index.add_columns(_part(b, k, len(b["id"])))
+        del batches
+        index.dirty = covered < all_ids.size or (covered > 0 and not index.appended_only)  # (or to move to a file)
         for model in s.stored_models():
-            ids, matrix = read_vectors(ctx, model, namespace)
-            if len(ids) < len(rows):
-                ctx.log.warning("%d notes of %s have no %s vector; run memory.reembed", len(rows) - len(ids),
+            saved = all_ids.size >= s.index_snapshot_min_notes
+            ids, matrix, restored = read_vectors(ctx, model, namespace, all_ids, saved)
+            if len(ids) < all_ids.size:
+                ctx.log.warning("%d notes of %s have no %s vector; run memory.reembed", all_ids.size - len(ids),
                                 namespace, model)
             if len(ids):
-                index.add_vectors(model, ids, matrix, build=False, adopt=True)  # the matrix read is ours
+                index.adopt_vectors(model, ids, matrix)  # the matrix read (or mapped) is ours, and normalised
                 vi = index.vectors[model]
+                # kept unless read from rows where a file could be mapped (saved before files were used)
+                vi.vectors_saved = restored
+                vi.vectors_appended = restored > 0 and (isinstance(matrix, np.memmap) or snapshot.sidecar(ctx) is None)
+                index.dirty = index.dirty or (saved and not snapshot.keeps(restored, len(ids)))
                 if not snapshot.restore_graph(ctx, vi, model):  # a saved HNSW graph, else build it now
                     vi.build_graph()
                     index.dirty = index.dirty or vi.has_graph
+                index.dirty = index.dirty or vi.graph_dirty
         self.by_ns[namespace] = index
         self._measured.pop(namespace, None)
 
@@ -150,6 +197,13 @@ class IndexMirror(Mirror):
         return {ns: index_digest(index) for ns, index in sorted(self.by_ns.items())}
 
 
+def _part(b: dict[str, Any], lo: int, hi: int) -> dict[str, Any]:
+    """Rows ``lo:hi`` of a batch of columns."""
+    if lo == 0 and hi == len(b["id"]):
+        return b
+    return {k: v if isinstance(v, str) else v[lo:hi] for k, v in b.items()}
+
+
 def take(index: MemoryIndex, c: Any) -> None:
     """Apply one committed change to a namespace's index."""
     index.version += 1  # what recall keeps derived from the index (recall_cache.py) is stale from here
@@ -175,7 +229,7 @@ def take(index: MemoryIndex, c: Any) -> None:
             vi.graph_dirty = False
 
 
-ROW_BYTES = 420  # a NoteRow's slots, its datetimes and tags tuple, and its dict entry, besides its text
+ROW_BYTES = 60  # a note's text object (its header: its characters are counted apiece), besides the columns
 ENTRY_BYTES = 100  # one entry of a dict of small objects (ids → rows of a posting map, codes, tags)
 
 
@@ -186,6 +240,10 @@ def held_bytes(obj: Any) -> int:
         if isinstance(v, np.ndarray):
             total += v.nbytes
         elif isinstance(v, dict):
+            first = next(iter(v.values()), None)
+            if not isinstance(first, (np.ndarray, tuple)):  # (an id map: its entries are all it holds)
+                total += ENTRY_BYTES * len(v)
+                continue
             total += ENTRY_BYTES * len(v) + sum(a.nbytes if isinstance(a, np.ndarray) else  # (tuples: a cache's)
                                                 sum(x.nbytes for x in a if isinstance(x, np.ndarray))
                                                 for a in v.values() if isinstance(a, (np.ndarray, tuple)))
@@ -198,8 +256,8 @@ def held_bytes(obj: Any) -> int:
 def index_bytes(index: MemoryIndex) -> int:
     """About how many bytes one namespace's index holds: its columns and maps, its BM25 arrays and postings, its
     vectors and HNSW graphs, each note's row and text. An estimate for the budget, not an exact count."""
-    total = held_bytes(index) + held_bytes(index.bm25)
-    total += sum(ROW_BYTES + len(r.content) for r in index.rows.values())
+    total = held_bytes(index) + held_bytes(index.bm25) + held_bytes(index.rows)
+    total += ROW_BYTES * len(index.rows) + index.rows.text_chars
     for vi in index.vectors.values():
         total += held_bytes(vi)
         graph = getattr(vi, "_graph", None)
@@ -209,7 +267,7 @@ def index_bytes(index: MemoryIndex) -> int:
 
 def index_digest(index: MemoryIndex) -> Any:
     """Every note's id and the flags recall filters on, the BM25 content, and the vector ids per model."""
-    ids = np.array(sorted(index.rows), dtype=np.int64)
+    ids = index.rows.ids()
     c = {k: v[index.slots(ids)] for k, v in index.cols.items()}
     notes = tuple(zip(ids.tolist(), c["alive"].tolist(), c["archived"].tolist(),
                       np.nan_to_num(c["superseded"], nan=-1.0).tolist(),

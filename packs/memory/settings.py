@@ -67,6 +67,7 @@ class VectorIndexSettings(BaseModel):
     connectivity: int = Field(ge=2, le=64)
     expansion_add: int = Field(ge=1)
     expansion_search: int = Field(ge=1)
+    rows_per_expansion: int = Field(ge=0)  # the search list grows with the graph: max(expansion_search, rows / this)
     oversample: float = Field(ge=1)
     max_ask: int = Field(ge=1)
 

@@ -1,11 +1,13 @@
 """The full-text index snapshot: a restart restores BM25 instead of re-tokenising, and answers exactly as a rebuild."""
 import copy
 
+import numpy as np
 import pytest
 from store_support import HASHING, T0
 
 from palimpsest_memory.runtime.testing import open_test_runtime
 from index_support import held_index
+from palimpsest_memory.packs.memory import snapshot
 from palimpsest_memory.packs.memory.index_mirror import index_digest
 
 SNAP = copy.deepcopy(HASHING)
@@ -30,8 +32,14 @@ def answers(rt) -> dict:  # type: ignore[no-untyped-def]
         for q in QUERIES}
 
 
-def snapshot_row(rt):  # type: ignore[no-untyped-def]
-    return rt._con.execute("SELECT notes, max_id FROM memory.index_snapshot").fetchall()
+def snapshot_row(rt, upto: int = 1):  # type: ignore[no-untyped-def]
+    """The BM25 snapshot's (notes, max_id); with ``upto=999`` the graphs' too (rows 1000 and up: the vectors)."""
+    return rt._con.execute("SELECT notes, max_id FROM memory.index_snapshot WHERE id <= ? ORDER BY id",
+                           [upto]).fetchall()
+
+
+def vector_rows(rt):  # type: ignore[no-untyped-def]
+    return rt._con.execute("SELECT notes, max_id FROM memory.index_snapshot WHERE id >= 1000 ORDER BY id").fetchall()
 
 
 def test_a_restart_restores_the_index_and_answers_as_before(tmp_path) -> None:
@@ -144,7 +152,8 @@ def vector_answers(rt) -> dict:  # type: ignore[no-untyped-def]
 
 
 def graph_rows(rt) -> list:  # type: ignore[no-untyped-def]
-    return rt._con.execute("SELECT id, notes, max_id FROM memory.index_snapshot WHERE id >= 2").fetchall()
+    return rt._con.execute("SELECT id, notes, max_id FROM memory.index_snapshot WHERE id >= 2 AND id < 1000"
+                           ).fetchall()  # (1000 and up: the saved vectors)
 
 
 def test_a_restart_restores_the_vector_graph_instead_of_building_it(tmp_path) -> None:
@@ -211,7 +220,8 @@ def test_a_few_notes_after_the_snapshot_are_indexed_on_open_and_answer_as_live_a
         live, live_vec = answers(rt), vector_answers(rt)
     with open_test_runtime(config=GRAPH, path=db) as rt:
         index = held_index(rt)
-        assert snapshot_row(rt) == [(100, ids[-1]), (100, ids[-1])]  # BM25 and the graph: the first 100 notes
+        assert snapshot_row(rt, 999) == [(100, ids[-1]), (100, ids[-1])]  # BM25 and the graph: the first 100 notes
+        assert vector_rows(rt) == [(100, ids[-1])]  # and the vectors
         vi = index.vectors["hashing"]
         assert len(index.bm25) == 106 and len(vi) == 106 and vi.has_graph
         assert index.dirty and index.saved_notes == 100 and vi.saved_rows == 100
@@ -231,10 +241,10 @@ def test_more_notes_than_a_tenth_after_the_snapshot_rewrite_it_at_close(tmp_path
     with open_test_runtime(config=GRAPH, path=db) as rt:
         rt.call("memory.remember_many", {"notes": notes(5, start=100)})
     with open_test_runtime(config=GRAPH, path=db) as rt:
-        assert [r[0] for r in snapshot_row(rt)] == [100, 100]
+        assert [r[0] for r in snapshot_row(rt, 999) + vector_rows(rt)] == [100, 100, 100]
         rt.call("memory.remember_many", {"notes": notes(6, start=105)})  # now 11 past the snapshot
     with open_test_runtime(config=GRAPH, path=db) as rt:
-        assert [r[0] for r in snapshot_row(rt)] == [111, 111]
+        assert [r[0] for r in snapshot_row(rt, 999) + vector_rows(rt)] == [111, 111, 111]
         assert not held_index(rt).dirty
 
 
@@ -293,3 +303,77 @@ def test_bm25_snapshot_round_trip_keeps_scores_and_allows_removal_after_restore(
     snap["df"] = snap["df"][:-1]
     with pytest.raises(ValueError):
         BM25Index().restore(snap)
+
+
+# -- the vectors are saved too, and a DuckDB store keeps snapshot bytes in files beside it (ADR 0025) --
+def _matrix(rt):  # type: ignore[no-untyped-def]
+    vi = held_index(rt).vectors["hashing"]
+    ids, rows = vi.live_rows()
+    return ids, vi.matrix_rows(rows)
+
+
+def test_saved_vectors_are_bit_for_bit_the_vectors_read_from_the_table(tmp_path) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": notes(80)})
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        assert [r[0] for r in vector_rows(rt)] == [80]
+        vi = held_index(rt).vectors["hashing"]
+        assert vi.vectors_saved == 80 and vi.vectors_appended  # restored
+        ids, saved = _matrix(rt)
+        before = vector_answers(rt)
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:
+        rt._con.execute("DELETE FROM memory.index_snapshot WHERE id >= 1000")
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:  # read from the table and normalised on load
+        ids2, read = _matrix(rt)
+        assert np.array_equal(ids, ids2) and saved.tobytes() == read.tobytes()
+        assert vector_answers(rt) == before
+
+
+def test_snapshot_bytes_live_in_files_and_a_file_of_another_write_is_not_used(tmp_path) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": notes(80)})
+        live, live_vec = answers(rt), vector_answers(rt)
+    files = sorted((tmp_path / "pal.duckdb.index").glob("*.bin"))
+    assert len(files) == 3  # BM25, the graph, the vectors; each row names its file
+    with open_test_runtime(config=NO_SNAP, path=db) as rt:
+        assert all(bytes(d).startswith(snapshot.MARK) for (d,) in
+                   rt._con.execute("SELECT data FROM memory.index_snapshot").fetchall())
+    for f in files:  # another write's file under the same name: its tag differs
+        data = bytearray(f.read_bytes())
+        data[len(snapshot.MARK)] ^= 0xFF
+        f.write_bytes(bytes(data))
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        index = held_index(rt)
+        vi = index.vectors["hashing"]
+        assert index.dirty and index.saved_notes == 0 and vi.graph_dirty and vi.vectors_saved == 0  # rebuilt
+        assert answers(rt) == live and vector_answers(rt) == live_vec
+    with open_test_runtime(config=GRAPH, path=db) as rt:  # saved again at that close, to new files
+        assert not held_index(rt).dirty
+        assert answers(rt) == live
+    assert len(list((tmp_path / "pal.duckdb.index").glob("*"))) == 3
+
+
+def test_forget_deletes_the_snapshot_files_with_their_rows(tmp_path) -> None:
+    db = str(tmp_path / "pal.duckdb")
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        ids = rt.call("memory.remember_many", {"notes": notes(80)}).ids
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        assert len(list((tmp_path / "pal.duckdb.index").glob("*.bin"))) == 3
+        rt.call("memory.forget", {"ids": [ids[0]], "reason": "test"})
+        assert list((tmp_path / "pal.duckdb.index").glob("*")) == []
+        assert rt._con.execute("SELECT count(*) FROM memory.index_snapshot").fetchall() == [(0,)]
+
+
+def test_the_graph_search_list_grows_with_the_graph() -> None:
+    from palimpsest_memory.packs.memory.vectors import Ann, VectorIndex
+    rng = np.random.default_rng(1)
+    vi = VectorIndex(16, ann=Ann(min_rows=50, expansion_search=64, rows_per_expansion=2))
+    vi.add(np.arange(1, 401), rng.normal(size=(400, 16)).astype(np.float32))
+    assert vi.has_graph and vi.expansion() == 400 // 2
+    vi.search(rng.normal(size=16).astype(np.float32), 30)  # asks the graph for 60 rows
+    assert vi._g.expansion_search == 200  # set on the graph before it is searched
+    vi.search(rng.normal(size=16).astype(np.float32), 5)  # 10 rows: no longer than 5 x 10, nor below 64
+    assert vi._g.expansion_search == 64 and vi.expansion(20) == 100
+    assert VectorIndex(16, ann=Ann(min_rows=50, expansion_search=64, rows_per_expansion=0)).expansion() == 64
