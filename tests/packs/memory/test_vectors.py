@@ -200,3 +200,15 @@ def test_a_graph_saved_before_newer_rows_is_restored_and_extended():
     other = VectorIndex(64, ann=ANN)
     other.add(np.arange(1, 3001), x, build=False)  # as many rows up to 2800, but other ids
     assert not other.restore_graph(data, upto=2800) and not other.has_graph
+
+
+def test_a_mapped_matrix_is_copied_into_memory_only_where_every_recall_scans_it(tmp_path):
+    rng = np.random.default_rng(3)
+    m = l2_normalize(rng.standard_normal((40, 8)).astype(np.float32))
+    m.tofile(tmp_path / "v.bin")
+    ids = np.arange(1, 41, dtype=np.int64)
+    for ann, mapped in ((Ann(min_rows=0), False), (Ann(min_rows=1000), False), (Ann(min_rows=20), True)):
+        vi = VectorIndex(8, ann=ann)
+        vi.adopt(ids, np.memmap(tmp_path / "v.bin", dtype=np.float32, mode="c", shape=(40, 8)))
+        assert isinstance(vi._mat, np.memmap) is mapped, ann
+        assert [i for i, _ in vi.search(m[4], 3)][0] == 5  # the same answers either way
