@@ -507,7 +507,8 @@ def speed(convs: list[Conversation], n: int) -> list[str]:
     """What inferred episodes cost: the product's index (``MemoryIndex``, no embedding) fed ``n`` notes (LoCoMo
     turns replicated into new scopes, a second apart) without a thread, inference off and on, and with their
     sessions as threads, side by side; then BM25 top-200 + fusion + context over the index for 300 questions."""
-    from palimpsest_memory.packs.memory.index import MemoryIndex, NoteRow
+    from palimpsest_memory.packs.memory.index import MemoryIndex
+    from palimpsest_memory.packs.memory.rowstore import NoteRow
     base = [(c, t) for c in convs for t in c.turns]
     def rows(threads: bool) -> list:
         return [NoteRow(i + 1, "ns", t.content, "episodic", None, f"{c.sid}#{i // len(base)}",

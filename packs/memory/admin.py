@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from palimpsest_memory.packs.memory import snapshot
 from palimpsest_memory.packs.memory.changes import SnapshotSaved, VectorsReplaced, record
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.index import index_text
+from palimpsest_memory.packs.memory.index_writes import index_text
 from palimpsest_memory.packs.memory.models import GetParams, GetResult, ReembedParams, ReembedResult
 from palimpsest_memory.packs.memory.remember import fetch_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings

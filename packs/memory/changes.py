@@ -15,7 +15,7 @@ import numpy as np
 if TYPE_CHECKING:
     from palimpsest_memory.runtime import Context
 
-    from palimpsest_memory.packs.memory.index import NoteRow
+    from palimpsest_memory.packs.memory.rowstore import NoteRow
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ import numpy as np
 from palimpsest_memory.packs.memory.changes import NotesAdded, record
 from palimpsest_memory.packs.memory.classify import classify
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.index import FULL_COLUMNS, NoteRow, index_text
+from palimpsest_memory.packs.memory.index import FULL_COLUMNS
+from palimpsest_memory.packs.memory.index_writes import index_text
+from palimpsest_memory.packs.memory.rowstore import NoteRow
 from palimpsest_memory.packs.memory.models import (Note, NoteIn, RememberManyParams, RememberManyResult, RememberParams,
                                  RememberResult)
 from palimpsest_memory.packs.memory.settings import MemorySettings

@@ -12,7 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from palimpsest_memory.packs.memory import ranking, recall_cache
-from palimpsest_memory.packs.memory.index import seconds
+from palimpsest_memory.packs.memory.index_writes import seconds
 from palimpsest_memory.packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams, EmbedResult,
                                  FuseParams, FuseResult, Leg, RecallFilters, RerankParams, Scored, ScoreParams,
                                  ScoreResult)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from palimpsest_memory.packs.memory.idrows import IdRows
-from palimpsest_memory.packs.memory.index import MemoryIndex, NoteRow
+from palimpsest_memory.packs.memory.index import MemoryIndex
+from palimpsest_memory.packs.memory.rowstore import NoteRow
 from palimpsest_memory.packs.memory.index_mirror import index_digest
 from palimpsest_memory.packs.memory.threads import ThreadLinks
 

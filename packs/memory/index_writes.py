@@ -1,0 +1,305 @@
+"""The writes of a memory index (:class:`palimpsest_memory.packs.memory.index.MemoryIndex`): committed notes added as
+columns, thread links and episodes, vectors, in-place edits and forgetting. Each bumps ``version``, which is what
+recall's kept values (recall_cache.py) are checked against.
+
+Split from index.py by what the code does to the index (write here, read there), not by data: both halves work on
+the same columns, set up by ``MemoryIndex.__init__``.
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any, Hashable, Iterable, Sequence
+
+import numpy as np
+
+from palimpsest_memory.packs.memory.context import render_dated
+from palimpsest_memory.packs.memory.rowstore import NAT, TYPES, NoteRow, from_micros, objects, seconds_of, to_micros
+from palimpsest_memory.packs.memory.text import tokenize
+from palimpsest_memory.packs.memory.threads import Episodes
+from palimpsest_memory.packs.memory.vectors import VectorIndex
+
+EPOCH = datetime(1970, 1, 1)
+KINDS = ("decision", "milestone", "problem", "preference", "emotional")
+KIND_CODE = {k: i + 1 for i, k in enumerate(KINDS)}  # 0: no kind (or one this index does not know)
+
+
+def seconds(ts: datetime | None) -> float:
+    return math.nan if ts is None else (ts - EPOCH).total_seconds()
+
+
+def index_text(content: str, occurred_at: datetime) -> str:
+    """What the legs see of a note: its words plus its date in words ("8 May 2023"), so dated queries match."""
+    return render_dated(content, occurred_at)
+
+
+class IndexWrites:
+    """The writes of MemoryIndex (committed changes only): the columns, links, legs and ``version`` it sets up."""
+
+    FIELDS = ("id", "namespace", "content", "memory_type", "kind", "scope", "thread", "tags", "salience",
+              "decay_factor", "occurred_at", "created_at", "superseded_at", "archived_at", "kind_source", "source_id",
+              "key", "superseded_by")  # NoteRow's fields; a batch for add_columns holds one sequence per field
+
+    def add(self, rows: Sequence[NoteRow], vectors: dict[str, np.ndarray], *, text_index: bool = True) -> None:
+        """Index committed notes. ``text_index=False``: their BM25 rows are already in ``self.bm25`` (restored
+        from a snapshot), so only the columns and thread links are built — no tokenising."""
+        if not rows:
+            return
+        batch = {f: [getattr(r, f) for r in rows] for f in self.FIELDS}
+        self.add_columns(batch, vectors, text_index=text_index,
+                         tokens=[self.tokens_of(r) for r in rows] if text_index else None)
+
+    def add_columns(self, b: dict[str, Any], vectors: dict[str, np.ndarray] | None = None, *,
+                    text_index: bool = True, tokens: list[list[str]] | None = None) -> None:
+        """Index committed notes given as columns (``FIELDS``: lists, arrays, or what ``fetchnumpy`` returns, NULLs
+        masked): a load fills the index from whole batches without a Python object per note (rowstore.py).
+        ``tokens``: each note's own BM25 tokens when the caller has them."""
+        ids = np.asarray(b["id"], dtype=np.int64)
+        if not ids.size:
+            return
+        if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # id order: what a load and the links expect
+            order = np.argsort(ids, kind="stable")
+            b = {k: (v if isinstance(v, str) else (v[order] if isinstance(v, np.ndarray) else [v[j] for j in order]))
+                 for k, v in b.items()}
+            tokens = None if tokens is None else [tokens[j] for j in order]
+            ids = ids[order]
+        self.version += 1
+        self.dirty = True
+        c, rc, rows = self.cols, self.rows.cols, self.rows
+        at = self._assign(ids)
+        again = np.flatnonzero(rc["held"][at])
+        for j in again.tolist():  # an id held already (a re-add): unlink it first, as the links did
+            self.expander.links.remove(int(ids[j]))
+        rows.count += ids.size - again.size
+        ns = b["namespace"]
+        ns_codes = np.full(ids.size, self.namespaces.get(ns)) if isinstance(ns, str) else \
+            np.array(self.namespaces.many(objects(ns)), dtype=np.int32)
+        content, scope, thread = objects(b["content"]), objects(b["scope"]), objects(b["thread"])
+        kind = objects(b["kind"])
+        occ, cre = to_micros(b["occurred_at"]), to_micros(b["created_at"])
+        sup, arc = to_micros(b["superseded_at"]), to_micros(b["archived_at"])
+        by = b["superseded_by"]
+        if isinstance(by, np.ma.MaskedArray):
+            by = np.where(np.ma.getmaskarray(by), -1, np.asarray(by.data, dtype=np.int64))
+        else:
+            by = np.array([-1 if v is None else v for v in by], dtype=np.int64)
+        # the row columns (rowstore.NoteRows) and the index's
+        rc["held"][at] = True
+        rc["content"][at] = content
+        rc["source_id"][at], rc["key"][at] = objects(b["source_id"]), objects(b["key"])
+        rc["kind"][at] = rows.kinds.many(kind)
+        rc["ksrc"][at] = rows.kind_sources.many(objects(b["kind_source"]))
+        raw = np.array(rows.threads.many(thread), dtype=np.int32)
+        rc["thread"][at] = raw
+        rc["occurred"][at], rc["created"][at], rc["superseded"][at], rc["archived"][at] = occ, cre, sup, arc
+        rc["superseded_by"][at] = by
+        rows.text_chars += sum(map(len, content))
+        c["alive"][at] = arc == NAT
+        c["archived"][at] = arc != NAT
+        c["ns"][at] = ns_codes
+        c["mtype"][at] = [TYPES.index(t) + 1 for t in objects(b["memory_type"])]
+        c["kind"][at] = [KIND_CODE.get(k, 0) if k is not None else 0 for k in kind]
+        c["scope"][at] = self.scopes.many(scope)
+        c["salience"][at] = np.asarray(b["salience"], dtype=np.float64)
+        c["decay"][at] = np.asarray(b["decay_factor"], dtype=np.float64)
+        c["occurred"][at], c["created"][at], c["superseded"][at] = seconds_of(occ), seconds_of(cre), seconds_of(sup)
+        c["prefix"][at] = 0  # hashed when first read (prefixes): a recall reads a few hundred, a load writes all
+        tags = objects(b["tags"])
+        for j in np.flatnonzero([t is not None and len(t) > 0 for t in tags]).tolist():
+            t = tuple(tags[j])
+            i = int(ids[j])
+            rows.tags[i], self.tags[i] = t, frozenset(t)
+        # thread keys: the caller's thread per namespace, else the inferred episode (once per note, in id order)
+        keys = self._thread_codes(ids, raw, ns_codes, scope, c["occurred"][at])
+        changed_old = self.expander.links.add_sorted(at, ids, keys)
+        if text_index:
+            if tokens is None:
+                tokens = [self._tokens(x, from_micros(int(o))) for x, o in zip(content, occ.tolist())]
+            self.expander._tokens.update(zip(ids.tolist(), tokens))
+            prev = c["prev"][at]
+            changed: dict[int, None] = {}
+            for i, p_ in zip(ids.tolist(), prev.tolist()):
+                changed[i] = None
+                if p_ >= 0:
+                    changed[p_] = None
+            for j in changed_old.tolist():
+                changed[j] = None
+            bags = {j: self.expander.bag(j) for j in changed}
+            self.bm25.add_weighted(list(bags), list(bags.values()))
+        for model, matrix in (vectors or {}).items():
+            self.add_vectors(model, ids, matrix)
+
+    def _thread_codes(self, ids: np.ndarray, raw: np.ndarray, ns: np.ndarray, scope: np.ndarray,
+                      occurred: np.ndarray) -> np.ndarray:
+        """The ``threads`` code of each note's thread key (``thread_key``), from its raw thread code."""
+        values = self.rows.threads.values
+        nsv = self.namespaces.values
+        if ns.size and np.any(ns != ns[0]):  # notes of several namespaces in one index (rare)
+            keys = [(nsv[n], values[r]) if r else None for n, r in zip(ns.tolist(), raw.tolist())]
+        else:
+            name = nsv[int(ns[0])] if ns.size else None
+            cache = self._raw_thread_key.setdefault(int(ns[0]) if ns.size else 0, [None])
+            cache += [(name, values[r]) for r in range(len(cache), len(values))]
+            keys = [cache[r] for r in raw.tolist()]
+        if self.episodes.gap > 0:  # a Python step per note without a thread, in id order (episodes are stateful)
+            key = self.episodes.key
+            for j in np.flatnonzero(raw == 0).tolist():
+                keys[j] = key(int(ids[j]), nsv[int(ns[j])], scope[j], float(occurred[j]))
+        # codes made in id order of first use, as a live index makes them
+        return np.array(self.threads.many(keys), dtype=np.int32)
+
+    def reinfer_episodes(self) -> None:
+        """Infer every thread-less note's episode again, in id order (what a rebuild does), and re-link and
+        re-index the notes whose neighbours changed. Run when a thread-less note's scope is edited; O(notes)."""
+        self.version += 1
+        self.episodes = Episodes(self.episodes.gap)
+        links, c, rc = self.expander.links, self.cols, self.rows.cols
+        changed: set[int] = set()
+        n = self._n
+        slots = np.flatnonzero(rc["held"][:n] & (rc["thread"][:n] == 0))  # held notes without a thread
+        slots = slots[np.argsort(self.slot_id[slots], kind="stable")]  # in id order
+        for at in slots.tolist():
+            i = int(self.slot_id[at])
+            key = self.episodes.key(i, self.namespaces.values[int(c["ns"][at])],
+                                    self.scopes.values[int(c["scope"][at])], float(rc["occurred"][at]) / 1e6)
+            if links.thread_of(i) == key:
+                continue
+            changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
+            links.remove(i)
+            links.add(i, key)
+            c["thread"][at] = self.threads.get(key)
+            changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
+        if not changed:
+            return
+        self.dirty, self.appended_only = True, False
+        bags = {j: self.expander.bag(j) for j in changed}
+        self.bm25.add_weighted(list(bags), list(bags.values()))
+        self._link(changed)
+
+    def _link(self, notes: Iterable[int]) -> None:
+        """Write the prev/next columns (thread neighbours, as note ids) of ``notes``."""
+        links = self.expander.links
+        js, ps, ns = [], [], []
+        for j in notes:
+            p, n = links.neighbours(j)
+            js.append(j)
+            ps.append(-1 if p is None else p)
+            ns.append(-1 if n is None else n)
+        if js:
+            at = self.slots(np.array(js, dtype=np.int64))
+            keep = at > 0  # never write slot 0
+            self.cols["prev"][at[keep]] = np.array(ps, dtype=np.int64)[keep]
+            self.cols["next"][at[keep]] = np.array(ns, dtype=np.int64)[keep]
+
+    def thread_key(self, r: NoteRow) -> Hashable | None:
+        """A note's thread as the index links it: the caller's ``thread`` (per namespace), else the inferred
+        episode of its scope (``threads.Episodes``; None when inference is off)."""
+        if r.thread is not None:
+            return (r.namespace, r.thread)
+        return self.episodes.key(r.id, r.namespace, r.scope, seconds(r.occurred_at))
+
+    @staticmethod
+    def tokens_of(r: NoteRow) -> list[str]:
+        """The BM25 tokens of a note's own text (dated), before thread expansion."""
+        return tokenize(index_text(r.content, r.occurred_at))
+
+    @staticmethod
+    def _tokens(content: str, occurred_at: datetime) -> list[str]:
+        return tokenize(index_text(content, occurred_at))
+
+    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True,
+                    adopt: bool = False, normalised: bool = False) -> None:
+        self.version += 1
+        index = self.vectors.get(model)
+        if index is None:
+            index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
+        index.add(ids, matrix, build=build, adopt=adopt, normalised=normalised)
+
+    def adopt_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
+        """A load's vectors: ``matrix`` (normalised; its first ``len(ids)`` rows, maybe mapped from a file, with spare
+        rows after them) becomes the model's matrix as it is, with no copy."""
+        self.version += 1
+        self.vectors.pop(model, None)
+        vi = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
+        vi.adopt(ids, matrix)
+
+    def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
+        self.version += 1
+        at = self.slot(note_id)
+        if at:
+            self.cols["superseded"][at] = seconds(when)
+        self.rows.set(note_id, "superseded_at", when)
+        self.rows.set(note_id, "superseded_by", by)
+
+    def set_metadata(self, note_id: int, fields: Iterable[tuple[str, Any]]) -> None:
+        """Apply memory.update's in-place edits (tags, salience, decay_factor, kind, scope) to the row and columns."""
+        self.version += 1
+        if note_id not in self.rows:
+            return
+        c, at = self.cols, self.slot(note_id)
+        for name, value in fields:
+            self.rows.set(note_id, name, value)
+            if name == "tags":
+                if value:
+                    self.tags[note_id] = frozenset(value)
+                else:
+                    self.tags.pop(note_id, None)
+            elif name == "salience":
+                c["salience"][at] = value
+            elif name == "decay_factor":
+                c["decay"][at] = value
+            elif name == "kind":
+                c["kind"][at] = KINDS.index(value) + 1 if value in KINDS else 0
+            elif name == "scope":
+                c["scope"][at] = self.scopes.get(value)
+                if not self.rows.cols["thread"][at] and self.episodes.gap > 0:
+                    self.reinfer_episodes()  # its episode came from its scope: infer as a rebuild would
+
+    def set_archived(self, note_id: int, when: datetime | None) -> None:
+        self.version += 1
+        at = self.slot(note_id)
+        if at:
+            self.cols["archived"][at] = when is not None
+            self.cols["alive"][at] = when is None
+        self.rows.set(note_id, "archived_at", when)
+
+    def forget(self, note_ids: Iterable[int]) -> None:
+        """Erase notes (memory.forget): their rows, columns, tags, BM25 postings and vectors go, and their thread
+        neighbours are linked and re-expanded as if the notes had never been (what a fresh load builds)."""
+        gone = [int(i) for i in note_ids if int(i) in self.rows]
+        if not gone:
+            return
+        self.version += 1
+        self.dirty, self.appended_only = True, False
+        c, rc = self.cols, self.rows.cols
+        gone_at = self.slots(np.array(gone, dtype=np.int64))
+        threadless = bool(np.any(rc["thread"][gone_at] == 0))  # their episodes are inferred (threads.py)
+        rebag: dict[int, Any] = {}
+        for i, at in zip(gone, gone_at.tolist()):
+            self.rows.text_chars -= len(rc["content"][at])
+            rc["held"][at] = False
+            rc["content"][at] = rc["source_id"][at] = rc["key"][at] = None
+            self.rows.count -= 1
+            self.tags.pop(i, None)
+            self.rows.tags.pop(i, None)
+            rebag.pop(i, None)
+            for j, bag in self.expander.remove(i).items():
+                rebag[j] = bag
+            # its slot stays, dead, with the defaults slot 0 holds (an id keeps its slot)
+            c["alive"][at] = c["archived"][at] = False
+            for name in ("ns", "mtype", "kind", "scope", "thread", "salience", "decay", "occurred", "created",
+                         "prefix"):
+                c[name][at] = 0
+            c["superseded"][at] = math.nan
+            c["prev"][at] = c["next"][at] = -1
+        self.bm25.remove(gone)
+        rebag = {j: b for j, b in rebag.items() if j in self.rows}
+        if rebag:  # neighbours' bags held the forgotten notes' words: re-index them without
+            self.bm25.add_weighted(list(rebag), list(rebag.values()))
+        self._link(rebag)
+        for model, index in list(self.vectors.items()):
+            index.remove(gone)
+            if not len(index):  # a fresh load holds no index for a model without vectors
+                del self.vectors[model]
+        if threadless:  # a fresh load infers the episodes without the forgotten notes: so must the live index
+            self.reinfer_episodes()
