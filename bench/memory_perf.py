@@ -30,6 +30,7 @@ from palimpsest_memory.packs.memory.importers import parse_locomo  # noqa: E402
 from palimpsest_memory.packs.memory.models import RecallFilters  # noqa: E402
 from palimpsest_memory.packs.memory.vectors import VectorIndex  # noqa: E402
 from palimpsest_memory.runtime import Runtime  # noqa: E402
+from report import pct, write_report  # noqa: E402
 
 
 def corpus(size: int) -> tuple[list[dict], list[str], list[str]]:
@@ -47,9 +48,6 @@ def corpus(size: int) -> tuple[list[dict], list[str], list[str]]:
     speakers = sorted({s for c in convs for s in c.speakers})
     return notes, questions, speakers
 
-
-def pct(xs: list[float], p: float) -> float:
-    return float(np.percentile(xs, p)) * 1000
 
 
 def run_size(size: int, n_queries: int, batch: int) -> dict:
@@ -167,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         vec_lines.append(f"| {r['size']:,} | {'yes' if r['prefilter_on'] else 'no (exact)'} | {r['leg_p50']:.2f} | "
                          f"{r['leg_exact_p50']:.2f} | {r['leg_found']:.2f} % |")
     text = "\n".join(lines + vec_lines) + "\n"
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    write_report(args.out, text)
     return 0
 
 

@@ -25,6 +25,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from report import write_report  # bench/, this script's folder
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
@@ -166,8 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    Path(args.out).write_text(text, encoding="utf-8")
-    print(text)
+    write_report(args.out, text)
     return 0
 
 

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import speed_corpus  # noqa: E402
+from report import write_report  # noqa: E402
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 
@@ -346,9 +347,7 @@ def main(argv: list[str] | None = None) -> int:
            + (" --no-baselines" if args.no_baselines else ""))
     lines = render(rows, cmd, f"{datetime.now():%Y-%m-%d %H:%M}")
     text = "\n".join(lines) + "\n"
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    write_report(args.out, text)
     return 0
 
 

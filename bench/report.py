@@ -1,0 +1,19 @@
+"""What every benchmark script does with its figures: write the markdown report (bench/results/<name>.md, which
+run_all.py assembles into RESULTS.md) and print it; and the percentile in milliseconds they quote."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def write_report(out: str | Path, text: str) -> None:
+    """Write ``text`` to ``out`` (its folder made if missing) and print it."""
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text, encoding="utf-8")
+    print(text)
+
+
+def pct(seconds: list[float], p: float) -> float:
+    """The ``p``-th percentile of durations in seconds, in milliseconds."""
+    return float(np.percentile(seconds, p)) * 1000
