@@ -43,7 +43,7 @@ def main() -> int:
     args = ap.parse_args()
     folder = tempfile.mkdtemp(prefix="pal-copy-bench-")
     server = PostgresServer(f"{folder}/pg")
-    lines = [f"# `pal copy` and forget on PostgreSQL (ADR 0018)", "",
+    lines = ["# `pal copy` and forget on PostgreSQL (ADR 0018)", "",
              f"Command: `python bench/copy_store.py --notes {args.notes} --forgets {args.forgets}` — "
              f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine()}; load average (1/5/15 min) at the start "
              f"{load()}.", ""]

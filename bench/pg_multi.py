@@ -27,8 +27,6 @@ import argparse
 import functools
 import json
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile

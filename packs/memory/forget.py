@@ -102,7 +102,7 @@ def forget(params: ForgetParams, ctx: Context) -> ForgetResult:
     ctx.db.execute(f"DELETE FROM memory.centrality WHERE note_id IN {chosen}", [ids])
     ctx.db.execute(f"DELETE FROM memory.notes WHERE namespace = ? AND id IN {chosen}", [ns, ids])
     snapshot.drop(ctx)  # their postings and vectors (rows and files); rewritten at close
-    ctx.db.execute(f"INSERT INTO memory.tombstones SELECT ?, unnest(?::BIGINT[]), ?, ?, ?",
+    ctx.db.execute("INSERT INTO memory.tombstones SELECT ?, unnest(?::BIGINT[]), ?, ?, ?",
                    [ns, ids, now, params.reason, ctx.actor])
     record(ctx, NotesErased(tuple(ids)))
     if had_centrality:
