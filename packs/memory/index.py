@@ -29,17 +29,30 @@ FULL_COLUMNS = ("id, namespace, content, memory_type, kind, scope, thread, tags,
 
 class Allowed:
     """A recall mask over an index's slots, asked by note id: what the BM25 and vector legs and the walk take as
-    ``allowed`` (``allows`` for an array of ids, ``in`` for one)."""
+    ``allowed`` (``allows`` for an array of ids, ``in`` for one). The answer for a leg's whole row-id array
+    (``allows(x._ids[:n])``, asked every recall) is kept: the mask read through the row→slot map once per array.
+    recall_cache.py keeps an Allowed per filter set until the index's next write, which is when those arrays change."""
 
-    __slots__ = ("index", "mask")
+    __slots__ = ("index", "mask", "rows")
 
     def __init__(self, index: "MemoryIndex", mask: np.ndarray) -> None:
         self.index, self.mask = index, mask
+        self.rows: dict[tuple[int, int], np.ndarray] = {}
 
     def allows(self, ids: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Which of ``ids`` pass; with ``rows``, which of ``ids[rows]`` (``ids`` a whole row-id array)."""
-        slots = self.index.row_slots(np.asarray(ids, dtype=np.int64))
-        return self.mask[slots if rows is None else slots[rows]]
+        base = ids.base
+        if base is None or ids.size < 4096:  # not a leg's row array: answered as asked
+            slots = self.index.row_slots(np.asarray(ids, dtype=np.int64))
+            return self.mask[slots if rows is None else slots[rows]]
+        key = (id(base), ids.size)
+        ok = self.rows.get(key)
+        if ok is None:
+            if len(self.rows) >= 4:
+                self.rows.clear()
+            ok = self.rows[key] = self.mask[self.index.row_slots(ids)]
+            ok.flags.writeable = False
+        return ok if rows is None else ok[rows]
 
     def __contains__(self, note_id: int) -> bool:
         return bool(self.mask[self.index.slot(note_id)])

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.index import MemoryIndex
+from palimpsest_memory.packs.memory.index import Allowed, MemoryIndex
 
 MASKS = 8  # distinct filter sets kept per index (a session's recalls mostly share one or two)
 
@@ -41,35 +41,6 @@ def filter_key(namespace: str, filters: Any) -> tuple:
     return (namespace, *((k, tuple(v) if isinstance(v, list) else v) for k, v in filters.__dict__.items()))
 
 
-class Allowed:
-    """``index.allowed(mask)`` that keeps its answer for a leg's whole row-id array (``allows(x._ids[:n])``, what
-    the BM25 and vector legs ask every recall): the mask read through the row→slot map, once per array."""
-
-    __slots__ = ("index", "mask", "rows")
-
-    def __init__(self, index: MemoryIndex, mask: np.ndarray) -> None:
-        self.index, self.mask = index, mask
-        self.rows: dict[tuple[int, int], np.ndarray] = {}
-
-    def allows(self, ids: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """Which of ``ids`` pass; with ``rows``, which of ``ids[rows]`` (``ids`` a whole row-id array)."""
-        base = ids.base
-        if base is None or ids.size < 4096:  # not a leg's row array: answered as asked
-            slots = self.index.row_slots(np.asarray(ids, dtype=np.int64))
-            return self.mask[slots if rows is None else slots[rows]]
-        key = (id(base), ids.size)  # the legs' arrays change only with a write, which empties this cache
-        ok = self.rows.get(key)
-        if ok is None:
-            if len(self.rows) >= 4:
-                self.rows.clear()
-            ok = self.rows[key] = self.mask[self.index.row_slots(ids)]
-            ok.flags.writeable = False
-        return ok if rows is None else ok[rows]
-
-    def __contains__(self, note_id: int) -> bool:
-        return bool(self.mask[self.index.slot(note_id)])
-
-
 def allowed(index: MemoryIndex, namespace: str, filters: Any) -> Allowed:
     """The recall mask of ``namespace`` and ``filters`` over the index's slots (``.mask``, read-only) and the
     legs' view of it, computed once per filter set and index version."""
@@ -82,7 +53,7 @@ def allowed(index: MemoryIndex, namespace: str, filters: Any) -> Allowed:
         m.flags.writeable = False
         if len(masks) >= MASKS:
             masks.pop(next(iter(masks)))
-        a = masks[key] = Allowed(index, m)
+        a = masks[key] = index.allowed(m)
     return a
 
 
