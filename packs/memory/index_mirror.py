@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import snapshot
+from palimpsest_memory.packs.memory import snapshot, snapshot_files
 from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved, SupersededSet,
                                   VectorsReplaced)
 from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex
@@ -156,7 +156,8 @@ class IndexMirror(Mirror):
                 vi = index.vectors[model]
                 # kept unless read from rows where a file could be mapped (saved before files were used)
                 vi.vectors_saved = restored
-                vi.vectors_appended = restored > 0 and (isinstance(matrix, np.memmap) or snapshot.sidecar(ctx) is None)
+                vi.vectors_appended = restored > 0 and (isinstance(matrix, np.memmap)
+                                                        or snapshot_files.folder(ctx) is None)
                 index.dirty = index.dirty or (saved and not snapshot.keeps(restored, len(ids)))
                 if not snapshot.restore_graph(ctx, vi, model):  # a saved HNSW graph, else build it now
                     vi.build_graph()

@@ -21,16 +21,14 @@ old vectors. ADR 0008 and 0025.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 
 from palimpsest_memory.packs.memory.bm25 import BM25Index
 from palimpsest_memory.packs.memory.index import MemoryIndex
+from palimpsest_memory.packs.memory import snapshot_files as files
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.text import TOKENIZER_VERSION
 from palimpsest_memory.packs.memory.vectors import VectorIndex
@@ -48,108 +46,6 @@ TAIL_MAX = 5000
 def keeps(covered: int, total: int) -> bool:
     """Whether a snapshot of the first ``covered`` of ``total`` items (only added since) is still good enough."""
     return 0 < covered <= total and total - covered <= min(TAIL_MAX, covered // 10)
-
-
-# Where a snapshot's bytes live. DuckDB reads a large BLOB back at ~80-100 MB/s here (measured on this machine: a
-# 64 MB row in 0.55-0.85 s, whatever the row size; the same bytes in memory in 0.08 s), which at 1M notes (~1.7 GB of
-# BM25, graph and vectors) alone took longer than the reopen goal. So for a DuckDB file the bytes go to a file beside
-# it (``<store>.index/``), and the row keeps what names them: a marker, a random tag written in the file too, the
-# size and the file name. A file that is missing, short or of another write (its tag differs) makes the snapshot
-# unusable, as a stale one is: the index is then rebuilt from the tables. PostgreSQL (and an in-memory DuckDB) keep
-# the bytes in the row.
-MARK = b"PALIMPSEST-SNAPSHOT-FILE-1\n"
-
-
-def _sidecar(ctx: Context) -> Path | None:
-    """The folder beside a DuckDB store file for snapshot bytes, None when the bytes stay in the row."""
-    if ctx.db.dialect != "duckdb":
-        return None
-    got = ctx.db.query("SELECT path FROM duckdb_databases() WHERE database_name = current_database()")
-    path = got[0][0] if got else None
-    if not path or path == ":memory:":
-        return None
-    return Path(str(path) + ".index")
-
-
-def _put(ctx: Context, row_id: int, sig: str, notes: int, max_id: int, data: "bytes | list") -> int:
-    """Store one snapshot row (``data``: its bytes, or a list of buffers written one after the other); returns its
-    size."""
-    parts = data if isinstance(data, list) else [data]
-    size = sum(memoryview(p).nbytes for p in parts)
-    where = _sidecar(ctx)
-    if where is None:
-        data = b"".join(parts)
-    else:
-        where.mkdir(exist_ok=True)
-        tag = os.urandom(16)
-        stem = hashlib.blake2b(ctx.namespace.encode("utf-8"), digest_size=8).hexdigest() + f"-{row_id}"
-        name = f"{stem}-{tag.hex()}.bin"
-        tmp = where / (name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(MARK + tag)
-            for p in parts:
-                f.write(p)
-        os.replace(tmp, where / name)
-        for old in where.glob(stem + "-*.bin"):  # an earlier write's (its row is replaced below)
-            if old.name != name:
-                try:
-                    old.unlink(missing_ok=True)
-                except OSError:  # still mapped by this process, on a system that refuses that: left for later
-                    pass
-        data = MARK + tag + size.to_bytes(8, "little") + name.encode()
-    # delete + insert: DuckDB's upsert of a large BLOB took ~9x longer (2.7 s against 0.3 s for 40 MB here)
-    ctx.db.execute("DELETE FROM memory.index_snapshot WHERE namespace = ? AND id = ?", [ctx.namespace, row_id])
-    ctx.db.execute("INSERT INTO memory.index_snapshot VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   [ctx.namespace, row_id, sig, notes, max_id, ctx.now(), data])
-    return size
-
-
-def _file_of(ctx: Context, data: bytes) -> tuple[Path, int, int] | None:
-    """(path, offset of its bytes, their size) of the file a row names, when it is that write's file."""
-    data = bytes(data)
-    where = _sidecar(ctx)
-    if where is None or not data.startswith(MARK):
-        return None
-    head = len(MARK)
-    tag, size, name = data[head:head + 16], int.from_bytes(data[head + 16:head + 24], "little"), data[head + 24:]
-    try:
-        path = where / name.decode()
-        with open(path, "rb") as f:
-            if f.read(head + 16) != MARK + tag or path.stat().st_size != head + 16 + size:
-                return None
-    except (OSError, UnicodeDecodeError):
-        return None
-    return path, head + 16, size
-
-
-def sidecar(ctx: Context) -> Path | None:
-    return _sidecar(ctx)
-
-
-def _inline(ctx: Context, data: bytes) -> bool:
-    """Whether a row holds its bytes itself where they would now go to a file (a store saved before files were
-    used): the caller then saves it again at close, to a file."""
-    return len(data) > (1 << 20) and not bytes(data[:len(MARK)]) == MARK and _sidecar(ctx) is not None
-
-
-def _bytes(ctx: Context, data: bytes) -> bytes | None:
-    """A snapshot row's bytes: its own, or its file's (None when that file is not the one it names)."""
-    data = bytes(data)
-    if not data.startswith(MARK):
-        return data
-    head = len(MARK)
-    tag, size, name = data[head:head + 16], int.from_bytes(data[head + 16:head + 24], "little"), data[head + 24:]
-    where = _sidecar(ctx)
-    if where is None:
-        return None
-    try:
-        with open(where / name.decode(), "rb") as f:
-            if f.read(head + 16) != MARK + tag:
-                return None
-            out = f.read(size + 1)
-    except (OSError, UnicodeDecodeError):
-        return None
-    return out if len(out) == size else None
 
 
 def _covered(ids: np.ndarray, n: int, mx: int) -> int:
@@ -181,8 +77,8 @@ def restore(ctx: Context, index: MemoryIndex, ids: np.ndarray) -> int:
         ctx.log.info("full-text index snapshot is stale (%s notes up to id %s, store has %s up to %s): rebuilding",
                      n, mx, ids.size, int(ids[-1]))
         return 0
-    moved = _inline(ctx, data)
-    data = _bytes(ctx, data)
+    moved = files.held_inline(ctx, data)
+    data = files.read(ctx, data)
     if data is None:
         ctx.log.warning("full-text index snapshot file is missing or of another write: rebuilding")
         return 0
@@ -210,7 +106,7 @@ def write(ctx: Context, index: MemoryIndex) -> int:
     buf = io.BytesIO()
     np.savez(buf, **index.bm25.snapshot())
     data = buf.getvalue()
-    _put(ctx, 1, signature(ctx.settings), len(index.rows), index.rows.max_id(), data)
+    files.put(ctx, 1, signature(ctx.settings), len(index.rows), index.rows.max_id(), data)
     index.saved_notes, index.appended_only = len(index.rows), True
     return len(data)
 
@@ -241,8 +137,8 @@ def restore_graph(ctx: Context, vi: VectorIndex, model: str) -> bool:
     if covered != n:
         ctx.log.info("%s vector graph snapshot is stale: rebuilding", model)
         return False
-    moved = _inline(ctx, data)
-    data = _bytes(ctx, data)
+    moved = files.held_inline(ctx, data)
+    data = files.read(ctx, data)
     if data is None or not vi.restore_graph(data, upto=mx):
         ctx.log.warning("%s vector graph snapshot unreadable: rebuilding", model)
         return False
@@ -261,7 +157,7 @@ def write_graphs(ctx: Context, index: MemoryIndex) -> int:
         data = vi.graph_bytes()
         if data is None:
             continue
-        _put(ctx, _graph_row(ctx.settings, model), graph_signature(model, vi), len(vi), vi.max_id(), data)
+        files.put(ctx, _graph_row(ctx.settings, model), graph_signature(model, vi), len(vi), vi.max_id(), data)
         vi.saved_rows, vi.appended_only = len(vi), True
         size += len(data)
     return size
@@ -270,37 +166,13 @@ def write_graphs(ctx: Context, index: MemoryIndex) -> int:
 def drop_graphs(ctx: Context) -> None:
     """Every namespace's saved graphs and vectors (memory.reembed replaces the vectors of all of them)."""
     ctx.db.execute("DELETE FROM memory.index_snapshot WHERE id >= ?", [GRAPH_ROW])
-    where = _sidecar(ctx)
-    if where is not None:
-        for f in where.glob("*.bin"):
-            parts = f.name.split("-")
-            if len(parts) == 3 and parts[1].isdigit() and int(parts[1]) >= GRAPH_ROW:
-                f.unlink(missing_ok=True)
-
-
-def _drop_files(ctx: Context, lo: int, hi: int) -> None:
-    """The namespace's snapshot files of rows ``lo``..``hi``."""
-    where = _sidecar(ctx)
-    if where is None:
-        return
-    stem = hashlib.blake2b(ctx.namespace.encode("utf-8"), digest_size=8).hexdigest()
-    for f in where.glob(stem + "-*.bin"):
-        parts = f.name.split("-")
-        if len(parts) == 3 and parts[1].isdigit() and lo <= int(parts[1]) <= hi:
-            try:
-                f.unlink(missing_ok=True)
-            except OSError:
-                pass
+    files.drop_files(ctx, GRAPH_ROW, every_namespace=True)
 
 
 def drop(ctx: Context) -> None:
     """The namespace's snapshots, rows and files (memory.forget: they hold what it erases)."""
     ctx.db.execute("DELETE FROM memory.index_snapshot WHERE namespace = ?", [ctx.namespace])
-    where = _sidecar(ctx)
-    if where is not None:
-        stem = hashlib.blake2b(ctx.namespace.encode("utf-8"), digest_size=8).hexdigest()
-        for f in where.glob(stem + "-*"):
-            f.unlink(missing_ok=True)
+    files.drop_files(ctx)
 
 
 # The vectors themselves, as the index holds them (normalised float32, in note id order), in rows of VECTOR_CHUNK:
@@ -362,7 +234,7 @@ def map_vectors(ctx: Context, model: str, dim: int) -> tuple[np.ndarray, np.ndar
     if len(meta) != 1 or meta[0][0] != lo or meta[0][1] != vector_signature(model, dim):
         return None
     n, mx = int(meta[0][2]), int(meta[0][3])
-    found = _file_of(ctx, meta[0][4])
+    found = files.file_of(ctx, meta[0][4])
     if found is None:
         return None
     path, offset, size = found
@@ -386,27 +258,27 @@ def _read_into(ctx: Context, data: bytes, width: int, ids: np.ndarray, matrix: n
     """Read one saved chunk of vectors (its ids, then its rows) straight into ``ids`` and ``matrix``; returns how
     many, None when unreadable. From a file, ``readinto`` the arrays: no bytes object of the chunk in between."""
     data = bytes(data)
-    if not data.startswith(MARK):
+    if not files.names_a_file(data):
         k = len(data) // width
         if k * width != len(data) or k > ids.size:
             return None
         ids[:k] = np.frombuffer(data, dtype=np.int64, count=k)
         matrix[:k] = np.frombuffer(data, dtype=np.float32, offset=8 * k).reshape(k, -1)
         return k
-    head = len(MARK)
-    tag, size, name = data[head:head + 16], int.from_bytes(data[head + 16:head + 24], "little"), data[head + 24:]
-    where = _sidecar(ctx)
+    found = files.file_of(ctx, data)
+    if found is None:
+        return None
+    path, offset, size = found
     k = size // width
-    if where is None or k * width != size or k > ids.size:
+    if k * width != size or k > ids.size:
         return None
     try:
-        with open(where / name.decode(), "rb") as f:
-            if f.read(head + 16) != MARK + tag:
-                return None
+        with open(path, "rb") as f:
+            f.seek(offset)
             if f.readinto(memoryview(ids[:k]).cast("B")) != 8 * k or \
                     f.readinto(memoryview(matrix[:k]).cast("B")) != 4 * k * matrix.shape[1] or f.read(1):
                 return None
-    except (OSError, UnicodeDecodeError):
+    except OSError:
         return None
     return k
 
@@ -425,20 +297,21 @@ def write_vectors(ctx: Context, index: MemoryIndex) -> int:
         if not ids.size:
             continue
         sig, mx = vector_signature(model, vi.dim), int(ids[-1])
-        if _sidecar(ctx) is not None:  # one file, mapped on open (map_vectors), with room for the rows keeps allows
+        if files.folder(ctx) is not None:  # one file, mapped on open (map_vectors), with room for the rows keeps allows
             spare = min(TAIL_MAX, int(ids.size) // 10)
             parts: list = [np.array([ids.size, spare], dtype=np.int64).tobytes(), ids.tobytes()]
             parts += [np.ascontiguousarray(vi.matrix_rows(rows[a:a + VECTOR_CHUNK])).tobytes()
                       for a in range(0, ids.size, VECTOR_CHUNK)]
             parts.append(bytes(4 * vi.dim * spare))
-            size += _put(ctx, lo, sig, int(ids.size), mx, parts)
-            _drop_files(ctx, lo + 1, hi)  # the chunk rows of a layout saved before (their rows were deleted above)
+            size += files.put(ctx, lo, sig, int(ids.size), mx, parts)
+            # the chunk rows of a layout saved before (their rows were deleted above)
+            files.drop_files(ctx, lo + 1, hi, mapped_ok=True)
             vi.vectors_saved, vi.vectors_appended = int(ids.size), True
             continue
         for j, start in enumerate(range(0, ids.size, VECTOR_CHUNK)):
             part = slice(start, start + VECTOR_CHUNK)
             data = ids[part].tobytes() + np.ascontiguousarray(vi.matrix_rows(rows[part])).tobytes()
-            _put(ctx, lo + j, sig, int(ids.size), mx, data)
+            files.put(ctx, lo + j, sig, int(ids.size), mx, data)
             size += len(data)
         vi.vectors_saved, vi.vectors_appended = int(ids.size), True
     return size

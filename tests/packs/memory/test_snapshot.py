@@ -7,7 +7,7 @@ from store_support import HASHING, T0
 
 from palimpsest_memory.runtime.testing import open_test_runtime
 from index_support import held_index
-from palimpsest_memory.packs.memory import snapshot
+from palimpsest_memory.packs.memory import snapshot, snapshot_files
 from palimpsest_memory.packs.memory.index_mirror import index_digest
 
 SNAP = copy.deepcopy(HASHING)
@@ -338,11 +338,11 @@ def test_snapshot_bytes_live_in_files_and_a_file_of_another_write_is_not_used(tm
     files = sorted((tmp_path / "pal.duckdb.index").glob("*.bin"))
     assert len(files) == 3  # BM25, the graph, the vectors; each row names its file
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
-        assert all(bytes(d).startswith(snapshot.MARK) for (d,) in
+        assert all(bytes(d).startswith(snapshot_files.MARK) for (d,) in
                    rt._con.execute("SELECT data FROM memory.index_snapshot").fetchall())
     for f in files:  # another write's file under the same name: its tag differs
         data = bytearray(f.read_bytes())
-        data[len(snapshot.MARK)] ^= 0xFF
+        data[len(snapshot_files.MARK)] ^= 0xFF
         f.write_bytes(bytes(data))
     with open_test_runtime(config=GRAPH, path=db) as rt:
         index = held_index(rt)
