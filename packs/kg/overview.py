@@ -71,16 +71,16 @@ def namespaces(params: NamespacesParams, ctx: Context) -> NamespacesResult:
     """List the namespaces that hold a graph (entities, facts or edges), with their counts and last write."""
     cond, args = ("WHERE starts_with(namespace, ?) ", [params.prefix]) if params.prefix else ("", [])
     per: dict[str, dict] = {}
-    for sql, keys in (
-        (f"SELECT namespace, count(*), max(updated_at) FROM kg.entities {cond}GROUP BY namespace", ("entities",)),
+    for sql, count in (
+        (f"SELECT namespace, count(*), max(updated_at) FROM kg.entities {cond}GROUP BY namespace", "entities"),
         ("SELECT namespace, count(DISTINCT fact_id) FILTER (WHERE retracted_at IS NULL), "
-         f"greatest(max(recorded_at), max(retracted_at)) FROM kg.facts {cond}GROUP BY namespace", ("facts",)),
+         f"greatest(max(recorded_at), max(retracted_at)) FROM kg.facts {cond}GROUP BY namespace", "facts"),
         ("SELECT namespace, count(*) FILTER (WHERE removed_at IS NULL), greatest(max(created_at), max(removed_at)) "
-         f"FROM kg.edges {cond}GROUP BY namespace", ("edges",)),
+         f"FROM kg.edges {cond}GROUP BY namespace", "edges"),
     ):
         for ns, n, at in ctx.db.query(sql, args):
             row = per.setdefault(ns, {"name": ns, "entities": 0, "facts": 0, "edges": 0, "last_write": at})
-            row[keys[0]] = n
+            row[count] = n
             if at is not None and (row["last_write"] is None or at > row["last_write"]):
                 row["last_write"] = at
     return NamespacesResult(namespaces=[GraphSummary(**per[ns]) for ns in sorted(per)])
