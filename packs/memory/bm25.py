@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -93,6 +94,7 @@ class BM25Index:
         # the restored rows' own words only (the information prior's), until the full lists are derived
         self._own_starts: np.ndarray | None = None
         self._own_tids = np.zeros(0, dtype=np.int32)
+        self._flat_count: np.ndarray | None = None  # how many terms each restored row holds (snapshot "nterms")
         self._n_rows = 0
         self._n_alive = 0
         self._total_len = 0.0
@@ -143,7 +145,7 @@ class BM25Index:
             for note_id, bag in zip(ids, bags):
                 self.add_weighted([note_id], [bag])
             return
-        self._prefetch_flat(ids)
+        self._prefetch_flat(ids, bags)
         self._grow(self._n_rows + len(ids))
         vocab = self._vocab
         first = self._n_rows
@@ -218,6 +220,7 @@ class BM25Index:
         for tid in tids.tolist():
             self._df[tid] -= 1
         self._alive[row] = False
+        self._flat_some.pop(row, None)  # a dead row's terms are never read again
         if row >= self._flat_rows:
             self._row_terms[row - self._flat_rows] = None
         self._n_alive -= 1
@@ -257,7 +260,7 @@ class BM25Index:
         self._flat_rows, self._flat_starts = 0, np.zeros(1, dtype=np.int64)
         self._own_starts, self._own_tids = None, np.zeros(0, dtype=np.int32)
         self._flat_tids, self._flat_tfs = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-        self._flat_some = {}
+        self._flat_some, self._flat_count = {}, None
         self._row_of = IdRows.of(ids, np.arange(ids.size))
         self._n_dead = 0
 
@@ -270,20 +273,30 @@ class BM25Index:
         tids = np.repeat(np.arange(lengths.size, dtype=np.int32), lengths)
         return tids, rows, tfs
 
-    def _prefetch_flat(self, ids: Iterable[int]) -> None:
+    def _prefetch_flat(self, ids: Iterable[int], bags: Sequence[Mapping[str, float]] | None = None) -> None:
         """The term lists of the restored rows these ids are about to replace or remove. A few (an ingest after a
-        restore re-indexes a few thread neighbours): found with one pass over the postings, kept per row; many:
-        all rows' lists derived at once (``_derive_flat``: at 1M notes ~3 s and ~1 GB while it runs)."""
+        restore re-indexes a few thread neighbours): looked up by the terms of the bag replacing them (``bags``,
+        :meth:`_lookup_row`), else found with one pass over the postings, kept per row; many: all rows' lists
+        derived at once (``_derive_flat``: at 1M notes ~3 s and ~1 GB while it runs)."""
         if self._flat_starts is not None or not self._flat_rows:
             return
         flat, row_of = self._flat_rows, self._row_of
+        ids = list(ids)
         rows = sorted({r for r in (row_of.get(int(i)) for i in ids) if r is not None and r < flat}
                       - set(self._flat_some))
+        if rows and bags is not None and self._flat_count is not None:
+            bag_of = dict(zip((int(i) for i in ids), bags))
+            rows = [r for r in rows if not self._lookup_row(r, bag_of[int(self._ids[r])])]
         if not rows:
             return
         if len(rows) + len(self._flat_some) > max(64, flat // 20):
             self._derive_flat()
             return
+        self._scan_flat(rows)
+
+    def _scan_flat(self, rows: list[int]) -> None:
+        """Restored rows' term lists from one pass over every posting, kept per row."""
+        flat = self._flat_rows
         lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
         bounds = np.concatenate(([0], np.cumsum(lengths)))
         prow = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
@@ -297,6 +310,30 @@ class BM25Index:
         for r in rows:  # each row's terms ascending, as _derive_flat gives them
             mine = prow == r
             self._flat_some[r] = (tids[mine], tfs[mine])
+
+    def _lookup_row(self, row: int, bag: Mapping[str, float]) -> bool:
+        """A restored row's term list found by binary search in the postings of the terms of ``bag`` (the row's
+        new bag: its own words and its thread neighbours', which usually holds every term of the old one), kept
+        when that finds as many terms as the row holds (``_flat_count``); False (a term of the old bag is not in
+        the new one: a neighbour replaced) leaves the row to the full pass. At 1M notes the full pass joins
+        every posting (~300 MB) for each such call: an ingest after a reopen, adding to threads whose last
+        notes were restored, paid it on every batch."""
+        tids, tfs = [], []
+        post_rows, post_tf, vocab = self._post_rows, self._post_tf, self._vocab
+        for term in bag:
+            tid = vocab.get(term)
+            if tid is None:
+                continue
+            post = post_rows[tid]  # rows ascending
+            at = bisect_left(post, row)
+            if at < len(post) and post[at] == row:
+                tids.append(tid)
+                tfs.append(post_tf[tid][at])
+        if len(tids) != int(self._flat_count[row]):
+            return False
+        order = np.argsort(np.asarray(tids, dtype=np.int32), kind="stable")  # ascending, as _derive_flat gives
+        self._flat_some[row] = (np.asarray(tids, dtype=np.int32)[order], np.asarray(tfs, dtype=np.float32)[order])
+        return True
 
     def _derive_own(self) -> None:
         """Each restored row's own words (the terms it holds at weight ≥ 1), term ids ascending: the postings of
@@ -348,7 +385,9 @@ class BM25Index:
                 "vocab": np.frombuffer(vocab, dtype=np.uint8), "total_len": np.array([self._total_len]),
                 # each row's own words (term ids as restored: the used ones renumbered), so a restore need not
                 # derive them at its first recall (~1.4 s at 1M notes)
-                "own_starts": own_starts, "own_tids": (np.cumsum(used) - 1)[own_tids].astype(np.int32)}
+                "own_starts": own_starts, "own_tids": (np.cumsum(used) - 1)[own_tids].astype(np.int32),
+                # how many terms each row holds, so re-indexing a restored row can check a lookup (_lookup_row)
+                "nterms": np.bincount(rows, minlength=live.size).astype(np.int32)}
 
     @staticmethod
     def _own_lists(df: np.ndarray, rows: np.ndarray, tfs: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -386,6 +425,8 @@ class BM25Index:
             self._own_starts = snap["own_starts"].astype(np.int64, copy=False)
             self._own_tids = snap["own_tids"].astype(np.int32, copy=False)
         self._flat_some = {}
+        count = snap["nterms"] if "nterms" in snap else None  # (a snapshot from before: the full pass instead)
+        self._flat_count = count.astype(np.int32, copy=False) if count is not None and count.size == n else None
         bounds = np.concatenate(([0], np.cumsum(df))).tolist()
         row_b, tf_b = memoryview(np.ascontiguousarray(rows)).cast("B"), memoryview(np.ascontiguousarray(tfs)).cast("B")
 
