@@ -1,0 +1,107 @@
+"""What the HNSW graph's build parameters cost and buy at 1M notes (issue 18, ADR 0020): insert time per note
+against the vector leg's share of the exact top-200.
+
+Usage: python bench/ann_params.py [--size 1000000] [--configs 16:128,16:96,12:96,16:64] [--dims 256]
+                                  [--out bench/results/ann_params.md]
+
+The notes are ``bench/speed_corpus.distinct`` embedded with WordLlama (the default embedder; cached as
+``/tmp/pal-ann-vectors-<size>.npy``), the queries LoCoMo's first 200 questions. For each ``connectivity:expansion_add``
+a usearch graph is built as the product builds it (int8, inner product, batches of 5,000 added with one thread,
+in id order); the insert cost is the median thread CPU time per note of the last 20 batches before 100k and
+before ``--size``. At both sizes the leg is asked as recall asks it (``oversample`` 2: 400 rows for a top-200,
+rescored exactly) with the search list the product uses (``max(256, min(rows / 500, 2,000))``) and, at the full
+size, longer ones; "found" is the share of the exact top-200 (by score, so ties count) among the 200 best
+rescored rows. ``--dims 128`` builds the graph over the first 128 dimensions (WordLlama's Matryoshka prefix),
+rescored with all 256. Needs ``../shared/data`` (the corpus is derived from LoCoMo).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import speed_corpus  # noqa: E402
+from report import write_report  # noqa: E402
+
+
+def vectors(size: int) -> tuple[np.ndarray, np.ndarray]:
+    from palimpsest_memory.packs.memory.embedders import WordLlamaEmbedder
+    cache = Path(f"/tmp/pal-ann-vectors-{size}.npy")
+    e = WordLlamaEmbedder()
+    if not cache.exists():
+        notes, _ = speed_corpus.distinct(size)
+        m = np.zeros((size, e.dim), dtype=np.float32)
+        for s in range(0, size, 20000):
+            m[s:s + 20000] = e.embed([n["content"] for n in notes[s:s + 20000]])
+        np.save(cache, m)
+    return np.load(cache, mmap_mode="r"), e.embed(speed_corpus.questions()[:200])
+
+
+def found(graph, X: np.ndarray, Q: np.ndarray, n: int, dims: int, ef: int) -> tuple[float, float]:
+    """(share of the exact top-200 found, search p50 ms) over the first ``n`` rows."""
+    scores = Q @ np.asarray(X[:n]).T
+    graph.expansion_search = ef
+    shares, took = [], []
+    for qi in range(len(Q)):
+        cut = scores[qi][np.argpartition(-scores[qi], 200)[:200]].min()
+        q = Q[qi][:dims] / np.linalg.norm(Q[qi][:dims])
+        t = time.perf_counter()
+        keys = graph.search(q, 400, threads=1).keys.astype(np.int64)
+        took.append(time.perf_counter() - t)
+        best = np.sort(scores[qi][keys])[::-1][:200]
+        shares.append(float(np.mean(best >= cut - 1e-6)))
+    return float(np.mean(shares)) * 100, float(np.median(took)) * 1000
+
+
+def run(X: np.ndarray, Q: np.ndarray, size: int, m: int, ef_add: int, dims: int) -> dict:
+    from usearch.index import Index
+    graph = Index(ndim=dims, metric="ip", dtype="i8", connectivity=m, expansion_add=ef_add, expansion_search=256)
+    out: dict = {"M": m, "ef_add": ef_add, "dims": dims, "insert_us": {}, "found": {}}
+    per: list[float] = []
+    for s in range(0, size, 5000):
+        b = np.asarray(X[s:s + 5000, :dims])
+        b = b / np.linalg.norm(b, axis=1, keepdims=True)
+        c = time.thread_time()
+        graph.add(np.arange(s, s + len(b)), b, threads=1)
+        per.append((time.thread_time() - c) / len(b) * 1e6)
+        n = s + len(b)
+        if n in (100_000, size):
+            out["insert_us"][n] = float(np.median(per[-20:]))
+            efs = [max(256, min(n // 500, 2000))] + ([3000, 4000] if n == size and n >= 1_000_000 else [])
+            out["found"][n] = {ef: found(graph, X, Q, n, dims, ef) for ef in efs}
+            print(json.dumps(out), flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=int, default=1_000_000)
+    ap.add_argument("--configs", default="16:128,16:96,12:96,16:64")
+    ap.add_argument("--dims", type=int, default=256)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ann_params.md"))
+    args = ap.parse_args(argv)
+    X, Q = vectors(args.size)
+    rows = [run(X, Q, args.size, *map(int, c.split(":")), args.dims) for c in args.configs.split(",")]
+    lines = ["# HNSW build parameters: insert cost against the leg's share of the exact top-200 (issue 18)", "",
+             f"`python bench/ann_params.py --size {args.size} --configs {args.configs} --dims {args.dims}`", "",
+             ("| M | expansion_add | dims | insert µs a note at 100k / full | found at 100k | found at full size "
+              "(search list: share, search p50 ms) |"), "|---:|---:|---:|---|---|---|"]
+    for r in rows:
+        at100 = next(iter(r["found"].get(100_000, {}).values()), (float("nan"), 0))
+        full = "; ".join(f"{ef}: {f:.2f} %, {ms:.1f}" for ef, (f, ms) in r["found"][args.size].items())
+        lines.append(f"| {r['M']} | {r['ef_add']} | {r['dims']} | {r['insert_us'].get(100_000, float('nan')):.0f} / "
+                     f"{r['insert_us'][args.size]:.0f} | {at100[0]:.2f} % | {full} |")
+    write_report(args.out, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
