@@ -115,7 +115,7 @@ class IndexWrites:
         if text_index:
             if tokens is None:
                 tokens = [self._tokens(x, from_micros(int(o))) for x, o in zip(content, occ.tolist())]
-            self.expander._tokens.update(zip(ids.tolist(), tokens))
+            self.expander.keep_tokens(zip(ids.tolist(), tokens))
             prev = c["prev"][at]
             changed: dict[int, None] = {}
             for i, p_ in zip(ids.tolist(), prev.tolist()):
@@ -126,11 +126,11 @@ class IndexWrites:
                 changed[j] = None
             bags = {j: self.expander.bag(j) for j in changed}
             # The token lists are cached for this batch only: a later bag that needs one (the next batch's first
-            # note's predecessor, an older note arriving, a forget or an edit) re-tokenises that note from its row
-            # (ThreadExpander._toks), about one note per thread per batch. Kept for every note they were a list per
-            # note (~300 B) held for the process's life, and most of what the cyclic GC walked: 3-4 s of GC per
-            # 100k notes ingested at 100k-400k (bench/RESULTS.md, issue 18).
-            self.expander._tokens.clear()
+            # note's predecessor, an older note arriving, a forget or an edit) re-tokenises that note from its row,
+            # about one note per thread per batch. Kept for every note they were a list per note (~300 B) held for
+            # the process's life, and most of what the cyclic GC walked: 3-4 s of GC per 100k notes ingested at
+            # 100k-400k (bench/RESULTS.md, issue 18).
+            self.expander.forget_tokens()
             self.bm25.add_weighted(list(bags), list(bags.values()))
         for model, matrix in (vectors or {}).items():
             self.add_vectors(model, ids, matrix)

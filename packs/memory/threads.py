@@ -150,6 +150,14 @@ class ThreadExpander:
             self._tokens[note_id] = toks
         return toks
 
+    def keep_tokens(self, pairs: Iterable[tuple[int, list[str]]]) -> None:
+        """Cache notes' tokens for the bags about to be computed (``forget_tokens`` drops them again)."""
+        self._tokens.update(pairs)
+
+    def forget_tokens(self) -> None:
+        """Drop the cached tokens: a later bag re-tokenises the neighbour it needs (``tokens_of``)."""
+        self._tokens.clear()
+
     def bag(self, note_id: int) -> Counter:
         prev, nxt = self.links.neighbours(note_id)
         neigh = [self._toks(j) for j in (prev, nxt) if j is not None]
