@@ -70,6 +70,7 @@ class VectorIndexSettings(BaseModel):
     rows_per_expansion: int = Field(ge=0)  # the search list grows with the graph: max(expansion_search, rows / this)
     oversample: float = Field(ge=1)
     max_ask: int = Field(ge=1)
+    insert_threads: int = Field(ge=1, le=64)  # usearch threads per background graph insert
 
 
 class RelationFactors(BaseModel):
