@@ -186,6 +186,21 @@ def test_background_graph_inserts_are_complete_before_any_read_and_match_a_synch
     assert saved.restore_graph(idx.graph_bytes())  # the bytes hold every insert
 
 
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_background_inserts_on_any_number_of_usearch_threads_hold_every_row(threads):
+    """``insert_threads`` (ADR 0025): however many usearch threads insert a batch, every row is in the graph
+    before a read, and each is found as its own nearest neighbour."""
+    x = _structured(3000)
+    extra = _structured(600, seed=8)
+    idx = VectorIndex(64, ann=Ann(min_rows=1000, insert_threads=threads))
+    idx.add(np.arange(3000), x)
+    for start in range(0, 600, 200):
+        idx.add(np.arange(3000 + start, 3200 + start), extra[start:start + 200])
+    assert len(idx._graph) == 3600
+    found = [idx.search(extra[j], 1)[0][0] for j in range(0, 600, 7)]
+    assert found == [3000 + j for j in range(0, 600, 7)]
+
 def test_a_graph_saved_before_newer_rows_is_restored_and_extended():
     x = _structured(3000)
     idx = VectorIndex(64, ann=ANN)
