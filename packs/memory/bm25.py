@@ -265,13 +265,19 @@ class BM25Index:
         self._n_dead = 0
 
     # ------------------------------------------------------------- snapshot
+    def _joined(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every posting's row joined into one flat array, grouped by term, rows ascending in a term: (postings per
+        term, rows). ``_joined_tfs`` is their weights, joined only by a pass that reads them all."""
+        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
+        return lengths, np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
+
+    def _joined_tfs(self) -> np.ndarray:
+        return np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
+
     def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every posting as three flat arrays (term id, row, tf), grouped by term, rows ascending in a term."""
-        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
-        rows = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
-        tfs = np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
-        tids = np.repeat(np.arange(lengths.size, dtype=np.int32), lengths)
-        return tids, rows, tfs
+        lengths, rows = self._joined()
+        return np.repeat(np.arange(lengths.size, dtype=np.int32), lengths), rows, self._joined_tfs()
 
     def _prefetch_flat(self, ids: Iterable[int], bags: Sequence[Mapping[str, float]] | None = None) -> None:
         """The term lists of the restored rows these ids are about to replace or remove. A few (an ingest after a
@@ -297,9 +303,8 @@ class BM25Index:
     def _scan_flat(self, rows: list[int]) -> None:
         """Restored rows' term lists from one pass over every posting, kept per row."""
         flat = self._flat_rows
-        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
+        lengths, prow = self._joined()
         bounds = np.concatenate(([0], np.cumsum(lengths)))
-        prow = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
         want = np.zeros(flat, dtype=bool)
         want[rows] = True
         hit = np.flatnonzero(want[np.minimum(prow, flat - 1)] & (prow < flat))
@@ -339,10 +344,8 @@ class BM25Index:
         """Each restored row's own words (the terms it holds at weight ≥ 1), term ids ascending: the postings of
         weight ≥ 1, transposed to rows as ``_derive_flat`` does. At 1M notes ~40 % of the postings are a thread
         neighbour's words below weight 1, which the information prior never reads."""
-        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
-        rows = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
-        tfs = np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
-        self._own_starts, self._own_tids = self._own_lists(lengths, rows, tfs, self._flat_rows)
+        lengths, rows = self._joined()
+        self._own_starts, self._own_tids = self._own_lists(lengths, rows, self._joined_tfs(), self._flat_rows)
 
     def _derive_flat(self) -> None:
         """The restored rows' (term ids, weights), rebuilt from the postings when first needed (a row replaced or
@@ -350,9 +353,8 @@ class BM25Index:
         (a sparse matrix's CSR → CSC conversion, linear in the postings; each row's terms ascending, as a stable
         sort of the postings by row gives them)."""
         from scipy.sparse import csr_matrix
-        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
-        rows = np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
-        tfs = np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
+        lengths, rows = self._joined()
+        tfs = self._joined_tfs()
         bounds = np.concatenate(([0], np.cumsum(lengths)))
         width = max(self._flat_rows, int(rows.max()) + 1 if rows.size else 0)
         by_row = csr_matrix((tfs, rows, bounds), shape=(lengths.size, width)).tocsc()
@@ -425,7 +427,7 @@ class BM25Index:
             self._own_starts = snap["own_starts"].astype(np.int64, copy=False)
             self._own_tids = snap["own_tids"].astype(np.int32, copy=False)
         self._flat_some = {}
-        count = snap["nterms"] if "nterms" in snap else None  # (a snapshot from before: the full pass instead)
+        count = snap.get("nterms")  # (None in a snapshot from before: the full pass instead)
         self._flat_count = count.astype(np.int32, copy=False) if count is not None and count.size == n else None
         bounds = np.concatenate(([0], np.cumsum(df))).tolist()
         row_b, tf_b = memoryview(np.ascontiguousarray(rows)).cast("B"), memoryview(np.ascontiguousarray(tfs)).cast("B")
