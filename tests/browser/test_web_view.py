@@ -79,9 +79,17 @@ def test_graph_expands_by_click_and_holds_500_nodes(page: Any) -> None:
     before = int(canvas.get_attribute("data-nodes"))
     assert before > 3
     page.wait(lambda d: canvas.get_attribute("data-settled"), timeout=20)
+    # a note node a click can only mean: drawn inside the canvas, and no other node's hit circle reaches its centre
+    # (the click handler takes the nearest node in reach, so a neighbour drawn over it would be expanded instead)
     target = page.d.execute_script(
-        "const g = window.palimpsest.graph;"
-        "return [...g.nodes.keys()].find(k => k.startsWith('m:') && !g.expanded.has(k));")
+        "const g = window.palimpsest.graph, ps = [...g.nodes.values()];"
+        "return ps.map(p => p.id).find(k => {"
+        "  if (!k.startsWith('m:') || g.expanded.has(k)) return false;"
+        "  const s = g.screenPos(k);"
+        "  if (s.x < 20 || s.y < 20 || s.x > g.w - 20 || s.y > g.h - 20) return false;"
+        "  return ps.every(q => q.id === k || Math.hypot(g.screenPos(q.id).x - s.x, g.screenPos(q.id).y - s.y)"
+        "                                       > 2 * Math.max(8, g.radius(q) + 3)); });")
+    assert target, "no note node stands clear of the others to be clicked"
     rect = page.d.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.width, r.height];", canvas)
 
     def expanded(_: Any) -> bool:
