@@ -1,18 +1,19 @@
 """What the HNSW graph's build parameters cost and buy at 1M notes (issue 18, ADR 0020): insert time per note
 against the vector leg's share of the exact top-200.
 
-Usage: python bench/ann_params.py [--size 1000000] [--configs 16:128,16:96,12:96,16:64] [--dims 256]
+Usage: python bench/ann_params.py [--size 1000000] [--configs 16:128,16:96,12:96,16:64,16:128:8] [--dims 256]
                                   [--out bench/results/ann_params.md]
 
 The notes are ``bench/speed_corpus.distinct`` embedded with WordLlama (the default embedder; cached as
 ``/tmp/pal-ann-vectors-<size>.npy``), the queries LoCoMo's first 200 questions. For each ``connectivity:expansion_add``
-a usearch graph is built as the product builds it (int8, inner product, batches of 5,000 added with one thread,
-in id order); the insert cost is the median thread CPU time per note of the last 20 batches before 100k and
-before ``--size``. At both sizes the leg is asked as recall asks it (``oversample`` 2: 400 rows for a top-200,
-rescored exactly) with the search list the product uses (``max(256, min(rows / 500, 2,000))``) and, at the full
-size, longer ones; "found" is the share of the exact top-200 (by score, so ties count) among the 200 best
-rescored rows. ``--dims 128`` builds the graph over the first 128 dimensions (WordLlama's Matryoshka prefix),
-rescored with all 256. Needs ``../shared/data`` (the corpus is derived from LoCoMo).
+a usearch graph is built as the product builds it (int8, inner product, batches of 5,000 in id order, added with
+one usearch thread or, given a third figure ``M:expansion_add:threads``, with that many); the insert cost is the
+median process CPU time per note of the last 20 batches before 100k and before ``--size``. At both sizes the leg is
+asked as recall asks it (``oversample`` 2: 400 rows for a top-200, rescored exactly) with the search list the
+product uses (``max(256, min(rows / 500, 2,000))``) and, at the full size, longer ones; "found" is the share of
+the exact top-200 (by score, so ties count) among the 200 best rescored rows. ``--dims 128`` builds the graph over
+the first 128 dimensions (WordLlama's Matryoshka prefix), rescored with all 256. Needs ``../shared/data`` (the
+corpus is derived from LoCoMo).
 """
 from __future__ import annotations
 
@@ -61,17 +62,17 @@ def found(graph, X: np.ndarray, Q: np.ndarray, n: int, dims: int, ef: int) -> tu
     return float(np.mean(shares)) * 100, float(np.median(took)) * 1000
 
 
-def run(X: np.ndarray, Q: np.ndarray, size: int, m: int, ef_add: int, dims: int) -> dict:
+def run(X: np.ndarray, Q: np.ndarray, size: int, m: int, ef_add: int, dims: int, threads: int = 1) -> dict:
     from usearch.index import Index
     graph = Index(ndim=dims, metric="ip", dtype="i8", connectivity=m, expansion_add=ef_add, expansion_search=256)
-    out: dict = {"M": m, "ef_add": ef_add, "dims": dims, "insert_us": {}, "found": {}}
+    out: dict = {"M": m, "ef_add": ef_add, "dims": dims, "threads": threads, "insert_us": {}, "found": {}}
     per: list[float] = []
     for s in range(0, size, 5000):
         b = np.asarray(X[s:s + 5000, :dims])
         b = b / np.linalg.norm(b, axis=1, keepdims=True)
-        c = time.thread_time()
-        graph.add(np.arange(s, s + len(b)), b, threads=1)
-        per.append((time.thread_time() - c) / len(b) * 1e6)
+        c = time.process_time()  # all of usearch's insert threads, not only the calling one
+        graph.add(np.arange(s, s + len(b)), b, threads=threads)
+        per.append((time.process_time() - c) / len(b) * 1e6)
         n = s + len(b)
         if n in (100_000, size):
             out["insert_us"][n] = float(np.median(per[-20:]))
@@ -89,15 +90,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ann_params.md"))
     args = ap.parse_args(argv)
     X, Q = vectors(args.size)
-    rows = [run(X, Q, args.size, *map(int, c.split(":")), args.dims) for c in args.configs.split(",")]
+    rows = []
+    for c in args.configs.split(","):
+        m, ef_add, *threads = map(int, c.split(":"))
+        rows.append(run(X, Q, args.size, m, ef_add, args.dims, *threads))
     lines = ["# HNSW build parameters: insert cost against the leg's share of the exact top-200 (issue 18)", "",
              f"`python bench/ann_params.py --size {args.size} --configs {args.configs} --dims {args.dims}`", "",
-             ("| M | expansion_add | dims | insert µs a note at 100k / full | found at 100k | found at full size "
-              "(search list: share, search p50 ms) |"), "|---:|---:|---:|---|---|---|"]
+             ("| M | expansion_add | insert threads | dims | insert CPU µs a note at 100k / full | found at 100k | "
+              "found at full size (search list: share, search p50 ms) |"), "|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
         at100 = next(iter(r["found"].get(100_000, {}).values()), (float("nan"), 0))
         full = "; ".join(f"{ef}: {f:.2f} %, {ms:.1f}" for ef, (f, ms) in r["found"][args.size].items())
-        lines.append(f"| {r['M']} | {r['ef_add']} | {r['dims']} | {r['insert_us'].get(100_000, float('nan')):.0f} / "
+        at100_us = r["insert_us"].get(100_000, float("nan"))
+        lines.append(f"| {r['M']} | {r['ef_add']} | {r['threads']} | {r['dims']} | {at100_us:.0f} / "
                      f"{r['insert_us'][args.size]:.0f} | {at100[0]:.2f} % | {full} |")
     write_report(args.out, "\n".join(lines) + "\n")
     return 0

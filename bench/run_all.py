@@ -37,7 +37,7 @@ ON_REQUEST = [("kg_scale", ["bench/kg_scale.py", "--facts", "1000000", "--edges"
 # goals.md is written by hand from the reports below (the issues' goals next to what was reached): update it when
 # a figure it quotes moves.
 # house.md compares two trees (`python bench/house_compare.py --base DIR`), so it too is run by hand.
-REPORTS = ["goals.md", "house.md", "locomo.md", "embedder_cost.md", "speed.md", "memory_perf.md", "memory_rss.md", "memory_graph.md",
+REPORTS = ["goals.md", "house.md", "locomo.md", "embedder_cost.md", "speed.md", "ann_params.md", "memory_perf.md", "memory_rss.md", "memory_graph.md",
            "explain.md", "brain.md", "brain_ledger.md", "kg.md", "reliability.md", "startup.md", "data_rights.md",
            "postgres.md", "copy_store.md", "namespaces.md"]
 
