@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -39,10 +40,13 @@ __all__ = ["Ann", "VectorIndex", "l2_normalize"]
 
 _BLAS = ThreadpoolController()
 # Graph inserts run here, one batch at a time, while the caller goes on (usearch releases the GIL): an ingest's
-# Python work (tokenising, SQL, the next batch's embedding) overlaps the previous batch's graph insert. Every read of
-# the graph waits for the pending insert first, so a search never sees half a batch. usearch's first insert thread
-# takes the GIL back for every vector (it waits while the caller runs Python); its others do not, so a second one
-# (``Ann.insert_threads``) ingests ~15 % faster, into a graph that found 97.9 % instead of 98.1 % at 1M (ADR 0025).
+# Python work (tokenising, SQL, the next batch's embedding) overlaps the graph inserts of the batches before it. Every
+# read of the graph waits for every queued insert first, so a search never sees half a batch. usearch splits a batch
+# evenly between its insert threads and its first one takes the GIL back for every vector (it waits while the caller
+# runs Python), so a second one (``Ann.insert_threads``) halves the share that waits; more threads than cores take
+# the CPU the caller's Python needs (ADR 0025, last section).
+_IN_FLIGHT = 2  # graph inserts queued or running at once: the graph keeps working while the caller waits for neither
+_LIST_PER_ASKED_ROW = 6  # a search list at most this many times the rows asked (a 200-row leg's: 2,400)
 _INSERTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palimpsest-hnsw")
 
 
@@ -74,10 +78,10 @@ class Ann:
     connectivity: int = 16  # graph edges per node (usearch's M)
     expansion_add: int = 128  # candidate list while inserting (efConstruction)
     expansion_search: int = 256  # candidate list while searching (efSearch), at least
-    rows_per_expansion: int = 500  # and at least rows / this (0: off): a larger graph needs a longer list (ADR 0020)
+    rows_per_expansion: int = 400  # and at least rows / this (0: off): a larger graph needs a longer list (ADR 0020)
     oversample: float = 2.0  # the graph is asked for oversample x k rows, rescored exactly
     max_ask: int = 20000  # a filter that would need more rows from the graph than this scans exactly
-    insert_threads: int = 1  # usearch threads per background insert (ADR 0025: 2 ingests faster, a slightly worse graph)
+    insert_threads: int = 2  # usearch threads per background insert (ADR 0025: the first waits for the GIL per vector)
 
     def signature(self) -> dict:
         return {"connectivity": self.connectivity, "expansion_add": self.expansion_add}
@@ -92,7 +96,7 @@ class VectorIndex:
         self.dim = int(dim)
         self.ann = ann
         self._g: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
-        self._pending: Future | None = None  # the graph insert running in the background, if any
+        self._pending: deque[Future] = deque()  # the graph inserts queued or running in the background, oldest first
         self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
         # the stored graph holds the first saved_rows vectors, and vectors were only added since (snapshot.py)
         self.saved_rows, self.appended_only = 0, False
@@ -118,9 +122,8 @@ class VectorIndex:
 
     def sync(self) -> None:
         """Wait for the background graph insert (re-raising its error, if it failed)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
+        while self._pending:
+            self._pending.popleft().result()
 
     def __contains__(self, note_id: int) -> bool:
         return int(note_id) in self._row_of
@@ -194,12 +197,14 @@ class VectorIndex:
                 self._alive[start + j] = True
         self._n_rows += len(ids)
         self._map_rows(id_arr, np.arange(start, self._n_rows, dtype=np.int64))
-        graph = self._graph  # waits for the previous batch's insert: at most one in flight
+        while len(self._pending) >= _IN_FLIGHT:  # bounded: an ingest that outruns its graph waits here
+            self._pending.popleft().result()
+        graph = self._g
         if graph is not None:
             # a duplicated id inside the batch: the graph takes its last vector, as the matrix does
             last = {int(i): j for j, i in enumerate(id_arr.tolist())}
             keep = np.fromiter(last.values(), dtype=np.int64, count=len(last))
-            self._pending = _INSERTS.submit(graph.add, id_arr[keep], m[keep], threads=self.ann.insert_threads)
+            self._pending.append(_INSERTS.submit(graph.add, id_arr[keep], m[keep], threads=self.ann.insert_threads))
             self.graph_dirty = True
         elif build:
             self.build_graph()
@@ -247,12 +252,13 @@ class VectorIndex:
 
     def expansion(self, ask: int | None = None) -> int:
         """The graph's search list for its size: ``expansion_search``, or rows / ``rows_per_expansion`` if longer
-        (measured at 1M distinct notes: 256 found 93.6 % of the exact top-200, 2,000 98.1 %; ADR 0020) — but no
-        longer than 5 × the rows asked (``ask``): a walk's ten seeds do not pay for a 200-row leg's list."""
+        (measured at 1M distinct notes: 256 found 93.6 % of the exact top-200, 2,000 98.1 %, 2,400 98.2 %; ADR 0020,
+        0025) — but no longer than ``_LIST_PER_ASKED_ROW`` × the rows asked (``ask``): a walk's ten seeds do not pay
+        for a 200-row leg's list."""
         a = self.ann
         grown = len(self._row_of) // a.rows_per_expansion if a.rows_per_expansion else 0
         if ask is not None:
-            grown = min(grown, 5 * ask)
+            grown = min(grown, _LIST_PER_ASKED_ROW * ask)
         return max(a.expansion_search, grown)
 
     @property

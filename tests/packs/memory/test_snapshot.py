@@ -374,6 +374,6 @@ def test_the_graph_search_list_grows_with_the_graph() -> None:
     assert vi.has_graph and vi.expansion() == 400 // 2
     vi.search(rng.normal(size=16).astype(np.float32), 30)  # asks the graph for 60 rows
     assert vi._g.expansion_search == 200  # set on the graph before it is searched
-    vi.search(rng.normal(size=16).astype(np.float32), 5)  # 10 rows: no longer than 5 x 10, nor below 64
-    assert vi._g.expansion_search == 64 and vi.expansion(20) == 100
+    vi.search(rng.normal(size=16).astype(np.float32), 5)  # 10 rows: no longer than 6 x 10, nor below 64
+    assert vi._g.expansion_search == 64 and vi.expansion(20) == 6 * 20
     assert VectorIndex(16, ann=Ann(min_rows=50, expansion_search=64, rows_per_expansion=0)).expansion() == 64

@@ -1,6 +1,9 @@
+import threading
+
 import numpy as np
 import pytest
 
+from palimpsest_memory.packs.memory import vectors
 from palimpsest_memory.packs.memory.vectors import Ann, VectorIndex, l2_normalize
 
 
@@ -180,14 +183,14 @@ def test_background_graph_inserts_are_complete_before_any_read_and_match_a_synch
     for start in range(0, 600, 200):  # three batches, each submitted while the previous may still run
         idx.add(np.arange(3000 + start, 3200 + start), extra[start:start + 200])
     assert idx.search(extra[599], 1)[0] == (3599, pytest.approx(1.0, abs=1e-5))  # the last batch is searchable
-    assert idx._pending is None and len(idx._g) == 3600
+    assert not idx._pending and len(idx._g) == 3600
     saved = VectorIndex(64, ann=ANN)
     saved.add(np.concatenate([np.arange(3000), np.arange(3000, 3600)]), np.vstack([x, extra]), build=False)
     assert saved.restore_graph(idx.graph_bytes())  # the bytes hold every insert
 
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 8])
 def test_background_inserts_on_any_number_of_usearch_threads_hold_every_row(threads):
     """``insert_threads`` (ADR 0025): however many usearch threads insert a batch, every row is in the graph
     before a read, and each is found as its own nearest neighbour."""
@@ -200,6 +203,30 @@ def test_background_inserts_on_any_number_of_usearch_threads_hold_every_row(thre
     assert len(idx._graph) == 3600
     found = [idx.search(extra[j], 1)[0][0] for j in range(0, 600, 7)]
     assert found == [3000 + j for j in range(0, 600, 7)]
+
+def test_an_ingest_waits_when_two_graph_inserts_are_already_queued():
+    """At most two inserts are queued or running (ADR 0025): a third batch waits for the oldest, so an ingest that
+    outruns its graph cannot pile up batches (and their vectors) in memory."""
+    x = _structured(3000)
+    extra = _structured(600, seed=9)
+    idx = VectorIndex(64, ann=ANN)
+    idx.add(np.arange(3000), x)  # builds the graph at once
+    gate = threading.Event()
+    blocker = vectors._INSERTS.submit(gate.wait, 30)  # holds the one insert worker
+    third = threading.Thread(target=idx.add, args=(np.arange(3400, 3600), extra[400:]))
+    try:
+        idx.add(np.arange(3000, 3200), extra[:200])
+        idx.add(np.arange(3200, 3400), extra[200:400])  # two queued behind the blocker: neither call waited
+        assert len(idx._pending) == 2
+        third.start()
+        third.join(0.5)
+        assert third.is_alive()  # waits for the oldest queued insert, which waits for the worker
+    finally:
+        gate.set()  # a failure above must not leave the process's insert worker held
+    third.join(30)
+    assert not third.is_alive() and blocker.result() is True
+    assert idx.search(extra[599], 1)[0][0] == 3599 and len(idx._graph) == 3600 and not idx._pending
+
 
 def test_a_graph_saved_before_newer_rows_is_restored_and_extended():
     x = _structured(3000)
