@@ -45,7 +45,7 @@ _BLAS = ThreadpoolController()
 # evenly between its insert threads and its first one takes the GIL back for every vector (it waits while the caller
 # runs Python), so a second one (``Ann.insert_threads``) halves the share that waits; more threads than cores take
 # the CPU the caller's Python needs (ADR 0025, last section).
-_IN_FLIGHT = 2  # graph inserts queued or running at once: the graph keeps working while the caller waits for neither
+_IN_FLIGHT = 2  # graph inserts queued or running at once: one runs while the next waits, so the graph never idles
 _LIST_PER_ASKED_ROW = 6  # a search list at most this many times the rows asked (a 200-row leg's: 2,400)
 _INSERTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palimpsest-hnsw")
 
@@ -121,7 +121,7 @@ class VectorIndex:
         return self._g
 
     def sync(self) -> None:
-        """Wait for the background graph insert (re-raising its error, if it failed)."""
+        """Wait for every queued graph insert, oldest first (re-raising the first error, if one failed)."""
         while self._pending:
             self._pending.popleft().result()
 
