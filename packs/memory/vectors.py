@@ -120,9 +120,10 @@ class VectorIndex:
         self.sync()
         return self._g
 
-    def sync(self) -> None:
-        """Wait for every queued graph insert, oldest first (re-raising the first error, if one failed)."""
-        while self._pending:
+    def sync(self, leave: int = 0) -> None:
+        """Wait for queued graph inserts, oldest first, until at most ``leave`` remain (re-raising the first error,
+        if one failed)."""
+        while len(self._pending) > leave:
             self._pending.popleft().result()
 
     def __contains__(self, note_id: int) -> bool:
@@ -197,8 +198,7 @@ class VectorIndex:
                 self._alive[start + j] = True
         self._n_rows += len(ids)
         self._map_rows(id_arr, np.arange(start, self._n_rows, dtype=np.int64))
-        while len(self._pending) >= _IN_FLIGHT:  # bounded: an ingest that outruns its graph waits here
-            self._pending.popleft().result()
+        self.sync(leave=_IN_FLIGHT - 1)  # bounded: an ingest that outruns its graph waits here
         graph = self._g
         if graph is not None:
             # a duplicated id inside the batch: the graph takes its last vector, as the matrix does
