@@ -336,8 +336,9 @@ class BM25Index:
                 tfs.append(post_tf[tid][at])
         if len(tids) != int(self._flat_count[row]):
             return False
-        order = np.argsort(np.asarray(tids, dtype=np.int32), kind="stable")  # ascending, as _derive_flat gives
-        self._flat_some[row] = (np.asarray(tids, dtype=np.int32)[order], np.asarray(tfs, dtype=np.float32)[order])
+        tid_arr = np.asarray(tids, dtype=np.int32)
+        order = np.argsort(tid_arr, kind="stable")  # ascending, as _derive_flat gives
+        self._flat_some[row] = (tid_arr[order], np.asarray(tfs, dtype=np.float32)[order])
         return True
 
     def _derive_own(self) -> None:
