@@ -10,10 +10,11 @@ a usearch graph is built as the product builds it (int8, inner product, batches 
 one usearch thread or, given a third figure ``M:expansion_add:threads``, with that many); the insert cost is the
 median process CPU time per note of the last 20 batches before 100k and before ``--size``. At both sizes the leg is
 asked as recall asks it (``oversample`` 2: 400 rows for a top-200, rescored exactly) with the search list the
-product uses (``max(256, min(rows / 500, 2,000))``) and, at the full size, longer ones; "found" is the share of
-the exact top-200 (by score, so ties count) among the 200 best rescored rows. ``--dims 128`` builds the graph over
-the first 128 dimensions (WordLlama's Matryoshka prefix), rescored with all 256. Needs ``../shared/data`` (the
-corpus is derived from LoCoMo).
+product uses (``Ann.search_list``: 2,400 at 1M with the default settings; 2,000 when the runs in
+``bench/results/ann_params.md`` were made) and, at the full size, longer ones; "found" is the share of the exact
+top-200 (by score, so ties count) among the 200 best rescored rows. ``--dims 128`` builds the graph over the first
+128 dimensions (WordLlama's Matryoshka prefix), rescored with all 256. Needs ``../shared/data`` (the corpus is
+derived from LoCoMo).
 """
 from __future__ import annotations
 
@@ -64,6 +65,8 @@ def found(graph, X: np.ndarray, Q: np.ndarray, n: int, dims: int, ef: int) -> tu
 
 def run(X: np.ndarray, Q: np.ndarray, size: int, m: int, ef_add: int, dims: int, threads: int = 1) -> dict:
     from usearch.index import Index
+
+    from palimpsest_memory.packs.memory.vectors import Ann
     graph = Index(ndim=dims, metric="ip", dtype="i8", connectivity=m, expansion_add=ef_add, expansion_search=256)
     out: dict = {"M": m, "ef_add": ef_add, "dims": dims, "threads": threads, "insert_us": {}, "found": {}}
     per: list[float] = []
@@ -76,7 +79,7 @@ def run(X: np.ndarray, Q: np.ndarray, size: int, m: int, ef_add: int, dims: int,
         n = s + len(b)
         if n in (100_000, size):
             out["insert_us"][n] = float(np.median(per[-20:]))
-            efs = [max(256, min(n // 500, 2000))] + ([3000, 4000] if n == size and n >= 1_000_000 else [])
+            efs = [Ann().search_list(n, ask=400)] + ([3000, 4000] if n == size and n >= 1_000_000 else [])
             out["found"][n] = {ef: found(graph, X, Q, n, dims, ef) for ef in efs}
             print(json.dumps(out), flush=True)
     return out

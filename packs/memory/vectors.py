@@ -86,6 +86,16 @@ class Ann:
     def signature(self) -> dict:
         return {"connectivity": self.connectivity, "expansion_add": self.expansion_add}
 
+    def search_list(self, rows: int, ask: int | None = None) -> int:
+        """The graph's search list for its size: ``expansion_search``, or rows / ``rows_per_expansion`` if longer
+        (measured at 1M distinct notes: 256 found 93.6 % of the exact top-200, 2,000 98.1 %, 2,400 98.2 %; ADR 0020,
+        0025) — but no longer than ``_LIST_PER_ASKED_ROW`` × the rows asked (``ask``): a walk's ten seeds do not pay
+        for a 200-row leg's list."""
+        grown = rows // self.rows_per_expansion if self.rows_per_expansion else 0
+        if ask is not None:
+            grown = min(grown, _LIST_PER_ASKED_ROW * ask)
+        return max(self.expansion_search, grown)
+
 
 class VectorIndex:
     """Cosine search; see module docstring."""
@@ -251,15 +261,8 @@ class VectorIndex:
         self._g, self.graph_dirty = graph, True
 
     def expansion(self, ask: int | None = None) -> int:
-        """The graph's search list for its size: ``expansion_search``, or rows / ``rows_per_expansion`` if longer
-        (measured at 1M distinct notes: 256 found 93.6 % of the exact top-200, 2,000 98.1 %, 2,400 98.2 %; ADR 0020,
-        0025) — but no longer than ``_LIST_PER_ASKED_ROW`` × the rows asked (``ask``): a walk's ten seeds do not pay
-        for a 200-row leg's list."""
-        a = self.ann
-        grown = len(self._row_of) // a.rows_per_expansion if a.rows_per_expansion else 0
-        if ask is not None:
-            grown = min(grown, _LIST_PER_ASKED_ROW * ask)
-        return max(a.expansion_search, grown)
+        """The graph's search list for this index's size (``Ann.search_list``)."""
+        return self.ann.search_list(len(self._row_of), ask)
 
     @property
     def has_graph(self) -> bool:
