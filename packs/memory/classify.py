@@ -43,19 +43,20 @@ def _literal(cue: str) -> str:
     return out.lower()
 
 
-# A text that holds none of these (lower-cased) matches no cue: most notes, which then skip the five scans. Only for
+# Per kind, the literal openings of its cues (lower-cased): an ASCII text that holds none of a kind's openings has no
+# hit of that kind, so its scan is skipped - most notes skip all five, a note with a cue usually runs one. Only for
 # ASCII text, where IGNORECASE is exactly lower-casing.
-_OPENINGS = tuple(sorted({_literal(c) for cues in CUES.values() for c in cues}))
+_OPENINGS = {kind: tuple(sorted({_literal(c) for c in cues})) for kind, cues in CUES.items()}
 
 
 def classify(content: str) -> str | None:
     """The kind with the most cue hits in ``content``, or None."""
+    kinds = _PATTERNS.items()
     if content.isascii():
         low = content.lower()
-        if not any(o in low for o in _OPENINGS):
-            return None
+        kinds = [(kind, pattern) for kind, pattern in kinds if any(o in low for o in _OPENINGS[kind])]
     best, best_hits = None, 0
-    for kind, pattern in _PATTERNS.items():
+    for kind, pattern in kinds:
         hits = len(pattern.findall(content))
         if hits > best_hits:
             best, best_hits = kind, hits
