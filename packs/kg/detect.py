@@ -61,6 +61,11 @@ class Detector:
         return hits
 
     def _words(self, text: str) -> list[Hit]:
+        # Most texts name no entity: when none of their words opens a key, skip the spans (and their match objects).
+        # For ASCII, lower-casing is case-folding and leaves the words where they were.
+        words = _WORD.findall(text.lower()) if text.isascii() else [w.casefold() for w in _WORD.findall(text)]
+        if self.first.isdisjoint(words):
+            return []
         spans = [(m.start(), m.end(), m.group(0).casefold()) for m in _WORD.finditer(text)]
         hits: list[Hit] = []
         i, n = 0, len(spans)
