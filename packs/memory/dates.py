@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -10,16 +9,22 @@ from collections.abc import Callable, Mapping, Sequence
 __all__ = ["date_window_boost", "has_time_expression", "query_date_windows", "render_dated", "temporal_intent"]
 
 
+# English whatever the process's locale (``calendar.month_name`` follows LC_TIME, and looks the name up on each call):
+# dated queries are parsed in English, so notes are indexed in English.
+MONTH_NAMES = ("", "January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+               "November", "December")
+
+
 # ----------------------------------------------------------------- rendering
 def render_dated(content: str, occurred_at: dt.datetime | dt.date | None) -> str:
     """Text to index for a note: ``"<d Month YYYY>: <content>"`` (content unchanged if no date)."""
     if occurred_at is None:
         return content
-    return f"{occurred_at.day} {calendar.month_name[occurred_at.month]} {occurred_at.year}: {content}"
+    return f"{occurred_at.day} {MONTH_NAMES[occurred_at.month]} {occurred_at.year}: {content}"
 
 
 # ------------------------------------------------------------------ time
-_MONTHS = [m.lower() for m in calendar.month_name[1:]]
+_MONTHS = [m.lower() for m in MONTH_NAMES[1:]]
 _MON_RE = "|".join(_MONTHS + [m[:3] for m in _MONTHS if m != "may"] + ["sept"])
 _DATE_RE = re.compile(
     rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?({_MON_RE})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?\s*(\d{{4}})?\b",
