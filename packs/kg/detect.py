@@ -37,6 +37,7 @@ class Detector:
         self.max_name_words = max_words
         self.first: set[str] = set()
         self.max_words = 1
+        sizes: dict[str, set[int]] = {}  # first word → the word counts of the plain keys it opens (≤ max_words)
         special: list[str] = []
         for key in keys:
             words = _WORD.findall(key)
@@ -44,8 +45,11 @@ class Detector:
             if plain:
                 self.first.add(words[0])
                 self.max_words = max(self.max_words, min(len(words), max_words))
+                if len(words) <= max_words:
+                    sizes.setdefault(words[0], set()).add(len(words))
             else:
                 special.append(key)
+        self.sizes = {w: sorted(ks, reverse=True) for w, ks in sizes.items()}  # longest first
         self.special = _special_regex(sorted(special, key=len, reverse=True)) if special else None
 
     def find(self, text: str) -> list[Hit]:
@@ -61,22 +65,31 @@ class Detector:
         return hits
 
     def _words(self, text: str) -> list[Hit]:
-        # Most texts name no entity: when none of their words opens a key, skip the spans (and their match objects).
-        # For ASCII, lower-casing is case-folding and leaves the words where they were.
-        words = _WORD.findall(text.lower()) if text.isascii() else [w.casefold() for w in _WORD.findall(text)]
+        # Most texts name no entity: when none of their words opens a key, skip the spans. For ASCII, lower-casing is
+        # case-folding and leaves the words where they were; either way ``words[i]`` is the i-th span's word, folded.
+        ascii_text = text.isascii()
+        words = _WORD.findall(text.lower()) if ascii_text else [w.casefold() for w in _WORD.findall(text)]
         if self.first.isdisjoint(words):
             return []
-        spans = [(m.start(), m.end(), m.group(0).casefold()) for m in _WORD.finditer(text)]
+        bounds = [m.span() for m in _WORD.finditer(text)]
         hits: list[Hit] = []
-        i, n = 0, len(spans)
+        i, n = 0, len(words)
         while i < n:
-            if spans[i][2] not in self.first:
+            word = words[i]
+            if word not in self.first:
                 i += 1
                 continue
-            for j in range(min(n, i + self.max_words) - 1, i - 1, -1):  # longest match first
-                key = name_key(text[spans[i][0]:spans[j][1]])
+            # ASCII: a span of k words folds to a key of k words, so only the sizes of the keys this word opens can
+            # match (most names are one or two words, the longest allowed twelve). Otherwise normalising may change
+            # the word count ("½" is one word, NFKC's "1⁄2" two): every size, longest first.
+            sizes = self.sizes.get(word, ()) if ascii_text else range(min(n - i, self.max_words), 0, -1)
+            for k in sizes:
+                if i + k > n:
+                    continue
+                j = i + k - 1
+                key = name_key(text[bounds[i][0]:bounds[j][1]])
                 if key in self.keys:
-                    hits.append(Hit(spans[i][0], spans[j][1], key))
+                    hits.append(Hit(bounds[i][0], bounds[j][1], key))
                     i = j
                     break
             i += 1
