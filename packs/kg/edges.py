@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
@@ -99,36 +99,41 @@ def edge_out(r: tuple) -> EdgeOut:
                    valid_to=r[7], created_at=r[8], removed_at=r[9])
 
 
-def check_nodes(ctx: Context, nodes: list[tuple[str, list[Any]]]) -> None:
+def check_nodes(ctx: Context, links: list[LinkInput], loc: list[Any]) -> None:
     """Entity and fact node ids must exist in this namespace; ids of kinds other packs own (memory's ``m:``
     notes) are asked of them through the ``kg_missing_nodes`` hook."""
+    # each distinct node once, in order of first mention: a batch of mentions names the same entities many times
+    nodes = list(dict.fromkeys(x for ln in links for x in (ln.src, ln.dst)))
+
+    def refuse(node: str) -> NoReturn:  # located at the first link side that names it
+        i, side = next((i, side) for i, ln in enumerate(links) for side, x in (("src", ln.src), ("dst", ln.dst))
+                       if x == node)
+        raise errors.NotFound(f"node {node} does not exist in namespace {ctx.namespace!r}",
+                              details={"errors": [{"loc": [*loc, i, side], "msg": "unknown node"}]})
+
     for prefix, table, col in (("e:", "kg.entities", "id"), ("f:", "kg.facts", "fact_id")):
-        wanted = {int(n[2:]) for n, _ in nodes if n.startswith(prefix)}
+        wanted = {int(n[2:]) for n in nodes if n.startswith(prefix)}
         if not wanted:
             continue
         found = {r[0] for r in ctx.db.query(f"SELECT DISTINCT {col} FROM {table} WHERE namespace = ? AND {col} IN "
                                             "(SELECT unnest(?::BIGINT[]))", [ctx.namespace, sorted(wanted)])}
-        for node, loc in nodes:
-            if node.startswith(prefix) and int(node[2:]) not in found:
-                raise errors.NotFound(f"node {node} does not exist in namespace {ctx.namespace!r}",
-                                      details={"errors": [{"loc": loc, "msg": "unknown node"}]})
+        if len(found) < len(wanted):
+            refuse(next(n for n in nodes if n.startswith(prefix) and int(n[2:]) not in found))
     foreign: dict[str, set[str]] = {}
-    for node, _ in nodes:
+    for node in nodes:
         if not node.startswith(("e:", "f:")):
             foreign.setdefault(node[:2], set()).add(node[2:])
     for prefix, wanted in foreign.items():
         answers = [a for a in ctx.hook("kg_missing_nodes", ctx=ctx, prefix=prefix, ids=sorted(wanted))
                    if a is not None]
         missing = {i for a in answers for i in a}
-        for node, loc in nodes:
-            if node.startswith(prefix) and node[2:] in missing:
-                raise errors.NotFound(f"node {node} does not exist in namespace {ctx.namespace!r}",
-                                      details={"errors": [{"loc": loc, "msg": "unknown node"}]})
+        bad = next((n for n in nodes if n.startswith(prefix) and n[2:] in missing), None) if missing else None
+        if bad is not None:
+            refuse(bad)
 
 
 def link_all(ctx: Context, links: list[LinkInput], loc: list[Any]) -> tuple[list[int], list[bool]]:
-    check_nodes(ctx, [(x, [*loc, i, side]) for i, ln in enumerate(links) for side, x in (("src", ln.src),
-                                                                                          ("dst", ln.dst))])
+    check_nodes(ctx, links, loc)
     now = ctx.now()
     rows = ctx.db.query(
         "SELECT e.src, e.dst, e.relation, e.id FROM kg.edges e JOIN (SELECT unnest(?::VARCHAR[]) AS s, "
