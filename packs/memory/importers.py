@@ -20,12 +20,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from palimpsest_memory.packs.memory.dates import MONTH_NAMES
 from palimpsest_memory.packs.memory.models import utc_naive
 from palimpsest_memory.runtime import errors
 
 LOCOMO_DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
-MONTHS = {m: i for i, m in enumerate(["january", "february", "march", "april", "may", "june", "july", "august",
-                                      "september", "october", "november", "december"], start=1)}
+MONTHS = {m.lower(): i for i, m in enumerate(MONTH_NAMES) if m}  # lower-cased month name → its number
 
 
 @dataclass
