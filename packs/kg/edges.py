@@ -127,9 +127,10 @@ def check_nodes(ctx: Context, links: list[LinkInput], loc: list[Any]) -> None:
         answers = [a for a in ctx.hook("kg_missing_nodes", ctx=ctx, prefix=prefix, ids=sorted(wanted))
                    if a is not None]
         missing = {i for a in answers for i in a}
-        bad = next((n for n in nodes if n.startswith(prefix) and n[2:] in missing), None) if missing else None
-        if bad is not None:
-            refuse(bad)
+        if missing:  # (usually none: then no pass over the nodes)
+            bad = next((n for n in nodes if n.startswith(prefix) and n[2:] in missing), None)
+            if bad is not None:
+                refuse(bad)
 
 
 def link_all(ctx: Context, links: list[LinkInput], loc: list[Any]) -> tuple[list[int], list[bool]]:
