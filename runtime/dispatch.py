@@ -4,9 +4,10 @@ from __future__ import annotations
 import logging
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from pydantic import BaseModel, ValidationError
 
@@ -75,6 +76,8 @@ class Context:
         self.read_only = read_only
         self.db = Database(runtime._con, read_only=read_only, verb=verb, frame=frame)
         self.log = runtime._loggers[pack]
+        # (when, its length in seconds, the setting that set it): the call's, or a tighter one of ``deadline``
+        self._deadline = (frame.deadline, runtime.deadline_seconds, "runtime.deadline_seconds")
 
     def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *, namespace: str | None = None) -> Any:
         """Call another verb inside this call's transaction (own pack's verbs, or public verbs of required packs).
@@ -107,13 +110,30 @@ class Context:
                 if p == self.pack and ns == self.namespace and (kind is None or k == kind)]
 
     def check_deadline(self, during: str = "") -> None:
-        """Stop the call with :class:`DeadlineExceeded` (nothing it did is kept) once it has run past
-        ``runtime.deadline_seconds``. Verbs whose work grows with the store call this in their loops."""
-        deadline = self._frame.deadline
-        if deadline is not None and time.monotonic() > deadline:
-            limit = self._runtime.deadline_seconds
-            raise DeadlineExceeded(f"{self.verb} ran past its {limit:g} s deadline" + (f" ({during})" if during else ""),
-                                   verb=self.verb, details={"deadline_seconds": limit, "during": during})
+        """Stop the call with :class:`DeadlineExceeded` (nothing it did is kept) once it has run past its deadline:
+        ``runtime.deadline_seconds`` from the top-level call's start (nested calls share it), or the tighter one a
+        handler set with :meth:`deadline`. Verbs whose work grows with the store call this in their loops."""
+        when, seconds, setting = self._deadline
+        if when is not None and time.monotonic() > when:
+            length = f"{seconds * 1000:g} ms" if setting.endswith("_ms") else f"{seconds:g} s"  # in the setting's unit
+            raise DeadlineExceeded(f"{self.verb} ran past its {length} deadline ({setting})"
+                                   + (f" during {during}" if during else ""), verb=self.verb,
+                                   details={"deadline_seconds": seconds, "setting": setting, "during": during})
+
+    @contextmanager
+    def deadline(self, seconds: float, setting: str) -> Iterator[None]:
+        """Inside the block, :meth:`check_deadline` stops the call ``seconds`` from now, if that comes before the
+        deadline in force (``0``: no tighter one). ``setting`` names the configuration key the error quotes. The
+        one deadline mechanism: a verb with a shorter budget than the call's (recall) tightens it here."""
+        saved = self._deadline
+        if seconds > 0:
+            when = time.monotonic() + seconds
+            if saved[0] is None or when < saved[0]:
+                self._deadline = (when, seconds, setting)
+        try:
+            yield
+        finally:
+            self._deadline = saved
 
     def mirrors_stale(self) -> bool:
         """True when a writing call of this pack failed in this transaction and its caller went on: its recorded

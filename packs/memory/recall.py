@@ -6,7 +6,6 @@ order, each with the three score components the formula weighed, and the weights
 """
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import datetime
 
@@ -22,39 +21,28 @@ from palimpsest_memory.runtime import Act, Context, errors
 from palimpsest_memory.runtime.events import RecallServed, ScoreComponents, ScoreWeights, ServedNote
 
 
-class Deadline:
-    def __init__(self, ms: int, verb: str) -> None:
-        self.end = time.monotonic() + ms / 1000 if ms else None
-        self.ms, self.verb = ms, verb
-
-    def check(self, stage: str) -> None:
-        if self.end is not None and time.monotonic() > self.end:
-            raise errors.DeadlineExceeded(f"recall ran past its {self.ms} ms deadline (during {stage})",
-                                          verb=self.verb, details={"stage": stage})
-
-
 def rank(params: RecallParams, ctx: Context) -> tuple[Scored, str, str, dict[str, float]]:
     """The recall's candidates, scored and sorted by every ranking adjuster: (scored, fusion, embedder, the
     score weights)."""
     s: MemorySettings = ctx.settings
     stages.check_query(params.query, s, ctx.verb)
-    deadline = Deadline(s.recall_deadline_ms, ctx.verb)
-    filters = RecallFilters.model_validate(params.model_dump(include=set(RecallFilters.model_fields)))
-    model, qvec, _ = stages.embed_array(ctx, params.query)
-    deadline.check("embed")
-    k = min(max(params.limit * s.candidates_per_limit, s.candidates_min), s.candidates_max)
-    fusion = params.fusion or s.fusion
-    text, vector = stages.legs(ctx, params.query, qvec if fusion != "keyword_only" else [], model, k, filters)
-    deadline.check("candidates")
-    cand = stages.fuse(ctx, text, vector, fusion, filters)
-    deadline.check("fuse")
-    if params.expand_graph:  # graph step (ADR 0012): walked neighbours of the best candidates join them
-        cand, _ = expand(ctx, ranking.as_lists(cand), qvec.tolist(), model, filters)
-        deadline.check("expand")
-    weights = stages.score_weights(ctx)
-    now: datetime = (params.now or ctx.now()).replace(tzinfo=None)
-    scored = stages.score(ctx, cand, now, weights)
-    deadline.check("score")
+    with ctx.deadline(s.recall_deadline_ms / 1000, "packs.memory.recall_deadline_ms"):
+        filters = RecallFilters.model_validate(params.model_dump(include=set(RecallFilters.model_fields)))
+        model, qvec, _ = stages.embed_array(ctx, params.query)
+        ctx.check_deadline("embed")
+        k = min(max(params.limit * s.candidates_per_limit, s.candidates_min), s.candidates_max)
+        fusion = params.fusion or s.fusion
+        text, vector = stages.legs(ctx, params.query, qvec if fusion != "keyword_only" else [], model, k, filters)
+        ctx.check_deadline("candidates")
+        cand = stages.fuse(ctx, text, vector, fusion, filters)
+        ctx.check_deadline("fuse")
+        if params.expand_graph:  # graph step (ADR 0012): walked neighbours of the best candidates join them
+            cand, _ = expand(ctx, ranking.as_lists(cand), qvec.tolist(), model, filters)
+            ctx.check_deadline("expand")
+        weights = stages.score_weights(ctx)
+        now: datetime = (params.now or ctx.now()).replace(tzinfo=None)
+        scored = stages.score(ctx, cand, now, weights)
+        ctx.check_deadline("score")
     return stages.demote_near_duplicates(ctx, scored), fusion, model, weights
 
 
