@@ -23,14 +23,13 @@ become a full scan; the cap is applied after stopword removal.
 
 from __future__ import annotations
 
-import hashlib
 from array import array
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .bm25_rows import RestoredRows
 from .idrows import IdRows
 from .text import tokenize, tokenize_query
 
@@ -58,8 +57,9 @@ def _allowed_filter(allowed, ids: np.ndarray) -> np.ndarray:
     return np.isin(ids, a.astype(np.int64, copy=False))
 
 
-class BM25Index:
-    """Okapi BM25 over integer ids; see the module docstring."""
+class BM25Index(RestoredRows):
+    """Okapi BM25 over integer ids; see the module docstring. Its snapshot, restore and the restored rows' term
+    lists are :class:`~.bm25_rows.RestoredRows`'s (bm25_rows.py)."""
 
     def __init__(
         self,
@@ -263,202 +263,6 @@ class BM25Index:
         self._flat_some, self._flat_count = {}, None
         self._row_of = IdRows.of(ids, np.arange(ids.size))
         self._n_dead = 0
-
-    # ------------------------------------------------------------- snapshot
-    def _joined(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every posting's row joined into one flat array, grouped by term, rows ascending in a term: (postings per
-        term, rows). ``_joined_tfs`` is their weights, joined only by a pass that reads them all."""
-        lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
-        return lengths, np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
-
-    def _joined_tfs(self) -> np.ndarray:
-        return np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
-
-    def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every posting as three flat arrays (term id, row, tf), grouped by term, rows ascending in a term."""
-        lengths, rows = self._joined()
-        return np.repeat(np.arange(lengths.size, dtype=np.int32), lengths), rows, self._joined_tfs()
-
-    def _prefetch_flat(self, ids: Iterable[int], bags: Sequence[Mapping[str, float]] | None = None) -> None:
-        """The term lists of the restored rows these ids are about to replace or remove. A few (an ingest after a
-        restore re-indexes a few thread neighbours): looked up by the terms of the bag replacing them (``bags``,
-        :meth:`_lookup_row`), else found with one pass over the postings, kept per row; many: all rows' lists
-        derived at once (``_derive_flat``: at 1M notes ~3 s and ~1 GB while it runs)."""
-        if self._flat_starts is not None or not self._flat_rows:
-            return
-        flat, row_of = self._flat_rows, self._row_of
-        ids = list(ids)
-        rows = sorted({r for r in (row_of.get(int(i)) for i in ids) if r is not None and r < flat}
-                      - set(self._flat_some))
-        if rows and bags is not None and self._flat_count is not None:
-            bag_of = dict(zip((int(i) for i in ids), bags))
-            rows = [r for r in rows if not self._lookup_row(r, bag_of[int(self._ids[r])])]
-        if not rows:
-            return
-        if len(rows) + len(self._flat_some) > max(64, flat // 20):
-            self._derive_flat()
-            return
-        self._scan_flat(rows)
-
-    def _scan_flat(self, rows: list[int]) -> None:
-        """Restored rows' term lists from one pass over every posting, kept per row."""
-        flat = self._flat_rows
-        lengths, prow = self._joined()
-        bounds = np.concatenate(([0], np.cumsum(lengths)))
-        want = np.zeros(flat, dtype=bool)
-        want[rows] = True
-        hit = np.flatnonzero(want[np.minimum(prow, flat - 1)] & (prow < flat))
-        tids = (np.searchsorted(bounds, hit, side="right") - 1).astype(np.int32)
-        tfs = np.array([self._post_tf[t][p] for t, p in zip(tids.tolist(), (hit - bounds[tids]).tolist())],
-                       dtype=np.float32)
-        prow = prow[hit]
-        for r in rows:  # each row's terms ascending, as _derive_flat gives them
-            mine = prow == r
-            self._flat_some[r] = (tids[mine], tfs[mine])
-
-    def _lookup_row(self, row: int, bag: Mapping[str, float]) -> bool:
-        """A restored row's term list found by binary search in the postings of the terms of ``bag`` (the row's
-        new bag: its own words and its thread neighbours', which usually holds every term of the old one), kept
-        when that finds as many terms as the row holds (``_flat_count``); False (a term of the old bag is not in
-        the new one: a neighbour replaced) leaves the row to the full pass. At 1M notes the full pass joins
-        every posting (~300 MB) for each such call: an ingest after a reopen, adding to threads whose last
-        notes were restored, paid it on every batch."""
-        tids, tfs = [], []
-        post_rows, post_tf, vocab = self._post_rows, self._post_tf, self._vocab
-        for term in bag:
-            tid = vocab.get(term)
-            if tid is None:
-                continue
-            post = post_rows[tid]  # rows ascending
-            at = bisect_left(post, row)
-            if at < len(post) and post[at] == row:
-                tids.append(tid)
-                tfs.append(post_tf[tid][at])
-        if len(tids) != int(self._flat_count[row]):
-            return False
-        tid_arr = np.asarray(tids, dtype=np.int32)
-        order = np.argsort(tid_arr, kind="stable")  # ascending, as _derive_flat gives
-        self._flat_some[row] = (tid_arr[order], np.asarray(tfs, dtype=np.float32)[order])
-        return True
-
-    def _derive_own(self) -> None:
-        """Each restored row's own words (the terms it holds at weight ≥ 1), term ids ascending: the postings of
-        weight ≥ 1, transposed to rows as ``_derive_flat`` does. At 1M notes ~40 % of the postings are a thread
-        neighbour's words below weight 1, which the information prior never reads."""
-        lengths, rows = self._joined()
-        self._own_starts, self._own_tids = self._own_lists(lengths, rows, self._joined_tfs(), self._flat_rows)
-
-    def _derive_flat(self) -> None:
-        """The restored rows' (term ids, weights), rebuilt from the postings when first needed (a row replaced or
-        removed, a compaction, a recall's information prior): the postings grouped by term, transposed to rows
-        (a sparse matrix's CSR → CSC conversion, linear in the postings; each row's terms ascending, as a stable
-        sort of the postings by row gives them)."""
-        from scipy.sparse import csr_matrix
-        lengths, rows = self._joined()
-        tfs = self._joined_tfs()
-        bounds = np.concatenate(([0], np.cumsum(lengths)))
-        width = max(self._flat_rows, int(rows.max()) + 1 if rows.size else 0)
-        by_row = csr_matrix((tfs, rows, bounds), shape=(lengths.size, width)).tocsc()
-        starts = by_row.indptr[: self._flat_rows + 1].astype(np.int64)
-        end = int(starts[-1])
-        self._flat_tids = by_row.indices[:end].astype(np.int32, copy=False)
-        self._flat_tfs = by_row.data[:end].astype(np.float32, copy=False)
-        self._flat_some = {}
-        self._flat_starts = starts
-        self._own_starts, self._own_tids = None, np.zeros(0, dtype=np.int32)  # (the full lists hold them)
-
-    def snapshot(self) -> dict[str, np.ndarray]:
-        """The live rows as flat arrays (what :meth:`restore` needs), postings grouped by term; dead rows are left
-        out and the live ones renumbered densely (in row order)."""
-        if any("\n" in w for w in self._vocab):  # tokens are words; a custom tokenizer might not be
-            raise ValueError("a token contains a newline: this index cannot be snapshotted")
-        alive = self._alive[: self._n_rows]
-        tids, rows, tfs = self._postings()
-        keep = alive[rows]
-        tids, rows, tfs = tids[keep], rows[keep], tfs[keep]
-        renumber = np.cumsum(alive, dtype=np.int64) - 1
-        df = np.bincount(tids, minlength=len(self._vocab)).astype(np.int64)
-        used = df > 0  # a word no live row holds (a forgotten note's) is left out: the snapshot holds no trace of it
-        vocab = "\n".join(w for w, u in zip(self._vocab, used.tolist()) if u).encode("utf-8")
-        live = np.flatnonzero(alive)
-        rows = renumber[rows].astype(np.int32)
-        own_starts, own_tids = self._own_lists(df, rows, tfs, live.size)
-        return {"ids": self._ids[live].copy(), "dl": self._dl[live].copy(),
-                "df": df[used], "rows": rows, "tfs": tfs.copy(),
-                "vocab": np.frombuffer(vocab, dtype=np.uint8), "total_len": np.array([self._total_len]),
-                # each row's own words (term ids as restored: the used ones renumbered), so a restore need not
-                # derive them at its first recall (~1.4 s at 1M notes)
-                "own_starts": own_starts, "own_tids": (np.cumsum(used) - 1)[own_tids].astype(np.int32),
-                # how many terms each row holds, so re-indexing a restored row can check a lookup (_lookup_row)
-                "nterms": np.bincount(rows, minlength=live.size).astype(np.int32)}
-
-    @staticmethod
-    def _own_lists(df: np.ndarray, rows: np.ndarray, tfs: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per row, the term ids it holds at weight ≥ 1, ascending, from postings grouped by term (``df`` each):
-        (starts, term ids), a CSR → CSC transpose of the postings of weight ≥ 1."""
-        from scipy.sparse import csr_matrix
-        keep = (tfs >= 1.0) & (rows < n_rows)
-        term = np.repeat(np.arange(df.size, dtype=np.int32), df)[keep]
-        bounds = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=df.size))))
-        by_row = csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), rows[keep], bounds),
-                            shape=(df.size, n_rows)).tocsc()
-        return by_row.indptr.astype(np.int64), by_row.indices.astype(np.int32, copy=False)
-
-    def restore(self, snap: dict[str, np.ndarray]) -> None:
-        """Replace this (empty) index's content with a :meth:`snapshot`'s."""
-        if self._n_rows:
-            raise ValueError("restore needs an empty index")
-        ids, dl = snap["ids"].astype(np.int64, copy=False), snap["dl"].astype(np.float32, copy=False)
-        df = snap["df"].astype(np.int64, copy=False)
-        rows, tfs = snap["rows"].astype(np.int32, copy=False), snap["tfs"].astype(np.float32, copy=False)
-        text = snap["vocab"].tobytes().decode("utf-8")
-        words = text.split("\n") if text else []
-        n, n_terms = ids.size, len(words)
-        if df.size != n_terms or int(df.sum()) != rows.size or rows.size != tfs.size or dl.size != n or (
-                rows.size and (int(rows.min()) < 0 or int(rows.max()) >= n)):
-            raise ValueError("inconsistent full-text snapshot")
-        self._vocab = {w: i for i, w in enumerate(words)}
-        self._grow(n)
-        self._ids[:n], self._dl[:n], self._alive[:n] = ids, dl, True
-        self._row_terms = []
-        self._flat_rows, self._flat_starts = n, None  # derived from the postings when first needed
-        self._own_starts, self._own_tids = None, np.zeros(0, dtype=np.int32)
-        if "own_starts" in snap and snap["own_starts"].size == n + 1 and \
-                int(snap["own_starts"][-1]) == snap["own_tids"].size:  # (a snapshot from before: derived when asked)
-            self._own_starts = snap["own_starts"].astype(np.int64, copy=False)
-            self._own_tids = snap["own_tids"].astype(np.int32, copy=False)
-        self._flat_some = {}
-        count = snap.get("nterms")  # (None in a snapshot from before: the full pass instead)
-        self._flat_count = count.astype(np.int32, copy=False) if count is not None and count.size == n else None
-        bounds = np.concatenate(([0], np.cumsum(df))).tolist()
-        row_b, tf_b = memoryview(np.ascontiguousarray(rows)).cast("B"), memoryview(np.ascontiguousarray(tfs)).cast("B")
-
-        def part(code: str, buf: memoryview, a: int, b: int) -> array:
-            out = array(code)
-            out.frombytes(buf[4 * a:4 * b])
-            return out
-
-        self._post_rows = [part("i", row_b, a, b) for a, b in zip(bounds, bounds[1:])]
-        self._post_tf = [part("f", tf_b, a, b) for a, b in zip(bounds, bounds[1:])]
-        self._df = df.tolist()
-        self._row_of = IdRows.of(ids, np.arange(n))
-        self._n_rows = self._n_alive = n
-        self._total_len = float(snap["total_len"][0])
-        self._n_dead = 0
-        self._last = None
-
-    def snapshot_ids(self) -> np.ndarray:
-        """The live ids (row order)."""
-        return self._ids[np.flatnonzero(self._alive[: self._n_rows])]
-
-    def digest(self) -> tuple:
-        """What the index holds, comparable across builds: each live note's id and length (rounded: a bag's
-        weights may sum in another order), and the document frequency of every term in use."""
-        live = np.flatnonzero(self._alive[: self._n_rows])
-        order = np.argsort(self._ids[live], kind="stable")
-        docs = tuple(zip(self._ids[live][order].tolist(), np.round(self._dl[live][order], 3).tolist()))
-        df = tuple(sorted((w, self._df[t]) for w, t in self._vocab.items() if self._df[t] > 0))
-        return docs, hashlib.sha1(repr(df).encode()).hexdigest()
 
     # ------------------------------------------------------------------ read
     def query_terms(self, query: str) -> list[str]:
