@@ -21,7 +21,6 @@ from typing import Any, Iterable
 import numpy as np
 
 from palimpsest_memory.runtime.errors import StorageError
-from palimpsest_memory.runtime.mirror import Change
 from palimpsest_memory.runtime.storage.base import META_SCHEMA
 from palimpsest_memory.runtime.storage import rollback_quietly
 from palimpsest_memory.runtime.storage.postgres import COMMIT_LOCK

@@ -54,7 +54,7 @@ def fuse_legs(text: Leg, vector: Leg, fusion: str, *, rrf_k: float, weights: Map
     score ``ŝ`` (``text_match`` / ``vector_match``)."""
     legs = {name: (np.asarray(leg[0], dtype=np.int64), np.asarray(leg[1], dtype=np.float64))
             for name, leg in (("text", text), ("vector", vector))}
-    (t_ids, t_sc), (v_ids, v_sc) = legs["text"], legs["vector"]
+    t_ids, v_ids = legs["text"][0], legs["vector"][0]
     ids, _, inv = unique_first(np.concatenate([t_ids, v_ids]))
     at = {"text": inv[: t_ids.size], "vector": inv[t_ids.size:]}
     match: dict[str, np.ndarray] = {}

@@ -17,7 +17,7 @@ from palimpsest_memory.packs.memory.models import RecallFilters, RecallHit, Reca
 from palimpsest_memory.packs.memory.remember import note_from_index
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.walk import expand
-from palimpsest_memory.runtime import Act, Context, errors
+from palimpsest_memory.runtime import Act, Context
 from palimpsest_memory.runtime.events import RecallServed, ScoreComponents, ScoreWeights, ServedNote
 
 

@@ -1,13 +1,11 @@
 """brain.feedback end to end: the posteriors move, the weights are projected, the next recall's ranking flips;
 state survives a reopen; the ledger is filled by observing recall, which stays read-only (issue 6)."""
-from datetime import timedelta
 
 import pytest
-from pydantic import BaseModel, ConfigDict
 
-from brain_helpers import (DEFAULT_WEIGHTS, HASHING, NOW, QUERY, Clock, means, order, pair, recall,
+from brain_helpers import (DEFAULT_WEIGHTS, HASHING, NOW, Clock, means, order, pair, recall,
                            snapshot, weights_used)
-from palimpsest_memory.runtime import Act, Context, Pack, Visibility, errors
+from palimpsest_memory.runtime import errors
 from palimpsest_memory.runtime.testing import open_test_runtime
 
 

@@ -8,7 +8,6 @@ import pytest
 from brain_helpers import DEFAULT_WEIGHTS, HASHING, NOW, Clock, means, order, pair, recall, weights_used
 from palimpsest_memory.packs.brain import posteriors as post
 from palimpsest_memory.runtime import errors
-from palimpsest_memory.runtime.testing import open_test_runtime
 
 PRIOR = {"relevance": (7.0, 3.0), "salience": (2.0, 8.0), "temporal": (1.0, 9.0)}
 

@@ -1,6 +1,6 @@
 """memory.recall: the sub-handler pipeline, fusion modes, filters, limits, read-only-ness, namespaces,
 supersession and as_of, the index across reopen and writes, and CJK (issue 4, "recall")."""
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 

@@ -7,7 +7,7 @@ from store_support import HASHING, T0
 
 from palimpsest_memory.runtime.testing import open_test_runtime
 from index_support import held_index
-from palimpsest_memory.packs.memory import snapshot, snapshot_files
+from palimpsest_memory.packs.memory import snapshot_files
 from palimpsest_memory.packs.memory.index_mirror import index_digest
 
 SNAP = copy.deepcopy(HASHING)
