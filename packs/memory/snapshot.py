@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 
 import numpy as np
 
@@ -87,7 +88,8 @@ def restore(ctx: Context, index: MemoryIndex, ids: np.ndarray) -> int:
         with np.load(io.BytesIO(data)) as z:
             fresh.restore({k: z[k] for k in z.files})
             moved = moved or (ids.size >= 100_000 and "own_starts" not in z.files)  # saved before it kept them
-    except (ValueError, KeyError, OSError) as exc:  # unreadable: the notes are the truth, rebuild from them
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:  # unreadable (a member failing its
+        # CRC-32 is BadZipFile): the notes are the truth, rebuild from them
         ctx.log.warning("full-text index snapshot unreadable (%s): rebuilding", exc)
         return 0
     if len(fresh) != covered or not np.array_equal(np.sort(fresh.snapshot_ids()), ids[:covered]):

@@ -1,5 +1,7 @@
 """The full-text index snapshot: a restart restores BM25 instead of re-tokenising, and answers exactly as a rebuild."""
 import copy
+import io
+import zipfile
 
 import numpy as np
 import pytest
@@ -79,7 +81,7 @@ def test_notes_added_after_a_restore_expand_their_thread_neighbours_like_a_rebui
         assert answers(rt) == live
 
 
-@pytest.mark.parametrize("spoil", ["stale", "settings", "corrupt"])
+@pytest.mark.parametrize("spoil", ["stale", "settings", "corrupt", "flipped bit"])
 def test_a_snapshot_that_does_not_match_is_ignored_and_the_index_rebuilt(tmp_path, spoil) -> None:
     db = str(tmp_path / "pal.duckdb")
     with open_test_runtime(config=SNAP, path=db) as rt:
@@ -91,9 +93,19 @@ def test_a_snapshot_that_does_not_match_is_ignored_and_the_index_rebuilt(tmp_pat
     elif spoil == "settings":
         config = copy.deepcopy(SNAP)
         config["packs"]["memory"]["bm25_k1"] = 2.0
-    else:
+    elif spoil == "corrupt":
         with open_test_runtime(config=NO_SNAP, path=db) as rt:
             rt._con.execute("UPDATE memory.index_snapshot SET data = 'not a numpy archive'::BLOB")
+    else:  # one bit of a weight in the file beside the store: the archive still parses, its CRC-32 does not match
+        from palimpsest_memory.packs.memory.snapshot_files import HEAD
+        (path,) = (tmp_path / "pal.duckdb.index").glob("*-1-*.bin")
+        raw = bytearray(path.read_bytes())
+        info = zipfile.ZipFile(io.BytesIO(bytes(raw[HEAD:]))).getinfo("tfs.npy")
+        local = HEAD + info.header_offset
+        start = local + 30 + int.from_bytes(raw[local + 26:local + 28], "little") + \
+            int.from_bytes(raw[local + 28:local + 30], "little")
+        raw[start + info.file_size - 1] ^= 0x40
+        path.write_bytes(bytes(raw))
     with open_test_runtime(config=config, path=db) as rt:
         assert held_index(rt).dirty  # rebuilt, and will be saved again at close
         got = answers(rt)
