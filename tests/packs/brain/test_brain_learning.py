@@ -1,6 +1,5 @@
 """brain.feedback end to end: the posteriors move, the weights are projected, the next recall's ranking flips;
 state survives a reopen; the ledger is filled by observing recall, which stays read-only (issue 6)."""
-
 import pytest
 
 from brain_helpers import (DEFAULT_WEIGHTS, HASHING, NOW, Clock, means, order, pair, recall,

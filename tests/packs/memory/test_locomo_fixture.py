@@ -8,7 +8,6 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-
 from palimpsest_memory.packs.memory.commands import import_conversations
 from palimpsest_memory.packs.memory.importers import parse_locomo
 
