@@ -149,13 +149,7 @@ class MemoryIndex(IndexWrites):
             return last[2]
         if n == 1 or ids.size == 0:
             return np.zeros(ids.shape, dtype=np.int64)
-        if self._ascending:
-            keys, slot_of = self.slot_id[1:n], None
-        else:
-            if self._order is None:
-                order = np.argsort(self.slot_id[1:n], kind="stable")
-                self._order = (self.slot_id[1:n][order], order + 1)
-            keys, slot_of = self._order
+        keys, slot_of = self._sorted_ids()
         pos = np.minimum(np.searchsorted(keys, ids), n - 2)
         hit = keys[pos] == ids
         found = pos + 1 if slot_of is None else slot_of[pos]
@@ -165,8 +159,27 @@ class MemoryIndex(IndexWrites):
             self._last = (n, ids.copy(), out)
         return out
 
+    def _sorted_ids(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The held slots' note ids ascending, and the slot of each (None: slot = position + 1)."""
+        n = self._n
+        if self._ascending:
+            return self.slot_id[1:n], None
+        if self._order is None:
+            order = np.argsort(self.slot_id[1:n], kind="stable")
+            self._order = (self.slot_id[1:n][order], order + 1)
+        return self._order
+
     def slot(self, note_id: int) -> int:
-        return int(self.slots(np.array([int(note_id)], dtype=np.int64))[0])
+        """``slots`` of one id, without arrays: a served recall asks for each of its notes' rows (~1 µs, not ~20)."""
+        n = self._n
+        if n == 1:
+            return 0
+        i = int(note_id)
+        keys, slot_of = self._sorted_ids()
+        pos = min(int(keys.searchsorted(i)), n - 2)
+        if int(keys[pos]) != i:
+            return 0
+        return pos + 1 if slot_of is None else int(slot_of[pos])
 
     def row_slots(self, ids: np.ndarray) -> np.ndarray:
         """``slots(ids)`` for the row-id arrays of the BM25 and vector indexes (``x._ids[:n]``), which a recall

@@ -106,6 +106,8 @@ def test_ids_added_out_of_order_map_to_their_own_slots():
     assert len(index.cols["alive"]) == 64 and len(index) == 6  # no column spans the ids
     assert index.slots([7, 20, 21, 499, 500, 9_000_000]).tolist() == [4, 2, 5, 6, 1, 3]  # new ids of a batch in id order
     assert index.slots([0, 8, 10**12]).tolist() == [0, 0, 0]  # ids it does not hold read slot 0
+    every = [0, 6, 7, 8, 20, 21, 22, 498, 499, 500, 501, 9_000_000, 9_000_001, 10**12]
+    assert [index.slot(i) for i in every] == index.slots(every).tolist()  # one id at a time reads the same
     assert index.column("salience")[order].tolist() == [i / 100 for i in order]
     assert index.thread_of(8) is None and index.thread_of(7) == index.thread_of(500)
 
@@ -124,3 +126,11 @@ def test_ids_added_out_of_order_map_to_their_own_slots():
     assert index.slots([21]).tolist() == [5] and 21 not in index.allowed(index.mask("n", F()))
     assert index.column("next")[[20]].tolist() == [499]
     assert index.ids_of(index.mask("n", F())).tolist() == [7, 499]
+
+
+def test_one_id_reads_the_slot_the_arrays_read_when_ids_came_in_order():
+    index = MemoryIndex(k1=1.2, b=0.75, max_query_terms=32, expansion_weight=0.5)
+    assert index.slot(3) == 0  # empty
+    index.add([row(i) for i in (3, 5, 9)], {})
+    every = list(range(12)) + [2**62]
+    assert [index.slot(i) for i in every] == index.slots(every).tolist() == [0, 0, 0, 1, 0, 2, 0, 0, 0, 3, 0, 0, 0]
