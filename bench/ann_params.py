@@ -66,7 +66,7 @@ def found(graph, X: np.ndarray, Q: np.ndarray, n: int, dims: int, ef: int) -> tu
 def run(X: np.ndarray, Q: np.ndarray, size: int, m: int, ef_add: int, dims: int, threads: int = 1) -> dict:
     from usearch.index import Index
 
-    from palimpsest_memory.packs.memory.vectors import Ann
+    from palimpsest_memory.packs.memory.vector_graph import Ann
     graph = Index(ndim=dims, metric="ip", dtype="i8", connectivity=m, expansion_add=ef_add, expansion_search=256)
     out: dict = {"M": m, "ef_add": ef_add, "dims": dims, "threads": threads, "insert_us": {}, "found": {}}
     per: list[float] = []

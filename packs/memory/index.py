@@ -20,7 +20,8 @@ from palimpsest_memory.packs.memory.context import ThreadExpander
 from palimpsest_memory.packs.memory.index_writes import KINDS, IndexWrites, seconds
 from palimpsest_memory.packs.memory.rowstore import TYPES, Codes, NoteRows, SlotLinks
 from palimpsest_memory.packs.memory.threads import Episodes
-from palimpsest_memory.packs.memory.vectors import Ann, VectorIndex
+from palimpsest_memory.packs.memory.vector_graph import Ann
+from palimpsest_memory.packs.memory.vectors import VectorIndex
 
 # the columns of a note, in NoteRow's field order
 FULL_COLUMNS = ("id, namespace, content, memory_type, kind, scope, thread, tags, salience, decay_factor, "

@@ -16,7 +16,7 @@ from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, No
                                   VectorsReplaced)
 from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex
 from palimpsest_memory.packs.memory.settings import MemorySettings
-from palimpsest_memory.packs.memory.vectors import Ann
+from palimpsest_memory.packs.memory.vector_graph import Ann
 from palimpsest_memory.runtime import Context
 from palimpsest_memory.runtime.errors import InternalError
 from palimpsest_memory.runtime.mirror import Change, Mirror

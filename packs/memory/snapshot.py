@@ -12,7 +12,7 @@ but a few newer notes and nothing else changed (``keeps``) — and only for stor
 since. Vectors and metadata columns are still read from their tables; thread links are rebuilt from each note's
 thread without tokenising.
 
-The vector leg's HNSW graphs (``vectors.py``; ~14 s to build at 100k notes on one core) are kept the same way,
+The vector leg's HNSW graphs (``vector_graph.py``; ~14 s to build at 100k notes on one core) are kept the same way,
 one row per embedding model (id 2 for the default model, 3 for the CJK one), holding usearch's own serialisation:
 trusted only when it holds exactly the index's vectors up to its highest note id (the newer ones are inserted on
 open), built with the same model, dimension and graph settings. ``memory.reembed`` deletes them in its

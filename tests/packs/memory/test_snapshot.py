@@ -379,7 +379,8 @@ def test_forget_deletes_the_snapshot_files_with_their_rows(tmp_path) -> None:
 
 
 def test_the_graph_search_list_grows_with_the_graph() -> None:
-    from palimpsest_memory.packs.memory.vectors import Ann, VectorIndex
+    from palimpsest_memory.packs.memory.vector_graph import Ann
+    from palimpsest_memory.packs.memory.vectors import VectorIndex
     rng = np.random.default_rng(1)
     vi = VectorIndex(16, ann=Ann(min_rows=50, expansion_search=64, rows_per_expansion=2))
     vi.add(np.arange(1, 401), rng.normal(size=(400, 16)).astype(np.float32))

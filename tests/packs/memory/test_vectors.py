@@ -3,8 +3,9 @@ import threading
 import numpy as np
 import pytest
 
-from palimpsest_memory.packs.memory import vectors
-from palimpsest_memory.packs.memory.vectors import Ann, VectorIndex, l2_normalize
+from palimpsest_memory.packs.memory import vector_graph
+from palimpsest_memory.packs.memory.vector_graph import Ann
+from palimpsest_memory.packs.memory.vectors import VectorIndex, l2_normalize
 
 
 def rand(n, d, seed=0):
@@ -217,7 +218,7 @@ def test_an_ingest_waits_when_two_graph_inserts_are_already_queued():
     idx = VectorIndex(64, ann=ANN)
     idx.add(np.arange(3000), x)  # builds the graph at once
     gate = threading.Event()
-    blocker = vectors._INSERTS.submit(gate.wait, 30)  # holds the one insert worker
+    blocker = vector_graph._INSERTS.submit(gate.wait, 30)  # holds the one insert worker
     third = threading.Thread(target=idx.add, args=(np.arange(3400, 3600), extra[400:]))
     try:
         idx.add(np.arange(3000, 3200), extra[:200])

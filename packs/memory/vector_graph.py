@@ -1,0 +1,144 @@
+"""The HNSW graph half of ``vectors.VectorIndex``: when it is built, how rows reach it, and how a saved one is taken.
+
+Once the index holds ``Ann.min_rows`` rows it also keeps an HNSW graph (usearch, int8-quantised vectors, inner
+product, keyed by note id; ADR 0020). New rows are inserted in the background (``_INSERTS``), a read waits for every
+queued insert, and the graph is saved with the store (``snapshot.py``) and restored on open. ``GraphRows`` is a mixin
+of ``VectorIndex`` (as ``bm25_rows.RestoredRows`` is of ``BM25Index``): it reads the index's rows, ids and matrix.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from usearch.index import Index as HNSW
+
+__all__ = ["Ann", "GraphRows"]
+
+# Graph inserts run here, one batch at a time, while the caller goes on (usearch releases the GIL): an ingest's
+# Python work (tokenising, SQL, the next batch's embedding) overlaps the graph inserts of the batches before it. Every
+# read of the graph waits for every queued insert first, so a search never sees half a batch. usearch splits a batch
+# evenly between its insert threads and its first one takes the GIL back for every vector (it waits while the caller
+# runs Python), so a second one (``Ann.insert_threads``) halves the share that waits; more threads than cores take
+# the CPU the caller's Python needs (ADR 0025, last section).
+_IN_FLIGHT = 2  # graph inserts queued or running at once: one runs while the next waits, so the graph never idles
+_LIST_PER_ASKED_ROW = 6  # a search list at most this many times the rows asked (a 200-row leg's: 2,400)
+_INSERTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palimpsest-hnsw")
+
+
+@dataclass(frozen=True)
+class Ann:
+    """When and how a large scan goes through the HNSW graph (``min_rows = 0`` turns it off: always exact)."""
+
+    min_rows: int = 0
+    connectivity: int = 16  # graph edges per node (usearch's M)
+    expansion_add: int = 128  # candidate list while inserting (efConstruction)
+    expansion_search: int = 256  # candidate list while searching (efSearch), at least
+    rows_per_expansion: int = 400  # and at least rows / this (0: off): a larger graph needs a longer list (ADR 0020)
+    oversample: float = 2.0  # the graph is asked for oversample x k rows, rescored exactly
+    max_ask: int = 20000  # a filter that would need more rows from the graph than this scans exactly
+    insert_threads: int = 2  # usearch threads per background insert (ADR 0025: the first waits for the GIL per vector)
+
+    def signature(self) -> dict:
+        return {"connectivity": self.connectivity, "expansion_add": self.expansion_add}
+
+    def search_list(self, rows: int, ask: int | None = None) -> int:
+        """The graph's search list for its size: ``expansion_search``, or rows / ``rows_per_expansion`` if longer
+        (measured at 1M distinct notes: 256 found 93.6 % of the exact top-200, 2,000 98.1 %, 2,400 98.2 %; ADR 0020,
+        0025) — but no longer than ``_LIST_PER_ASKED_ROW`` × the rows asked (``ask``): a walk's ten seeds do not pay
+        for a 200-row leg's list."""
+        grown = rows // self.rows_per_expansion if self.rows_per_expansion else 0
+        if ask is not None:
+            grown = min(grown, _LIST_PER_ASKED_ROW * ask)
+        return max(self.expansion_search, grown)
+
+
+class GraphRows:
+    """The graph over a ``VectorIndex``'s live rows (see the module docstring)."""
+
+    @property
+    def _graph(self) -> HNSW | None:
+        """The graph, once the insert in flight (if any) has finished."""
+        self.sync()
+        return self._g
+
+    def sync(self, leave: int = 0) -> None:
+        """Wait for queued graph inserts, oldest first, until at most ``leave`` remain (re-raising the first error,
+        if one failed)."""
+        while len(self._pending) > leave:
+            self._pending.popleft().result()
+
+    def _graph_add(self, id_arr: np.ndarray, m: np.ndarray, build: bool) -> None:
+        """Queue the rows just added for the graph (waiting while ``_IN_FLIGHT`` inserts are queued), or build the
+        graph once the index is large enough (``build``)."""
+        self.sync(leave=_IN_FLIGHT - 1)  # bounded: an ingest that outruns its graph waits here
+        graph = self._g
+        if graph is not None:
+            # a duplicated id inside the batch: the graph takes its last vector, as the matrix does
+            last = {int(i): j for j, i in enumerate(id_arr.tolist())}
+            keep = np.fromiter(last.values(), dtype=np.int64, count=len(last))
+            self._pending.append(_INSERTS.submit(graph.add, id_arr[keep], m[keep], threads=self.ann.insert_threads))
+            self.graph_dirty = True
+        elif build:
+            self.build_graph()
+
+    def _new_graph(self) -> HNSW:
+        a = self.ann
+        return HNSW(ndim=self.dim, metric="ip", dtype="i8", connectivity=a.connectivity,
+                    expansion_add=a.expansion_add, expansion_search=a.expansion_search)
+
+    def build_graph(self) -> None:
+        """Build the graph over every live row once the index holds ``min_rows`` of them."""
+        if self._graph is not None or not self.ann.min_rows or len(self._row_of) < self.ann.min_rows:
+            return
+        rows = np.flatnonzero(self._alive[: self._n_rows])
+        graph = self._new_graph()
+        for start in range(0, rows.size, 65536):  # chunks: no second copy of the whole matrix
+            part = rows[start:start + 65536]
+            graph.add(self._ids[part], self._mat[part], threads=0)
+        self._g, self.graph_dirty = graph, True
+
+    def expansion(self, ask: int | None = None) -> int:
+        """The graph's search list for this index's size (``Ann.search_list``)."""
+        return self.ann.search_list(len(self._row_of), ask)
+
+    @property
+    def has_graph(self) -> bool:
+        return self._g is not None
+
+    def graph_bytes(self) -> bytes | None:
+        """The graph serialised (``snapshot.py`` stores it), or None below the threshold."""
+        return None if self._graph is None else bytes(self._graph.save())
+
+    def count_upto(self, max_id: int) -> int:
+        """How many vectors this index holds with ids up to ``max_id``."""
+        return int(np.count_nonzero(self._ids[: self._n_rows][self._alive[: self._n_rows]] <= max_id))
+
+    def restore_graph(self, data: bytes, upto: int | None = None) -> bool:
+        """Take a saved graph instead of building one; False (and nothing changed) when it does not hold exactly
+        this index's ids (with ``upto``: those up to that id, and the newer rows are then inserted into it)."""
+        try:
+            graph = self._new_graph()
+            graph.load(data)  # usearch reads the buffer into its own memory
+        except (RuntimeError, ValueError):  # unreadable: the caller builds from the vectors instead
+            return False
+        held = len(self._row_of) if upto is None else self.count_upto(upto)
+        if len(graph) != held or graph.ndim != self.dim:
+            return False
+        if upto is not None and held:
+            last = self._ids[: self._n_rows][self._alive[: self._n_rows]]
+            probe = np.array([last[last <= upto].max()], dtype=np.int64)
+            if not graph.contains(probe).all():  # another graph of as many rows
+                return False
+        graph.expansion_search = self.ann.expansion_search
+        self.sync()
+        self._g, self.graph_dirty = graph, False
+        self.saved_rows, self.appended_only = held, True
+        if held < len(self._row_of):  # the rows added after it was saved
+            rows = np.flatnonzero(self._alive[: self._n_rows] & (self._ids[: self._n_rows] > upto))
+            for start in range(0, rows.size, 65536):
+                part = rows[start:start + 65536]
+                graph.add(self._ids[part], self._mat[part], threads=0)
+            self.graph_dirty = True
+        return True
