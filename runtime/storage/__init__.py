@@ -3,7 +3,8 @@
 
 - :mod:`palimpsest_memory.runtime.storage.base`: migrations, the statement guard and the :class:`Database` handle every verb gets;
 - :mod:`palimpsest_memory.runtime.storage.duck`: the DuckDB connection, its meta tables and :func:`seal`;
-- :mod:`palimpsest_memory.runtime.storage.postgres`: the PostgreSQL connection, SQL translation, the change log's tables.
+- :mod:`palimpsest_memory.runtime.storage.postgres`: the PostgreSQL connection and the change log's tables;
+- :mod:`palimpsest_memory.runtime.storage.pg_dialect`: pack SQL (DuckDB's dialect) as PostgreSQL's.
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import pytest
 
 from palimpsest_memory.runtime import Act, Context, Pack, changelog, errors
 from palimpsest_memory.runtime.params import Params
-from palimpsest_memory.runtime.storage import postgres
+from palimpsest_memory.runtime.storage import pg_dialect, postgres
 from palimpsest_memory.runtime.testing import POSTGRES_MISSING, open_test_runtime, postgres_available
 
 pytestmark = pytest.mark.skipif(not postgres_available(), reason=POSTGRES_MISSING)
@@ -61,20 +61,20 @@ def wait_for(check, seconds: float = 20.0):  # type: ignore[no-untyped-def]
 
 # -- the seam -------------------------------------------------------------------------------------------------------
 def test_translation_of_the_duckdb_spellings_packs_use() -> None:
-    t = postgres.translate("SELECT nextval('kg.s') FROM range(?) WHERE x LIKE '%a?' AND y = $1", True)
+    t = pg_dialect.translate("SELECT nextval('kg.s') FROM range(?) WHERE x LIKE '%a?' AND y = $1", True)
     assert t.sql == "SELECT nextval('kg.s') FROM generate_series(1, %s) WHERE x LIKE '%%a?' AND y = %s"
     assert t.bind([3, 9])[1] == [3, 3]  # "?" is the first parameter, and so is "$1"
-    t = postgres.translate("SELECT list(v ORDER BY v), len(a), epoch(?::TIMESTAMP) FROM t WHERE "
+    t = pg_dialect.translate("SELECT list(v ORDER BY v), len(a), epoch(?::TIMESTAMP) FROM t WHERE "
                            "list_has_any(tags, ?::VARCHAR[]) AND list_contains(?::VARCHAR[], left(src, 1))", True)
     assert "array_agg(v ORDER BY v)" in t.sql and "cardinality(a)" in t.sql and "date_part('epoch', " in t.sql
     assert "(tags && %s::VARCHAR[])" in t.sql and "(left(src, 1) = ANY(%s::VARCHAR[]))" in t.sql
-    t = postgres.translate("SELECT unnest($1::VARCHAR[][]), unnest($2)", True)
+    t = pg_dialect.translate("SELECT unnest($1::VARCHAR[][]), unnest($2)", True)
     sql, values = t.bind([[["a"], ["b", "c"]], ["x", None]])
     assert sql == "SELECT _palimpsest.jarr(unnest(%s::text[]))::VARCHAR[], unnest(%s::text[])"
     assert values == [['["a"]', '["b", "c"]'], ["x", None]]
-    assert "double precision" in postgres.translate("CREATE TABLE t (x DOUBLE, b BLOB)", False).sql
+    assert "double precision" in pg_dialect.translate("CREATE TABLE t (x DOUBLE, b BLOB)", False).sql
     with pytest.raises(errors.StorageError, match="ON CONFLICT"):
-        postgres.translate("INSERT OR REPLACE INTO t VALUES (?)", True)
+        pg_dialect.translate("INSERT OR REPLACE INTO t VALUES (?)", True)
 
 
 def test_credentials_never_reach_messages_or_logs(url, caplog, monkeypatch) -> None:  # type: ignore[no-untyped-def]
