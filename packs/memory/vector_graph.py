@@ -55,7 +55,10 @@ class Ann:
 
 
 class GraphRows:
-    """The graph over a ``VectorIndex``'s live rows (see the module docstring)."""
+    """The graph over a ``VectorIndex``'s live rows (see the module docstring). It reads the index's rows
+    (``_mat``, ``_ids``, ``_alive``, ``_n_rows``, ``_row_of``, ``dim``, ``ann``) and keeps the graph state the index
+    initialises: ``_g`` (the graph or None), ``_pending`` (queued inserts), ``graph_dirty``, ``saved_rows``,
+    ``appended_only``."""
 
     @property
     def _graph(self) -> HNSW | None:
