@@ -84,3 +84,28 @@ def test_the_embedder_gives_the_same_vectors_without_the_pieces(embedder):
     plain.__dict__.update(embedder.__dict__, _pieces=None)  # the same model, every text asked of the tokenizer
     assert np.allclose(ours, plain.embed(texts), atol=1e-6, rtol=0)
     assert np.linalg.norm(ours[1]) == 0 and np.linalg.norm(ours[2]) > 0.99
+
+
+def test_threads_sharing_one_cache_that_starts_over_get_the_tokenizers_ids(tokenizer, monkeypatch):
+    # an HTTP server embeds on several threads at once: a cache emptied by one thread under another's lookups
+    # must not change anyone's ids
+    import threading
+
+    monkeypatch.setattr(PieceIds, "MAX_PIECES", 16)
+    pieces = PieceIds.for_tokenizer(tokenizer)
+    rng = np.random.default_rng(11)
+    vocab = [f"w{i}" for i in range(200)] + ["dog,", "Café", "東京", "naïve."]
+    texts = [" ".join(rng.choice(vocab, size=12)) for _ in range(400)]
+    wrong: list[str] = []
+
+    def work(part):
+        for t in part:
+            if pieces.ids(t) != _tokenizer_ids(tokenizer, t):
+                wrong.append(t)
+
+    threads = [threading.Thread(target=work, args=(texts[i::4],)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not wrong and len(pieces) <= 16
