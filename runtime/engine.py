@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from palimpsest_memory.runtime import changelog, compact, idempotency, storage
+from palimpsest_memory.runtime import changelog, collector, compact, idempotency, storage
 from palimpsest_memory.runtime.aftercommit import Followers
 from palimpsest_memory.runtime.config import load_config, pack_settings
 from palimpsest_memory.runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
@@ -184,6 +184,11 @@ class Runtime:
                                 details={"errors": [{"loc": ["consistency"], "msg": "unknown consistency"}]})
         spec = self.catalog.resolve(verb, caller_pack=None, internal=internal)
         who = check_actor(actor, verb)
+        with collector.paused(spec.bulk):  # a bulk verb: from validating its batch to its end (ADR 0029)
+            return self._call(verb, spec, params, namespace, who, idempotency_key, consistency)
+
+    def _call(self, verb: str, spec: VerbSpec, params: Any, namespace: str | None, who: str | None,
+              idempotency_key: str | None, consistency: str) -> BaseModel:
         model = validate_params(spec, params)
         named = getattr(model, "namespace", None)
         if named is not None and namespace is not None and named != namespace:

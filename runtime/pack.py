@@ -48,6 +48,8 @@ class VerbSpec:
     result_model: type[BaseModel]
     handler: Callable[..., Any] = field(repr=False, compare=False)
     doc: str = ""
+    # many items in one call: the runtime pauses the cycle collector while its top-level call runs (ADR 0029)
+    bulk: bool = False
 
     @property
     def full_name(self) -> str:
@@ -125,9 +127,12 @@ class Pack:
         return f"Pack({self.name!r}, version={self.version!r}, requires={list(self.requires)!r})"
 
     def verb(
-        self, name: str, *, act: Act | str, visibility: Visibility | str = Visibility.PUBLIC
+        self, name: str, *, act: Act | str, visibility: Visibility | str = Visibility.PUBLIC, bulk: bool = False
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register ``handler(params: ParamsModel, ctx: Context) -> ResultModel`` as ``<pack>.<name>``.
+
+        ``bulk=True`` declares a verb that takes many items in one call (a batch of notes, facts, records): the
+        runtime pauses Python's cycle collector while its top-level call runs (``runtime/collector.py``).
 
         Fails at import time when the name is malformed, the act or visibility is unknown, a model is missing
         from the annotations, or the params model accepts unknown fields.
@@ -145,7 +150,7 @@ class Pack:
                 raise PackLoadError(f"pack {self.name!r} registers verb {name!r} twice")
             self.verbs[name] = VerbSpec(
                 pack=self.name, name=name, act=act_, visibility=vis_, params_model=params_model,
-                result_model=result_model, handler=handler, doc=inspect.getdoc(handler) or "",
+                result_model=result_model, handler=handler, doc=inspect.getdoc(handler) or "", bulk=bool(bulk),
             )
             return handler
 

@@ -273,4 +273,4 @@ def register_portable(pack: "Pack", tables: list[Table], *, export_act: Act = Ac
     import_records.__doc__ = (f"Check or write exported {pack.name} records into an empty namespace, ids preserved; "
                               "the last call advances the sequences and reloads the pack's mirrors.")
     pack.verb("export_records", act=export_act, visibility=Visibility.SUBHANDLER)(export_records)
-    pack.verb("import_records", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)(import_records)
+    pack.verb("import_records", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER, bulk=True)(import_records)

@@ -191,7 +191,7 @@ def link(params: LinkParams, ctx: Context) -> LinkResult:
     return LinkResult(edge=edge_out(row), created=created)
 
 
-@pack.verb("link_many", act=Act.COMMISSIVE)
+@pack.verb("link_many", act=Act.COMMISSIVE, bulk=True)
 def link_many(params: LinkManyParams, ctx: Context) -> LinkManyResult:
     """Create or update many edges in one transaction (set-wise), e.g. a note's mentions of entities."""
     if len(params.links) > ctx.settings.max_batch:

@@ -1,12 +1,10 @@
 """Write verbs over facts: kg.assert_fact, kg.assert_facts, kg.retract_fact, kg.define_predicate, kg.predicates."""
 from __future__ import annotations
 
-import gc
 import itertools
 from operator import attrgetter
-from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
 from palimpsest_memory.runtime import Act, Context, errors
 
@@ -93,23 +91,6 @@ def update_evidence(ctx: Context, facts: list[Fact]) -> None:
              [f.evidence_count for f in facts], [f.source_id for f in facts]])
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cycle collector off for one batch, then back on (unless someone else had turned it off).
-
-    A batch holds ~10 ``Fact`` copies per touched timeline until it ends (they are freed by reference counting,
-    no cycles). While they live, each batch triggers several full collections that walk all of them: at 1M facts
-    that was 0.7 s of a 1.9 s batch, growing with the timelines (measured in bench/results/kg.md).
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Outcome]:
     """The whole assertion pipeline, set-wise: entities, cardinalities, timelines, then one write per table."""
     s = ctx.settings
@@ -117,12 +98,6 @@ def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Ou
         here = [*loc, i] if loc else []
         check_length(it.subject, s.max_name_length, [*here, "subject"])
         check_length(it.object, s.max_literal_length if it.literal else s.max_name_length, [*here, "object"])
-    with gc_paused():
-        return _assert_many(ctx, items)
-
-
-def _assert_many(ctx: Context, items: list[FactInput]) -> list[Outcome]:
-    s = ctx.settings
     now = ctx.now()
     store = KgStore(ctx)
     store.begin_write()
@@ -183,7 +158,7 @@ def assert_fact(params: AssertFactParams, ctx: Context) -> AssertFactResult:
                             superseded=[got[f.fact_id] for f in out.superseded])
 
 
-@pack.verb("assert_facts", act=Act.COMMISSIVE)
+@pack.verb("assert_facts", act=Act.COMMISSIVE, bulk=True)
 def assert_facts(params: AssertFactsParams, ctx: Context) -> AssertFactsResult:
     """Assert many facts in one transaction, in order, with the same supersession as kg.assert_fact.
 

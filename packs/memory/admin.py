@@ -24,7 +24,7 @@ def get(params: GetParams, ctx: Context) -> GetResult:
                      missing=[i for i in dict.fromkeys(params.ids) if i not in found])
 
 
-@pack.verb("reembed", act=Act.COMMISSIVE)
+@pack.verb("reembed", act=Act.COMMISSIVE, bulk=True)
 def reembed(params: ReembedParams, ctx: Context) -> ReembedResult:
     """(Re)compute every note's vector with a model (default: the configured one), e.g. after changing it."""
     model = params.model or ctx.settings.embedder

@@ -120,7 +120,7 @@ def link(params: LinkParams, ctx: Context) -> LinkResult:
                       created=created, superseded=superseded[0] if superseded else None)
 
 
-@pack.verb("link_many", act=Act.COMMISSIVE)
+@pack.verb("link_many", act=Act.COMMISSIVE, bulk=True)
 def link_many(params: LinkManyParams, ctx: Context) -> LinkManyResult:
     """Create many memory edges in one transaction (validated together: nothing is written if one is bad)."""
     s: MemorySettings = ctx.settings

@@ -179,7 +179,7 @@ def run_import(ctx: Context, items: Callable[[], Iterator[Item]],
     return ImportResult(conversations=len(plan), notes=len(ids), created=created, replayed=replayed, ids=ids)
 
 
-@pack.verb("import_file", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER)
+@pack.verb("import_file", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER, bulk=True)
 def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
     """Import a JSONL chat log or a LoCoMo file, all or nothing: validated whole before anything is written,
     then written in this call's one transaction (``pal import``)."""
@@ -207,7 +207,7 @@ def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
     return res
 
 
-@pack.verb("import_conversations", act=Act.COMMISSIVE)
+@pack.verb("import_conversations", act=Act.COMMISSIVE, bulk=True)
 def import_conversations(params: ImportConversationsParams, ctx: Context) -> ImportResult:
     """Import parsed conversations (speakers, notes), all or nothing, in this call's one transaction."""
     convs = params.conversations

@@ -186,7 +186,7 @@ def remember(params: RememberParams, ctx: Context) -> RememberResult:
     return RememberResult(note=note, created=created[0])
 
 
-@pack.verb("remember_many", act=Act.COMMISSIVE)
+@pack.verb("remember_many", act=Act.COMMISSIVE, bulk=True)
 def remember_many(params: RememberManyParams, ctx: Context) -> RememberManyResult:
     """Store many notes in one transaction (bulk import); keys make replays idempotent."""
     ids, created = store_notes(ctx, params.notes)

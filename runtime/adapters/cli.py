@@ -207,7 +207,7 @@ def describe_cmd(verb: str) -> None:
 
     spec = _catalog().get(verb)
     print_json({"verb": spec.full_name, "act": spec.act.value, "visibility": spec.visibility.value,
-                "doc": spec.doc, "params": spec.params_model.model_json_schema(),
+                "bulk": spec.bulk, "doc": spec.doc, "params": spec.params_model.model_json_schema(),
                 "result": spec.result_model.model_json_schema()})
 
 

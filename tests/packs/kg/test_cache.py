@@ -301,8 +301,8 @@ def test_a_cache_built_from_a_stored_namespace_follows_later_writes(tmp_path):
 
 
 def test_a_batch_gives_the_cycle_collector_back_as_it_found_it(rt):
-    """kg.assert_facts pauses Python's GC for its batch (packs/kg/facts.py): it must restore the caller's setting
-    (on, or off if the caller turned it off), and a refused batch leaves it on."""
+    """kg.assert_facts is a bulk verb: the runtime pauses Python's GC for its batch (runtime/collector.py, ADR 0029);
+    it must restore the caller's setting (on, or off if the caller turned it off), and a refused batch leaves it on."""
     fact = {"subject": "Alice", "predicate": "works_at", "object": "Meta", "valid_from": "2020"}
     assert gc.isenabled()
     rt.call("kg.assert_facts", {"facts": [fact]})
