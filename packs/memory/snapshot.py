@@ -79,19 +79,19 @@ def restore(ctx: Context, index: MemoryIndex, ids: np.ndarray) -> int:
                      n, mx, ids.size, int(ids[-1]))
         return 0
     moved = files.held_inline(ctx, data)
-    data = files.read(ctx, data)
-    if data is None:
-        ctx.log.warning("full-text index snapshot file is missing or of another write: rebuilding")
-        return 0
     fresh = BM25Index(k1=s.bm25_k1, b=s.bm25_b, max_query_terms=s.max_query_terms)
-    try:
-        with np.load(io.BytesIO(data)) as z:
-            fresh.restore({k: z[k] for k in z.files})
-            moved = moved or (ids.size >= 100_000 and "own_starts" not in z.files)  # saved before it kept them
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:  # unreadable (a member failing its
-        # CRC-32 is BadZipFile): the notes are the truth, rebuild from them
-        ctx.log.warning("full-text index snapshot unreadable (%s): rebuilding", exc)
-        return 0
+    with files.opened(ctx, data) as buf:
+        if buf is None:
+            ctx.log.warning("full-text index snapshot file is missing or of another write: rebuilding")
+            return 0
+        try:
+            with np.load(files.BufferReader(buf)) as z:
+                fresh.restore({k: z[k] for k in z.files})
+                moved = moved or (ids.size >= 100_000 and "own_starts" not in z.files)  # saved before it kept them
+        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:  # unreadable (a member failing
+            # its CRC-32 is BadZipFile): the notes are the truth, rebuild from them
+            ctx.log.warning("full-text index snapshot unreadable (%s): rebuilding", exc)
+            return 0
     if len(fresh) != covered or not np.array_equal(np.sort(fresh.snapshot_ids()), ids[:covered]):
         ctx.log.warning("full-text index snapshot does not hold the notes it names: rebuilding")
         return 0
@@ -140,10 +140,10 @@ def restore_graph(ctx: Context, vi: VectorIndex, model: str) -> bool:
         ctx.log.info("%s vector graph snapshot is stale: rebuilding", model)
         return False
     moved = files.held_inline(ctx, data)
-    data = files.read(ctx, data)
-    if data is None or not vi.restore_graph(data, upto=mx):
-        ctx.log.warning("%s vector graph snapshot unreadable: rebuilding", model)
-        return False
+    with files.opened(ctx, data) as buf:  # usearch copies the graph into its own memory
+        if buf is None or not vi.restore_graph(buf, upto=mx):
+            ctx.log.warning("%s vector graph snapshot unreadable: rebuilding", model)
+            return False
     if moved:  # saved in the row by an earlier version: save it again, to a file
         vi.graph_dirty, vi.appended_only = True, False
     return True

@@ -118,7 +118,7 @@ class GraphRows:
         """How many vectors this index holds with ids up to ``max_id``."""
         return int(np.count_nonzero(self._ids[: self._n_rows][self._alive[: self._n_rows]] <= max_id))
 
-    def restore_graph(self, data: bytes, upto: int | None = None) -> bool:
+    def restore_graph(self, data: bytes | memoryview, upto: int | None = None) -> bool:
         """Take a saved graph instead of building one; False (and nothing changed) when it does not hold exactly
         this index's ids (with ``upto``: those up to that id, and the newer rows are then inserted into it)."""
         try:

@@ -1,0 +1,70 @@
+"""Snapshot files are mapped, not read, while a restore copies what it keeps (snapshot_files.opened), and the
+reader ``np.load`` goes through behaves as a file."""
+import copy
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from store_support import HASHING, T0
+
+from index_support import held_index
+from palimpsest_memory.packs.memory.snapshot_files import BufferReader
+from palimpsest_memory.runtime.testing import open_test_runtime
+
+GRAPH = copy.deepcopy(HASHING)
+GRAPH["packs"]["memory"]["index_snapshot_min_notes"] = 1
+GRAPH["packs"]["memory"]["vector_index"] = {"min_rows": 30}
+
+
+def test_buffer_reader_reads_an_npz_as_bytesio_does() -> None:
+    rng = np.random.default_rng(3)
+    arrays = {"small": np.arange(7, dtype=np.int32), "big": rng.standard_normal(200_000).astype(np.float32),
+              "empty": np.zeros(0, dtype=np.int64)}
+    out = io.BytesIO()
+    np.savez(out, **arrays)
+    raw = out.getvalue()
+    with np.load(BufferReader(memoryview(raw))) as z:
+        got = {k: z[k] for k in z.files}
+    assert set(got) == set(arrays) and all(np.array_equal(got[k], v) and got[k].dtype == v.dtype
+                                           for k, v in arrays.items())
+    r = BufferReader(memoryview(b"0123456789"))
+    assert r.read(3) == b"012" and r.tell() == 3
+    assert r.seek(-2, io.SEEK_END) == 8 and r.read() == b"89" and r.read(5) == b""
+    assert r.seek(-5, io.SEEK_CUR) == 5 and r.read(2) == b"56"
+    with pytest.raises(ValueError, match="negative"):
+        r.seek(-1)
+
+
+def mapped_files(folder: Path) -> set[str]:
+    """The files of ``folder`` this process maps (Linux's /proc/self/maps)."""
+    return {line.split()[-1].rsplit("/", 1)[-1] for line in Path("/proc/self/maps").read_text().splitlines()
+            if str(folder) in line}
+
+
+def test_a_restore_leaves_only_the_vectors_file_mapped_and_answers_as_before(tmp_path) -> None:
+    """The BM25 and graph files are mapped while their restore copies them, then unmapped; the vectors file stays
+    mapped (the index adopts it). A reopen answers exactly as the store did."""
+    if not Path("/proc/self/maps").exists():
+        pytest.skip("needs /proc/self/maps (Linux) to see what the process maps")
+    db = str(tmp_path / "pal.duckdb")
+    words = ["harbour", "crane", "ferry", "dawn", "budget", "orion", "vega", "sofa"]
+    notes = [{"content": f"{words[i % 8]} {words[(i * 3) % 8]} note {i}", "thread": f"t{i % 5}"} for i in range(90)]
+    queries = ["harbour crane", "ferry at dawn", "orion budget"]
+
+    def answers(rt, fusion: str) -> list:  # type: ignore[no-untyped-def]
+        return [[(h.note.id, round(h.score, 12)) for h in rt.call(
+            "memory.recall", {"query": q, "limit": 20, "now": T0.isoformat(), "fusion": fusion}).results]
+            for q in queries]
+
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": notes})
+        live = answers(rt, "keyword_only"), answers(rt, "vector_only")
+    folder = tmp_path / "pal.duckdb.index"
+    names = {p.name.split("-")[1]: p.name for p in folder.glob("*.bin")}
+    assert sorted(names) == ["1", "1000", "2"]  # BM25, the vectors, the graph
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        index = held_index(rt)
+        assert not index.dirty and not index.vectors["hashing"].graph_dirty  # both restored, not rebuilt
+        assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == live
+        assert mapped_files(folder) == {names["1000"]}
