@@ -32,6 +32,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 from usearch.index import Index as HNSW
 
+from . import pages
 from .bm25 import _allowed_filter
 from .idrows import IdRows
 from .vector_graph import Ann, GraphRows
@@ -78,7 +79,7 @@ class VectorIndex(GraphRows):
         # likewise for the saved vectors themselves (snapshot.write_vectors)
         self.vectors_saved, self.vectors_appended = 0, False
         cap = max(16, int(initial_capacity))
-        self._mat = np.zeros((cap, self.dim), dtype=np.float32)
+        self._mat = pages.zeros((cap, self.dim), np.float32)
         self._ids = np.zeros(cap, dtype=np.int64)
         self._alive = np.zeros(cap, dtype=bool)
         self._row_of = IdRows()  # note id -> row (idrows.py)
@@ -97,7 +98,7 @@ class VectorIndex(GraphRows):
         if need <= cap:
             return
         new = max(need, cap * 2)
-        mat = np.zeros((new, self.dim), dtype=np.float32)
+        mat = pages.zeros((new, self.dim), np.float32)  # plain pages: pages.py says why
         mat[: self._n_rows] = self._mat[: self._n_rows]
         ids = np.zeros(new, dtype=np.int64)
         ids[: self._n_rows] = self._ids[: self._n_rows]
