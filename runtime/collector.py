@@ -9,10 +9,9 @@ CPython then runs a *full* collection, which walks every tracked object of the p
 finds nothing among them.
 
 So the runtime turns the collector off for a bulk verb's top-level call, from validating its batch (the models
-built there live through the call) to its end, commit and mirror updates included, and back on when the last
-pause ends. The pause is counted process-
-wide: several runtimes in one process may each run a bulk call at once, and the collector comes back when the
-last one ends. If it was already off when the first pause began (the host turned it off), it stays off.
+built there live through the call) to its end, commit and mirror updates included. The pause is counted
+process-wide: several runtimes in one process may each run a bulk call at once, and the collector comes back when
+the last one ends. If it was already off when the first pause began (the host turned it off), it stays off.
 Cycles created during a pause are collected by the next collection after it.
 """
 from __future__ import annotations
