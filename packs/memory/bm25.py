@@ -57,6 +57,10 @@ def _allowed_filter(allowed, ids: np.ndarray) -> np.ndarray:
     return np.isin(ids, a.astype(np.int64, copy=False))
 
 
+_SAMPLE = 8  # search's lower bound on the k-th best score: from every 8th match…
+_SAMPLED_TOP = 4 * _SAMPLE  # …once there are this many times k matches (a sample of at least 4 k)
+
+
 class BM25Index(RestoredRows):
     """Okapi BM25 over integer ids; see the module docstring. Its snapshot, restore and the restored rows' term
     lists are :class:`~.bm25_rows.RestoredRows`'s (bm25_rows.py)."""
@@ -281,6 +285,8 @@ class BM25Index(RestoredRows):
             return None
         avgdl = self.avgdl or 1.0
         k1, b = self.k1, self.b
+        # k1 (1 − b + b·dl/avgdl) as dl·per_len + fixed: two passes over a posting list instead of four
+        per_len, fixed = k1 * b / avgdl, k1 * (1.0 - b)
         rows_parts = []
         w_parts = []
         N = self._n_alive
@@ -294,9 +300,13 @@ class BM25Index(RestoredRows):
             rows = np.frombuffer(self._post_rows[tid], dtype=np.int32)
             tf = np.frombuffer(self._post_tf[tid], dtype=np.float32)
             idf = np.log1p((N - df + 0.5) / (df + 0.5))
-            norm = k1 * (1.0 - b + b * (self._dl[rows] / avgdl))
+            norm = self._dl[rows] * np.float32(per_len)
+            norm += np.float32(fixed)
+            norm += tf
+            w = tf / norm
+            w *= np.float32(idf * (k1 + 1.0))
             rows_parts.append(rows)
-            w_parts.append((idf * (k1 + 1.0)) * tf / (tf + norm))
+            w_parts.append(w)
         if not rows_parts:
             scores = None
         else:
@@ -317,7 +327,8 @@ class BM25Index(RestoredRows):
         scores = self._score_rows(query)
         if scores is None:
             return []
-        cand = np.flatnonzero((scores > 0) & self._alive[: self._n_rows])
+        cand = np.flatnonzero(scores > 0)
+        cand = cand[self._alive[cand]]  # over the matches, not every row
         if allowed is not None and cand.size:
             if hasattr(allowed, "allows"):  # asked for every row at once: the answer is remembered per row array
                 cand = cand[allowed.allows(self._ids[: self._n_rows], cand)]
@@ -326,8 +337,14 @@ class BM25Index(RestoredRows):
         if cand.size == 0:
             return []
         s = scores[cand]
+        if cand.size > _SAMPLED_TOP * k:
+            # the k-th best of every _SAMPLE-th match is at most the k-th best of all: keep only the matches at or
+            # above it before the exact partition (a common query word matches ~10 % of a large store)
+            sub = s[::_SAMPLE]
+            keep = s >= np.partition(sub, sub.size - k)[sub.size - k]
+            cand, s = cand[keep], s[keep]
         if cand.size > k:
-            kth = -np.partition(-s, k - 1)[k - 1]
+            kth = np.partition(s, s.size - k)[s.size - k]
             keep = s >= kth  # every tie at the boundary, so the id tie-break is deterministic
             cand, s = cand[keep], s[keep]
         order = np.lexsort((self._ids[cand], -s))[:k]

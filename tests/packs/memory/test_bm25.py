@@ -121,6 +121,29 @@ def test_search_is_topk_of_score_ids(query_words, k):
     assert [i for i, _ in hits] == [i for i, _ in expect]
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(1, 12), removed=st.integers(0, 60), filtered=st.booleans())
+def test_search_over_many_matches_is_the_exact_top_k_with_its_ties(seed, k, removed, filtered):
+    """Past 32 k matches search first drops what scores below the k-th best of a sample; the answer must still
+    be the exact top-k of every live, allowed match, ties broken by id (many docs here score the same)."""
+    rng = random.Random(seed)
+    words = ["red", "green", "blue", "sky", "tree", "apple", "stone", "river"]
+    n = 32 * k + rng.randint(1, 300)
+    docs = [" ".join(rng.choices(words[: rng.randint(1, 8)], k=rng.randint(1, 4))) for _ in range(n)]
+    idx = BM25Index()
+    idx.add(list(range(n)), docs)
+    gone = rng.sample(range(n), min(removed, n))
+    idx.remove(gone)
+    allowed = {i for i in range(n) if rng.random() < 0.7} if filtered else None
+    q = " ".join(rng.sample(words, rng.randint(1, 3)))
+    scores = idx.score_ids(q, list(range(n)))
+    live = [i for i in range(n) if i not in set(gone) and (allowed is None or i in allowed)]
+    expect = sorted(((i, scores[i]) for i in live if scores[i] > 0), key=lambda x: (-x[1], x[0]))[:k]
+    hits = idx.search(q, k, allowed=allowed)
+    assert [i for i, _ in hits] == [i for i, _ in expect]
+    assert [s for _, s in hits] == pytest.approx([s for _, s in expect], rel=1e-12)
+
+
 def test_single_add_is_incremental_not_rebuild():
     """A single add tokenises only its own text and leaves the index equal to one built in one go (counted, not
     timed: a wall-clock threshold flakes on a loaded machine)."""
