@@ -140,7 +140,15 @@ def restore_graph(ctx: Context, vi: VectorIndex, model: str) -> bool:
         ctx.log.info("%s vector graph snapshot is stale: rebuilding", model)
         return False
     moved = files.held_inline(ctx, data)
-    with files.opened(ctx, data) as buf:  # usearch copies the graph into its own memory
+    # A graph that holds every vector is searched where its file lies, until it first changes (its own copy then);
+    # otherwise usearch copies it into its own memory and the newer vectors are inserted
+    whole = covered == len(vi)
+    view = files.mapped(ctx, data) if whole and files.names_a_file(data) else None
+    if view is not None:
+        if vi.restore_graph(view, upto=mx, view=True):
+            return True
+        view.release()
+    with files.opened(ctx, data) as buf:
         if buf is None or not vi.restore_graph(buf, upto=mx):
             ctx.log.warning("%s vector graph snapshot unreadable: rebuilding", model)
             return False

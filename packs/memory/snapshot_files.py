@@ -115,23 +115,41 @@ def opened(ctx: Context, data: bytes) -> Iterator[memoryview | None]:
     if not names_a_file(data):
         yield memoryview(data)
         return
-    found = file_of(ctx, data)
+    found = _map(ctx, data)
     if found is None:
         yield None
         return
+    mapping, view = found
+    try:
+        yield view
+    finally:
+        view.release()
+        mapping.close()
+
+
+def mapped(ctx: Context, data: bytes) -> memoryview | None:
+    """The bytes of the file a snapshot row names, mapped read-only for as long as the returned view (or any view
+    of it) is held; None for a row that holds its bytes itself or names a file that is not the one it names."""
+    found = _map(ctx, bytes(data)) if names_a_file(data) else None
+    return None if found is None else found[1]
+
+
+def _map(ctx: Context, data: bytes) -> tuple[mmap.mmap, memoryview] | None:
+    found = file_of(ctx, data)
+    if found is None:
+        return None
     path, offset, size = found
     try:
         with open(path, "rb") as f:
             mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
-        yield None
-        return
+        return None
     view = memoryview(mapping)[offset:offset + size]
-    try:
-        yield view if len(view) == size else None
-    finally:
+    if len(view) != size:
         view.release()
         mapping.close()
+        return None
+    return mapping, view
 
 
 class BufferReader(io.RawIOBase):

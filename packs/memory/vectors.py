@@ -72,6 +72,7 @@ class VectorIndex(GraphRows):
         self.dim = int(dim)
         self.ann = ann
         self._g: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
+        self._viewed: memoryview | None = None  # the snapshot file's mapped bytes while the graph searches them
         self._pending: deque[Future] = deque()  # the graph inserts queued or running in the background, oldest first
         self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
         # the stored graph holds the first saved_rows vectors, and vectors were only added since (snapshot.py)
@@ -198,8 +199,8 @@ class VectorIndex(GraphRows):
                 self._n_dead += 1
                 n += 1
                 self.appended_only = self.vectors_appended = False
-                if self._graph is not None:
-                    self._graph.remove(int(i))
+                if self._graph is not None:  # (once the queued inserts are in)
+                    self._writable_graph().remove(int(i))
                     self.graph_dirty = True
         if _compact and self._n_dead > 1024 and self._n_dead * 3 > self._n_rows:
             self._compact()

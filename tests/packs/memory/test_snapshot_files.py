@@ -42,9 +42,11 @@ def mapped_files(folder: Path) -> set[str]:
             if str(folder) in line}
 
 
-def test_a_restore_leaves_only_the_vectors_file_mapped_and_answers_as_before(tmp_path) -> None:
-    """The BM25 and graph files are mapped while their restore copies them, then unmapped; the vectors file stays
-    mapped (the index adopts it). A reopen answers exactly as the store did."""
+def test_a_restore_maps_the_vectors_and_the_whole_graph_copies_the_rest_and_answers_as_before(tmp_path) -> None:
+    """The BM25 file is mapped while its restore copies it, then unmapped; the vectors file stays mapped (the index
+    adopts it), and so does the graph's while it holds every vector and has not changed (it is searched where it
+    lies). The first write copies the graph into memory of its own and lets its file go. A reopen answers exactly
+    as the store did, before and after that write."""
     if not Path("/proc/self/maps").exists():
         pytest.skip("needs /proc/self/maps (Linux) to see what the process maps")
     db = str(tmp_path / "pal.duckdb")
@@ -57,6 +59,7 @@ def test_a_restore_leaves_only_the_vectors_file_mapped_and_answers_as_before(tmp
             "memory.recall", {"query": q, "limit": 20, "now": T0.isoformat(), "fusion": fusion}).results]
             for q in queries]
 
+    extra = {"content": "harbour crane ferry at dawn", "thread": "t9"}
     with open_test_runtime(config=GRAPH, path=db) as rt:
         rt.call("memory.remember_many", {"notes": notes})
         live = answers(rt, "keyword_only"), answers(rt, "vector_only")
@@ -65,6 +68,16 @@ def test_a_restore_leaves_only_the_vectors_file_mapped_and_answers_as_before(tmp
     assert sorted(names) == ["1", "1000", "2"]  # BM25, the vectors, the graph
     with open_test_runtime(config=GRAPH, path=db) as rt:
         index = held_index(rt)
-        assert not index.dirty and not index.vectors["hashing"].graph_dirty  # both restored, not rebuilt
+        vi = index.vectors["hashing"]
+        assert not index.dirty and not vi.graph_dirty  # both restored, not rebuilt
         assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == live
-        assert mapped_files(folder) == {names["1000"]}
+        assert mapped_files(folder) == {names["1000"], names["2"]}
+        assert vi._viewed is not None
+        new_id = rt.call("memory.remember", {"content": extra["content"], "thread": extra["thread"]}).note.id
+        assert mapped_files(folder) == {names["1000"]} and vi._viewed is None  # the graph is its own now
+        assert vi.graph_dirty and new_id in [i for i, _ in vi.search(vi.get(new_id), 5)]
+        after = answers(rt, "keyword_only"), answers(rt, "vector_only")
+    # the close kept the saved graph (it covers all but one vector): the reopen copies it and inserts the newer one
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == after
+        assert held_index(rt).vectors["hashing"]._viewed is None and mapped_files(folder) == {names["1000"]}

@@ -174,6 +174,38 @@ def test_a_saved_graph_restores_equal_and_a_mismatched_one_is_refused():
     assert not again.restore_graph(b"not a graph") and again.has_graph  # unreadable: refused, nothing changed
 
 
+@pytest.mark.parametrize("first_change", ["add", "remove"])
+def test_a_viewed_graph_searches_its_buffer_and_takes_a_copy_of_its_own_at_the_first_change(first_change):
+    """``restore_graph(view=True)`` searches the saved bytes where they lie (usearch refuses to change a view); the
+    first add or remove reads them into the graph's own memory and lets the buffer go, then applies the change."""
+    x = _structured(3000)
+    idx = VectorIndex(64, ann=ANN)
+    idx.add(np.arange(3000), x)
+    buf = memoryview(bytearray(idx.graph_bytes()))
+    again = VectorIndex(64, ann=ANN)
+    again.add(np.arange(3000), x, build=False)
+    assert again.restore_graph(buf, view=True) and again._viewed is not None and not again.graph_dirty
+    for q in _structured(10, seed=5):
+        assert again.search(q, 10) == idx.search(q, 10)
+    if first_change == "add":
+        extra = _structured(1, seed=9)
+        again.add(np.array([5000]), extra)
+        assert again.search(extra[0], 1)[0] == (5000, pytest.approx(1.0, abs=1e-5))
+    else:
+        again.remove([7])
+        assert 7 not in [i for i, _ in again.search(x[7], 20, min_cosine=None)]
+    assert again._viewed is None and again.graph_dirty
+    with pytest.raises(ValueError):  # released: the graph no longer reads it
+        buf[0]
+    rows = VectorIndex(64, ann=ANN)
+    rows.add(np.arange(2999), x[:2999], build=False)
+    assert rows.restore_graph(buf := memoryview(bytearray(idx.graph_bytes())), upto=2998, view=True) is False
+    extended = VectorIndex(64, ann=ANN)
+    extended.add(np.arange(3001), np.vstack([x, x[:1] * 0.5 + x[1:2]]), build=False)
+    assert extended.restore_graph(buf, upto=2999, view=True) and extended._viewed is None  # rows to insert: a copy
+    assert len(extended._graph) == 3001
+
+
 def test_background_graph_inserts_are_complete_before_any_read_and_match_a_synchronous_graph():
     """Inserts past the threshold run in a background thread; every read waits for them, so what a search sees
     never depends on timing."""
