@@ -32,6 +32,10 @@ def index_options(s: MemorySettings) -> dict[str, Any]:
 
 CHUNK = 32_768  # vectors per read at load (32 MB at 256 dimensions)
 ROW_CHUNK = 262_144  # notes per read at load: whole columns (fetchnumpy), a bounded transient
+# Text columns of a few values, read as positions in the namespace's list of them: fetchnumpy makes a Python string
+# per row of a text column (~70 MB and ~18k page faults per column at 1M notes, ADR 0025), a position is a number,
+# and the object array built from the positions shares one string per value
+FEW_VALUES = ("memory_type", "kind", "kind_source")
 
 
 def read_columns(ctx: Context, namespace: str) -> list[dict[str, Any]]:
@@ -39,20 +43,28 @@ def read_columns(ctx: Context, namespace: str) -> list[dict[str, Any]]:
     in id ranges with ``fetchnumpy``: typed arrays, the texts an object array, no Python object per note besides
     its text (ADR 0025). Each batch's ids ascend."""
     out: list[dict[str, Any]] = []
-    cols = FULL_COLUMNS.replace("tags,", "CASE WHEN len(tags) > 0 THEN tags END AS tags,")
     lo, hi, n = ctx.db.query("SELECT min(id), max(id), count(*) FROM memory.notes WHERE namespace = ?",
                              [namespace])[0]
     if not n:
         return out
+    values = {c: [r[0] for r in ctx.db.query(f"SELECT DISTINCT {c} FROM memory.notes WHERE namespace = ? AND {c} IS "
+                                             "NOT NULL", [namespace])] for c in FEW_VALUES}
+    decode = {c: np.array([None, *v], dtype=object) for c, v in values.items()}  # position 0: NULL
+    cols = ", ".join(  # the namespace is the one asked for: not read per row
+        f"coalesce(array_position(?::VARCHAR[], {c}), 0) AS {c}" if c in FEW_VALUES else
+        "CASE WHEN len(tags) > 0 THEN tags END AS tags" if c == "tags" else c
+        for c in (c.strip() for c in FULL_COLUMNS.split(",")) if c != "namespace")
     # id ranges of about ROW_CHUNK notes each, unsorted (the store skips the other ranges; a sort by id in SQL cost
     # more than the numpy argsort of each range)
     edges = np.linspace(int(lo), int(hi) + 1, -(-int(n) // ROW_CHUNK) + 1).astype(np.int64)
     for a, b in zip(edges[:-1].tolist(), edges[1:].tolist()):
         got = ctx.db.execute(f"SELECT {cols} FROM memory.notes WHERE namespace = ? AND id >= ? AND id < ?",
-                             [namespace, a, b]).fetchnumpy()
+                             [*values.values(), namespace, a, b]).fetchnumpy()
         ids = np.asarray(got["id"])
         if not ids.size:
             continue
+        for c, table in decode.items():
+            got[c] = table[np.asarray(got[c], dtype=np.int64)]
         if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):
             order = np.argsort(ids, kind="stable")
             got = {k: v[order] for k, v in got.items()}

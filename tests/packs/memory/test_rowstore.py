@@ -139,3 +139,35 @@ def test_id_rows_answer_as_a_dict() -> None:
     assert m.rows_of(probe).tolist() == [ref.get(int(i), -1) for i in probe]
     assert m.rows_of(np.array([10**12 + 1])).size == 1  # far ids stay out of the array (a small dict holds them)
     assert m._rows.size < 10**6
+
+
+def test_a_store_reopened_holds_each_note_as_its_row_reads(tmp_path) -> None:
+    """At a namespace's first call the index reads its notes from the table (index_mirror.read_columns: the text
+    columns of a few values come as positions in the namespace's list of them). Each row it then holds is the row a
+    ``SELECT`` of that note gives — memory types, caller and classifier kinds, none, in two namespaces whose lists
+    differ."""
+    from index_support import held_index
+    from store_support import HASHING
+
+    from palimpsest_memory.packs.memory.index import FULL_COLUMNS
+    from palimpsest_memory.runtime.testing import open_test_runtime
+
+    db = str(tmp_path / "pal.duckdb")
+    texts = ["We decided to move the launch to May", "I prefer tea over coffee", "the ferry leaves at nine",
+             "Shipped the 2.0 milestone today", "a quiet afternoon"]
+    with open_test_runtime(config=HASHING, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": [
+            {"content": f"{texts[i % 5]} ({i})", "memory_type": ["episodic", "semantic"][i % 2],
+             **({"kind": ["problem", "emotional"][i % 2]} if i % 3 == 0 else {})} for i in range(40)]})
+        rt.call("memory.remember_many", {"namespace": "other", "notes": [
+            {"content": f"{texts[1]} ({i})", "memory_type": "semantic"} for i in range(5)]})
+    with open_test_runtime(config=HASHING, path=db) as rt:
+        for ns in ("default", "other"):
+            index = held_index(rt, ns)
+            stored = {r[0]: NoteRow(*r) for r in rt._con.execute(
+                f"SELECT {FULL_COLUMNS} FROM memory.notes WHERE namespace = ?", [ns]).fetchall()}
+            held = {i: index.rows[i] for i in index.rows}
+            assert held == {i: NoteRow(**{**{f: getattr(r, f) for f in NoteRow.__slots__}, "tags": list(r.tags)})
+                            for i, r in stored.items()}
+            kinds = {(r.memory_type, r.kind, r.kind_source) for r in held.values()}
+            assert len(kinds) >= (4 if ns == "default" else 1)
