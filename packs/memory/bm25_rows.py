@@ -165,7 +165,8 @@ class RestoredRows:
         """Replace this (empty) index's content with a :meth:`snapshot`'s."""
         if self._n_rows:
             raise ValueError("restore needs an empty index")
-        ids, dl = snap["ids"].astype(np.int64, copy=False), snap["dl"].astype(np.float32, copy=False)
+        # the snapshot's arrays may view a mapped file that closes after the restore: what is kept is copied
+        ids, dl = np.array(snap["ids"], dtype=np.int64), snap["dl"].astype(np.float32, copy=False)
         df = snap["df"].astype(np.int64, copy=False)
         rows, tfs = snap["rows"].astype(np.int32, copy=False), snap["tfs"].astype(np.float32, copy=False)
         text = snap["vocab"].tobytes().decode("utf-8")
@@ -182,11 +183,11 @@ class RestoredRows:
         self._own_starts, self._own_tids = None, np.zeros(0, dtype=np.int32)
         if "own_starts" in snap and snap["own_starts"].size == n + 1 and \
                 int(snap["own_starts"][-1]) == snap["own_tids"].size:  # (a snapshot from before: derived when asked)
-            self._own_starts = snap["own_starts"].astype(np.int64, copy=False)
-            self._own_tids = snap["own_tids"].astype(np.int32, copy=False)
+            self._own_starts = np.array(snap["own_starts"], dtype=np.int64)
+            self._own_tids = np.array(snap["own_tids"], dtype=np.int32)
         self._flat_some = {}
         count = snap.get("nterms")  # (None in a snapshot from before: the full pass instead)
-        self._flat_count = count.astype(np.int32, copy=False) if count is not None and count.size == n else None
+        self._flat_count = np.array(count, dtype=np.int32) if count is not None and count.size == n else None
         bounds = np.concatenate(([0], np.cumsum(df))).tolist()
         row_b, tf_b = memoryview(np.ascontiguousarray(rows)).cast("B"), memoryview(np.ascontiguousarray(tfs)).cast("B")
 

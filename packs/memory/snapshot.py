@@ -85,9 +85,10 @@ def restore(ctx: Context, index: MemoryIndex, ids: np.ndarray) -> int:
             ctx.log.warning("full-text index snapshot file is missing or of another write: rebuilding")
             return 0
         try:
-            with np.load(files.BufferReader(buf)) as z:
-                fresh.restore({k: z[k] for k in z.files})
-                moved = moved or (ids.size >= 100_000 and "own_starts" not in z.files)  # saved before it kept them
+            arrays = files.npz_arrays(buf)  # views of the mapping: restore copies what it keeps
+            fresh.restore(arrays)
+            moved = moved or (ids.size >= 100_000 and "own_starts" not in arrays)  # saved before it kept them
+            del arrays
         except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:  # unreadable (a member failing
             # its CRC-32 is BadZipFile): the notes are the truth, rebuild from them
             ctx.log.warning("full-text index snapshot unreadable (%s): rebuilding", exc)

@@ -9,7 +9,9 @@ import pytest
 from store_support import HASHING, T0
 
 from index_support import held_index
-from palimpsest_memory.packs.memory.snapshot_files import BufferReader
+import zipfile
+
+from palimpsest_memory.packs.memory.snapshot_files import BufferReader, npz_arrays
 from palimpsest_memory.runtime.testing import open_test_runtime
 
 GRAPH = copy.deepcopy(HASHING)
@@ -34,6 +36,34 @@ def test_buffer_reader_reads_an_npz_as_bytesio_does() -> None:
     assert r.seek(-5, io.SEEK_CUR) == 5 and r.read(2) == b"56"
     with pytest.raises(ValueError, match="negative"):
         r.seek(-1)
+
+
+def test_npz_arrays_are_np_load_s_arrays_without_a_copy_and_a_flipped_bit_fails_its_crc() -> None:
+    rng = np.random.default_rng(5)
+    arrays = {"ids": np.arange(1000, dtype=np.int64), "tfs": rng.random(70_001).astype(np.float32),
+              "grid": np.asfortranarray(rng.random((30, 7))), "empty": np.zeros(0, dtype=np.int32),
+              "vocab": np.frombuffer("ferry\nharbour\nkö".encode(), dtype=np.uint8), "one": np.array([2.5])}
+    out = io.BytesIO()
+    np.savez(out, **arrays)
+    raw = bytearray(out.getvalue())
+    got = npz_arrays(memoryview(raw))
+    with np.load(io.BytesIO(bytes(raw))) as z:
+        assert set(got) == set(z.files) == set(arrays)
+        for k in arrays:
+            assert got[k].dtype == z[k].dtype and got[k].shape == z[k].shape and np.array_equal(got[k], z[k])
+    assert np.shares_memory(got["tfs"], np.frombuffer(raw, dtype=np.uint8))  # a view of the buffer, not a copy
+    del got
+    raw[len(raw) // 3] ^= 0x10  # inside the largest member
+    with pytest.raises(zipfile.BadZipFile, match="CRC"):
+        npz_arrays(memoryview(raw))
+    packed = io.BytesIO()
+    np.savez_compressed(packed, a=np.arange(10))
+    with pytest.raises(zipfile.BadZipFile, match="stored"):
+        npz_arrays(memoryview(packed.getvalue()))
+    objects = io.BytesIO()
+    np.savez(objects, a=np.array([{"x": 1}], dtype=object))
+    with pytest.raises(ValueError, match="object"):
+        npz_arrays(memoryview(objects.getvalue()))
 
 
 def mapped_files(folder: Path) -> set[str]:
