@@ -80,8 +80,10 @@ class BM25Index(RestoredRows):
         self.max_query_terms = int(max_query_terms)
         self._tokenize = tokenizer
         self._vocab: dict[str, int] = {}
-        self._post_rows: list[array] = []
-        self._post_tf: list[array] = []
+        # per term: its rows ascending and their term frequencies — an ``array`` it appends to, or after a restore
+        # a read-only numpy view of the snapshot until its first append (bm25_rows.restore)
+        self._post_rows: list[array | np.ndarray] = []
+        self._post_tf: list[array | np.ndarray] = []
         self._df: list[int] = []
         self._row_of = IdRows()  # note id -> row (idrows.py)
         self._ids = np.zeros(1024, dtype=np.int64)
@@ -198,8 +200,14 @@ class BM25Index(RestoredRows):
             df, post_rows, post_tf = self._df, self._post_rows, self._post_tf
             row_b, tf_b = row_s.tobytes(), tf_s.tobytes()
             for tid, a, b in zip(tid_s[starts].tolist(), starts, ends):
-                post_rows[tid].frombytes(row_b[4 * a:4 * b])
-                post_tf[tid].frombytes(tf_b[4 * a:4 * b])
+                rows_of, tfs_of = post_rows[tid], post_tf[tid]
+                if type(rows_of) is not array:  # a restored term's view of the snapshot: the term's own copy now
+                    own_rows, own_tfs = array("i"), array("f")
+                    own_rows.frombytes(memoryview(rows_of).cast("B"))
+                    own_tfs.frombytes(memoryview(tfs_of).cast("B"))
+                    rows_of, tfs_of = post_rows[tid], post_tf[tid] = own_rows, own_tfs
+                rows_of.frombytes(row_b[4 * a:4 * b])
+                tfs_of.frombytes(tf_b[4 * a:4 * b])
                 df[tid] += b - a
         self._last = None
 

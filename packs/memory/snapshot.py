@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -80,12 +81,14 @@ def restore(ctx: Context, index: MemoryIndex, ids: np.ndarray) -> int:
         return 0
     moved = files.held_inline(ctx, data)
     fresh = BM25Index(k1=s.bm25_k1, b=s.bm25_b, max_query_terms=s.max_query_terms)
-    with files.opened(ctx, data) as buf:
+    # the index keeps views of the postings where they lie: a file stays mapped (a row's bytes stay held) for them
+    mapped = files.mapped(ctx, data) if files.names_a_file(data) else None
+    with nullcontext(mapped) if mapped is not None else files.opened(ctx, data) as buf:
         if buf is None:
             ctx.log.warning("full-text index snapshot file is missing or of another write: rebuilding")
             return 0
         try:
-            arrays = files.npz_arrays(buf)  # views of the mapping: restore copies what it keeps
+            arrays = files.npz_arrays(buf)  # views of the mapping (restore keeps the postings' views)
             fresh.restore(arrays)
             moved = moved or (ids.size >= 100_000 and "own_starts" not in arrays)  # saved before it kept them
             del arrays

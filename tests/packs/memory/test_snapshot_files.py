@@ -1,5 +1,6 @@
-"""Snapshot files are mapped, not read, while a restore copies what it keeps (snapshot_files.opened), and the
-reader ``np.load`` goes through behaves as a file."""
+"""Snapshot files are mapped, not read: the BM25 archive's arrays are views of its file (npz_arrays), which the
+index keeps for the postings, as it keeps the vectors' and, until it changes, the graph's; the reader the
+archive's directory is read through behaves as a file."""
 import copy
 import io
 from pathlib import Path
@@ -73,10 +74,10 @@ def mapped_files(folder: Path) -> set[str]:
 
 
 def test_a_restore_maps_the_vectors_and_the_whole_graph_copies_the_rest_and_answers_as_before(tmp_path) -> None:
-    """The BM25 file is mapped while its restore copies it, then unmapped; the vectors file stays mapped (the index
-    adopts it), and so does the graph's while it holds every vector and has not changed (it is searched where it
-    lies). The first write copies the graph into memory of its own and lets its file go. A reopen answers exactly
-    as the store did, before and after that write."""
+    """After a reopen the vectors file stays mapped (the index adopts it), the BM25 file too (each term's postings
+    are read where they lie until the term is appended to), and the graph's while it holds every vector and has not
+    changed. The first write copies the graph into memory of its own and lets its file go, and copies the postings
+    of the terms it appends to. A reopen answers exactly as the store did, before and after that write."""
     if not Path("/proc/self/maps").exists():
         pytest.skip("needs /proc/self/maps (Linux) to see what the process maps")
     db = str(tmp_path / "pal.duckdb")
@@ -101,13 +102,18 @@ def test_a_restore_maps_the_vectors_and_the_whole_graph_copies_the_rest_and_answ
         vi = index.vectors["hashing"]
         assert not index.dirty and not vi.graph_dirty  # both restored, not rebuilt
         assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == live
-        assert mapped_files(folder) == {names["1000"], names["2"]}
+        assert mapped_files(folder) == {names["1000"], names["2"], names["1"]}
         assert vi._viewed is not None
+        views = [t for t, p in enumerate(index.bm25._post_rows) if isinstance(p, np.ndarray)]
+        assert views and len(views) == len(index.bm25._post_rows)  # every term's postings where the file lies
         new_id = rt.call("memory.remember", {"content": extra["content"], "thread": extra["thread"]}).note.id
-        assert mapped_files(folder) == {names["1000"]} and vi._viewed is None  # the graph is its own now
+        assert mapped_files(folder) == {names["1000"], names["1"]} and vi._viewed is None  # the graph is its own now
+        harbour = index.bm25._vocab[index.bm25.query_terms("harbour")[0]]
+        assert not isinstance(index.bm25._post_rows[harbour], np.ndarray)  # a term appended to: its own copy
         assert vi.graph_dirty and new_id in [i for i, _ in vi.search(vi.get(new_id), 5)]
         after = answers(rt, "keyword_only"), answers(rt, "vector_only")
     # the close kept the saved graph (it covers all but one vector): the reopen copies it and inserts the newer one
     with open_test_runtime(config=GRAPH, path=db) as rt:
         assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == after
-        assert held_index(rt).vectors["hashing"]._viewed is None and mapped_files(folder) == {names["1000"]}
+        assert held_index(rt).vectors["hashing"]._viewed is None
+        assert mapped_files(folder) == {names["1000"], names["1"]}
