@@ -164,7 +164,7 @@ class RestoredRows:
         """Replace this (empty) index's content with a :meth:`snapshot`'s."""
         if self._n_rows:
             raise ValueError("restore needs an empty index")
-        # the snapshot's arrays may view a mapped file that closes after the restore: what is kept is copied
+        # the snapshot's arrays may view its mapped file: the postings are kept as views (below), the rest copied
         ids, dl = np.array(snap["ids"], dtype=np.int64), snap["dl"].astype(np.float32, copy=False)
         df = snap["df"].astype(np.int64, copy=False)
         rows, tfs = snap["rows"].astype(np.int32, copy=False), snap["tfs"].astype(np.float32, copy=False)
@@ -189,8 +189,8 @@ class RestoredRows:
         self._flat_count = np.array(count, dtype=np.int32) if count is not None and count.size == n else None
         bounds = np.concatenate(([0], np.cumsum(df))).tolist()
         # each term's postings are a read-only view of the snapshot's arrays (of its mapped file, which stays mapped
-        # while a view lives) until the term is next appended to (``_appendable``): at 1M notes a copy per term was
-        # ~280 MB of fresh pages on every reopen (ADR 0025)
+        # while a view lives) until the term is next appended to (``add_weighted`` then copies it): at 1M notes a
+        # copy per term was ~280 MB of fresh pages on every reopen (ADR 0025)
         rows, tfs = np.ascontiguousarray(rows), np.ascontiguousarray(tfs)
         self._post_rows = [rows[a:b] for a, b in zip(bounds, bounds[1:])]
         self._post_tf = [tfs[a:b] for a, b in zip(bounds, bounds[1:])]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 
 import numpy as np
 
@@ -151,7 +151,8 @@ def restore_graph(ctx: Context, vi: VectorIndex, model: str) -> bool:
     if view is not None:
         if vi.restore_graph(view, upto=mx, view=True):
             return True
-        view.release()
+        with suppress(BufferError):
+            view.release()
     with files.opened(ctx, data) as buf:
         if buf is None or not vi.restore_graph(buf, upto=mx):
             ctx.log.warning("%s vector graph snapshot unreadable: rebuilding", model)

@@ -164,7 +164,8 @@ def npz_arrays(buf: memoryview) -> dict[str, np.ndarray]:
     """The arrays of an ``np.savez`` archive (members stored, not compressed) as read-only views of ``buf``, each
     member's CRC-32 checked first as ``np.load`` checks it (``zipfile.BadZipFile`` when it differs). ``np.load`` read
     every member into fresh memory before the restore copied it again: at 1M notes ~370 MB of first touches (ADR
-    0025). The views are valid while ``buf`` is: a caller copies what it keeps."""
+    0025). The views hold ``buf`` (a mapping stays mapped while one lives): a caller copies what it keeps, or keeps
+    the views on purpose (the BM25 postings)."""
     out: dict[str, np.ndarray] = {}
     with zipfile.ZipFile(BufferReader(buf)) as archive:
         for info in archive.infolist():

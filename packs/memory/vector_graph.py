@@ -9,6 +9,7 @@ of ``VectorIndex`` (as ``bm25_rows.RestoredRows`` is of ``BM25Index``): it reads
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +79,8 @@ class GraphRows:
         own.expansion_search = graph.expansion_search
         self._g, self._viewed = own, None  # the view goes before its mapping: unmapped once nothing holds it
         del graph
-        viewed.release()
+        with suppress(BufferError):  # (something still holds a view of it: unmapped when that goes)
+            viewed.release()
         return own
 
     def sync(self, leave: int = 0) -> None:
