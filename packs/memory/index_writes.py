@@ -299,12 +299,14 @@ class IndexWrites:
             c["superseded"][at] = math.nan
             c["prev"][at] = c["next"][at] = -1
         self.bm25.remove(gone)
+        self.bm25.own_postings()  # memory.forget deletes the snapshot files: none may stay mapped (ADR 0018)
         rebag = {j: b for j, b in rebag.items() if j in self.rows}
         if rebag:  # neighbours' bags held the forgotten notes' words: re-index them without
             self.bm25.add_weighted(list(rebag), list(rebag.values()))
         self._link(rebag)
         for model, index in list(self.vectors.items()):
             index.remove(gone)
+            index.own_rows()
             if not len(index):  # a fresh load holds no index for a model without vectors
                 del self.vectors[model]
         if threadless:  # a fresh load infers the episodes without the forgotten notes: so must the live index

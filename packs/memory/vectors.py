@@ -107,6 +107,16 @@ class VectorIndex(GraphRows):
         alive[: self._n_rows] = self._alive[: self._n_rows]
         self._mat, self._ids, self._alive = mat, ids, alive
 
+    def own_rows(self) -> None:
+        """Copy a matrix still read from the vectors' snapshot file into memory of its own, and a graph still
+        viewed in its file likewise, so that no file stays mapped for them (memory.forget deletes the files: their
+        bytes must not outlive it, ADR 0018)."""
+        if isinstance(self._mat, np.memmap):
+            mat = pages.zeros(self._mat.shape, np.float32)
+            mat[: self._n_rows] = self._mat[: self._n_rows]
+            self._mat = mat
+        self._writable_graph()
+
     def _map_rows(self, ids: np.ndarray, rows: np.ndarray) -> None:
         top = int(ids.max()) + 1 if ids.size else 0
         if top > self._row_by_id.size:

@@ -117,3 +117,30 @@ def test_a_restore_maps_the_vectors_and_the_whole_graph_copies_the_rest_and_answ
         assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == after
         assert held_index(rt).vectors["hashing"]._viewed is None
         assert mapped_files(folder) == {names["1000"], names["1"]}
+
+
+def test_a_forget_leaves_no_snapshot_file_mapped_not_even_a_deleted_one(tmp_path) -> None:
+    """A reopened index reads its vectors, graph and postings where their files lie; memory.forget deletes those
+    files (ADR 0018), and a file a process still maps keeps its bytes on disk, deleted or not, while the mapping
+    lives. So the forget gives every one of them a copy of its own first: no line of /proc/self/maps names the
+    index's folder afterwards, and the store answers without the note."""
+    if not Path("/proc/self/maps").exists():
+        pytest.skip("needs /proc/self/maps (Linux) to see what the process maps")
+    db = str(tmp_path / "pal.duckdb")
+    words = ["harbour", "crane", "ferry", "dawn", "budget", "orion", "vega", "sofa"]
+    notes = [{"content": f"{words[i % 8]} {words[(i * 3) % 8]} note {i}", "thread": f"t{i % 5}"} for i in range(90)]
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        ids = rt.call("memory.remember_many", {"notes": notes}).ids
+    folder = tmp_path / "pal.duckdb.index"
+
+    def mapping_lines() -> list[str]:
+        return [line for line in Path("/proc/self/maps").read_text().splitlines() if str(folder) in line]
+
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        index = held_index(rt)
+        assert len(mapping_lines()) >= 3  # vectors, graph, postings
+        rt.call("memory.forget", {"ids": [ids[0]], "reason": "asked to"})
+        assert mapping_lines() == []
+        hits = rt.call("memory.recall", {"query": notes[0]["content"], "limit": 20, "now": T0.isoformat()}).results
+        assert hits and ids[0] not in [h.note.id for h in hits]
+        assert index.vectors["hashing"].search(index.vectors["hashing"].get(ids[1]), 1)[0][0] == ids[1]
