@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .bm25_rows import RestoredRows
+from .bm25_rows import RestoredRows, own_copy
 from .idrows import IdRows
 from .text import tokenize, tokenize_query
 
@@ -55,13 +55,6 @@ def _allowed_filter(allowed, ids: np.ndarray) -> np.ndarray:
         out[ok] = a[ids[ok]]
         return out
     return np.isin(ids, a.astype(np.int64, copy=False))
-
-
-def _own(view: np.ndarray, code: str) -> array:
-    """An ``array`` holding a copy of a restored term's postings (``view``)."""
-    out = array(code)
-    out.frombytes(memoryview(view).cast("B"))
-    return out
 
 
 _SAMPLE = 8  # search's lower bound on the k-th best score: from every 8th match…
@@ -209,7 +202,7 @@ class BM25Index(RestoredRows):
             for tid, a, b in zip(tid_s[starts].tolist(), starts, ends):
                 rows_of, tfs_of = post_rows[tid], post_tf[tid]
                 if type(rows_of) is not array:  # a restored term's view of the snapshot: the term's own copy now
-                    rows_of, tfs_of = post_rows[tid], post_tf[tid] = _own(rows_of, "i"), _own(tfs_of, "f")
+                    rows_of, tfs_of = post_rows[tid], post_tf[tid] = own_copy(rows_of, "i"), own_copy(tfs_of, "f")
                 rows_of.frombytes(row_b[4 * a:4 * b])
                 tfs_of.frombytes(tf_b[4 * a:4 * b])
                 df[tid] += b - a
@@ -227,13 +220,6 @@ class BM25Index(RestoredRows):
         got = self._row_terms[row - self._flat_rows]
         assert got is not None, "a dead row has no terms"
         return got
-
-    def own_postings(self) -> None:
-        """Give every term still reading a snapshot's postings where they lie a copy of its own, so that no file
-        stays mapped for them (memory.forget deletes the files: their bytes must not outlive it, ADR 0018)."""
-        for tid, rows_of in enumerate(self._post_rows):
-            if type(rows_of) is not array:
-                self._post_rows[tid], self._post_tf[tid] = _own(rows_of, "i"), _own(self._post_tf[tid], "f")
 
     def _remove_one(self, note_id: int) -> bool:
         row = self._row_of.pop(note_id, None)

@@ -10,12 +10,20 @@ back, here; indexing and searching, there), not by data: both halves work on the
 from __future__ import annotations
 
 import hashlib
+from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .idrows import IdRows
+
+
+def own_copy(view: np.ndarray, code: str) -> array:
+    """An ``array`` holding a copy of a restored term's postings (``view``: rows ``"i"`` or frequencies ``"f"``)."""
+    out = array(code)
+    out.frombytes(memoryview(view).cast("B"))
+    return out
 
 
 class RestoredRows:
@@ -159,6 +167,13 @@ class RestoredRows:
         by_row = csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), rows[keep], bounds),
                             shape=(df.size, n_rows)).tocsc()
         return by_row.indptr.astype(np.int64), by_row.indices.astype(np.int32, copy=False)
+
+    def own_postings(self) -> None:
+        """Give every term still reading a snapshot's postings where they lie a copy of its own, so that no file
+        stays mapped for them (memory.forget deletes the files: their bytes must not outlive it, ADR 0018)."""
+        for tid, rows_of in enumerate(self._post_rows):
+            if type(rows_of) is not array:
+                self._post_rows[tid], self._post_tf[tid] = own_copy(rows_of, "i"), own_copy(self._post_tf[tid], "f")
 
     def restore(self, snap: dict[str, np.ndarray]) -> None:
         """Replace this (empty) index's content with a :meth:`snapshot`'s."""
