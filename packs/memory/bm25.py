@@ -5,6 +5,8 @@ Layout
 * Each document gets a *row* (append-only).  Per term, the postings are two
   ``array.array`` buffers (rows as int32, term frequencies as float32) that grow
   by amortised appends; a query views them with ``np.frombuffer`` (no copy).
+  After a restore a term's postings are views of the snapshot until it is next
+  appended to (bm25_rows.py).
 * Adding one document costs O(#distinct terms of that document); nothing is
   rebuilt.  Re-adding an existing id (an update) tombstones the old row and
   appends a new one.
@@ -62,8 +64,8 @@ _SAMPLED_TOP = 4 * _SAMPLE  # …once there are this many times k matches (a sam
 
 
 class BM25Index(RestoredRows):
-    """Okapi BM25 over integer ids; see the module docstring. Its snapshot, restore and the restored rows' term
-    lists are :class:`~.bm25_rows.RestoredRows`'s (bm25_rows.py)."""
+    """Okapi BM25 over integer ids; see the module docstring. Its snapshot, restore, the restored rows' term lists
+    and ``own_information`` are :class:`~.bm25_rows.RestoredRows`'s (bm25_rows.py)."""
 
     def __init__(
         self,
@@ -354,48 +356,6 @@ class BM25Index(RestoredRows):
             cand, s = cand[keep], s[keep]
         order = np.lexsort((self._ids[cand], -s))[:k]
         return list(zip(self._ids[cand[order]].tolist(), s[order].tolist()))
-
-    def own_information(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
-        """Per id, ``Σ idf(t)`` over the distinct terms its row holds at weight ≥ 1 — the note's own words: a
-        thread neighbour's word is in the bag at the expansion weight (< 1) unless both neighbours say it. How much
-        a note says, in the index's own statistics (recall's information prior, ADR 0008); 0 for unknown ids."""
-        rows = self._row_of.rows_of(np.asarray(ids, dtype=np.int64).reshape(-1))
-        out = np.zeros(rows.size, dtype=np.float64)
-        found = np.flatnonzero(rows >= 0)
-        if found.size == 0 or self._n_alive == 0:
-            return out
-        rows = rows[found]
-        tids, tfs, owner = [], [], []
-        flat = rows < self._flat_rows
-        if flat.any():  # rows restored from a snapshot: one gather from the flat arrays
-            if self._flat_starts is not None:  # every term of each restored row (derived for a replace or remove)
-                starts, flat_tids, flat_tfs = self._flat_starts, self._flat_tids, self._flat_tfs
-            else:  # only their own words, all this needs (derived at the first recall: smaller, and faster)
-                if self._own_starts is None:
-                    self._derive_own()
-                starts, flat_tids, flat_tfs = self._own_starts, self._own_tids, None
-            fr = rows[flat]
-            start, size = starts[fr], starts[fr + 1] - starts[fr]
-            pos = np.repeat(start - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(int(size.sum()))
-            tids.append(flat_tids[pos])
-            tfs.append(flat_tfs[pos] if flat_tfs is not None else np.ones(pos.size, dtype=np.float32))
-            owner.append(np.repeat(np.flatnonzero(flat), size))
-        for j in np.flatnonzero(~flat).tolist():  # rows added since (or restored, looked up): small arrays each
-            t, w = self._terms(int(rows[j]))
-            tids.append(t)
-            tfs.append(w)
-            owner.append(np.full(t.size, j, dtype=np.int64))
-        tid, own = np.concatenate(tids), np.concatenate(tfs) >= 1.0
-        tid, who = tid[own], np.concatenate(owner)[own]
-        # each row's terms in term order, whichever store they came from (restored, looked up, added): the float
-        # sum is then the same for the same note in a live, a restored and a rebuilt index (ties stay ties)
-        order = np.lexsort((tid, who))
-        tid, who = tid[order], who[order]
-        uniq, inv = np.unique(tid, return_inverse=True)  # each distinct term's df looked up once
-        df = np.fromiter(map(self._df.__getitem__, uniq.tolist()), dtype=np.float64, count=uniq.size)
-        idf = np.log1p((self._n_alive - df + 0.5) / (df + 0.5))[inv]
-        out[found] = np.bincount(who, weights=idf, minlength=found.size)
-        return out
 
     def score_ids(self, query: str, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """BM25 score of ``query`` for each of ``ids`` (0.0 for unknown ids or no match)."""

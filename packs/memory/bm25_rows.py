@@ -27,7 +27,8 @@ def own_copy(view: np.ndarray, code: str) -> array:
 
 
 class RestoredRows:
-    """Snapshot, restore and the restored rows' term lists of :class:`BM25Index` (its attributes, its rows)."""
+    """Snapshot, restore and the restored rows' term lists of :class:`BM25Index` (its attributes, its rows), and
+    what reads a row's own words from them (``own_information``, the information prior's)."""
 
     def _joined(self) -> tuple[np.ndarray, np.ndarray]:
         """Every posting's row joined into one flat array, grouped by term, rows ascending in a term: (postings per
@@ -167,6 +168,48 @@ class RestoredRows:
         by_row = csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), rows[keep], bounds),
                             shape=(df.size, n_rows)).tocsc()
         return by_row.indptr.astype(np.int64), by_row.indices.astype(np.int32, copy=False)
+
+    def own_information(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Per id, ``Σ idf(t)`` over the distinct terms its row holds at weight ≥ 1 — the note's own words: a
+        thread neighbour's word is in the bag at the expansion weight (< 1) unless both neighbours say it. How much
+        a note says, in the index's own statistics (recall's information prior, ADR 0008); 0 for unknown ids."""
+        rows = self._row_of.rows_of(np.asarray(ids, dtype=np.int64).reshape(-1))
+        out = np.zeros(rows.size, dtype=np.float64)
+        found = np.flatnonzero(rows >= 0)
+        if found.size == 0 or self._n_alive == 0:
+            return out
+        rows = rows[found]
+        tids, tfs, owner = [], [], []
+        flat = rows < self._flat_rows
+        if flat.any():  # rows restored from a snapshot: one gather from the flat arrays
+            if self._flat_starts is not None:  # every term of each restored row (derived for a replace or remove)
+                starts, flat_tids, flat_tfs = self._flat_starts, self._flat_tids, self._flat_tfs
+            else:  # only their own words, all this needs (derived at the first recall: smaller, and faster)
+                if self._own_starts is None:
+                    self._derive_own()
+                starts, flat_tids, flat_tfs = self._own_starts, self._own_tids, None
+            fr = rows[flat]
+            start, size = starts[fr], starts[fr + 1] - starts[fr]
+            pos = np.repeat(start - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(int(size.sum()))
+            tids.append(flat_tids[pos])
+            tfs.append(flat_tfs[pos] if flat_tfs is not None else np.ones(pos.size, dtype=np.float32))
+            owner.append(np.repeat(np.flatnonzero(flat), size))
+        for j in np.flatnonzero(~flat).tolist():  # rows added since (or restored, looked up): small arrays each
+            t, w = self._terms(int(rows[j]))
+            tids.append(t)
+            tfs.append(w)
+            owner.append(np.full(t.size, j, dtype=np.int64))
+        tid, own = np.concatenate(tids), np.concatenate(tfs) >= 1.0
+        tid, who = tid[own], np.concatenate(owner)[own]
+        # each row's terms in term order, whichever store they came from (restored, looked up, added): the float
+        # sum is then the same for the same note in a live, a restored and a rebuilt index (ties stay ties)
+        order = np.lexsort((tid, who))
+        tid, who = tid[order], who[order]
+        uniq, inv = np.unique(tid, return_inverse=True)  # each distinct term's df looked up once
+        df = np.fromiter(map(self._df.__getitem__, uniq.tolist()), dtype=np.float64, count=uniq.size)
+        idf = np.log1p((self._n_alive - df + 0.5) / (df + 0.5))[inv]
+        out[found] = np.bincount(who, weights=idf, minlength=found.size)
+        return out
 
     def own_postings(self) -> None:
         """Give every term still reading a snapshot's postings where they lie a copy of its own, so that no file

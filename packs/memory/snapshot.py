@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from contextlib import nullcontext, suppress
+from contextlib import suppress
 
 import numpy as np
 
@@ -82,20 +82,18 @@ def restore(ctx: Context, index: MemoryIndex, ids: np.ndarray) -> int:
     moved = files.held_inline(ctx, data)
     fresh = BM25Index(k1=s.bm25_k1, b=s.bm25_b, max_query_terms=s.max_query_terms)
     # the index keeps views of the postings where they lie: a file stays mapped (a row's bytes stay held) for them
-    mapped = files.mapped(ctx, data) if files.names_a_file(data) else None
-    with nullcontext(mapped) if mapped is not None else files.opened(ctx, data) as buf:
-        if buf is None:
-            ctx.log.warning("full-text index snapshot file is missing or of another write: rebuilding")
-            return 0
-        try:
-            arrays = files.npz_arrays(buf)  # views of the mapping (restore keeps the postings' views)
-            fresh.restore(arrays)
-            moved = moved or (ids.size >= 100_000 and "own_starts" not in arrays)  # saved before it kept them
-            del arrays
-        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:  # unreadable (a member failing
-            # its CRC-32 is BadZipFile): the notes are the truth, rebuild from them
-            ctx.log.warning("full-text index snapshot unreadable (%s): rebuilding", exc)
-            return 0
+    buf = files.held(ctx, data)
+    if buf is None:
+        ctx.log.warning("full-text index snapshot file is missing or of another write: rebuilding")
+        return 0
+    try:
+        arrays = files.npz_arrays(buf)  # views of buf (restore keeps the postings' views)
+        fresh.restore(arrays)
+        moved = moved or (ids.size >= 100_000 and "own_starts" not in arrays)  # saved before it kept them
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:  # unreadable (a member failing its
+        # CRC-32 is BadZipFile): the notes are the truth, rebuild from them
+        ctx.log.warning("full-text index snapshot unreadable (%s): rebuilding", exc)
+        return 0
     if len(fresh) != covered or not np.array_equal(np.sort(fresh.snapshot_ids()), ids[:covered]):
         ctx.log.warning("full-text index snapshot does not hold the notes it names: rebuilding")
         return 0
@@ -147,7 +145,7 @@ def restore_graph(ctx: Context, vi: VectorIndex, model: str) -> bool:
     # A graph that holds every vector is searched where its file lies, until it first changes (its own copy then);
     # otherwise usearch copies it into its own memory and the newer vectors are inserted
     whole = covered == len(vi)
-    view = files.mapped(ctx, data) if whole and files.names_a_file(data) else None
+    view = files.held(ctx, data) if whole and files.names_a_file(data) else None  # (a row's own bytes: loaded)
     if view is not None:
         if vi.restore_graph(view, upto=mx, view=True):
             return True

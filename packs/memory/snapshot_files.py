@@ -128,17 +128,17 @@ def opened(ctx: Context, data: bytes) -> Iterator[memoryview | None]:
     try:
         yield view
     finally:
-        try:
-            view.release()
-            mapping.close()
-        except BufferError:  # a view of it still lives (an error's traceback holds one): unmapped when it goes
-            pass
+        view.release()
+        mapping.close()
 
 
-def mapped(ctx: Context, data: bytes) -> memoryview | None:
-    """The bytes of the file a snapshot row names, mapped read-only for as long as the returned view (or any view
-    of it) is held; None for a row that holds its bytes itself or names a file that is not the one it names."""
-    found = _map(ctx, bytes(data)) if names_a_file(data) else None
+def held(ctx: Context, data: bytes) -> memoryview | None:
+    """A snapshot row's bytes for as long as the returned view (or any view of it) is held: its own, or its file's
+    mapped read-only (None when that file is not the one it names). ``opened``, but for a caller that keeps views."""
+    data = bytes(data)
+    if not names_a_file(data):
+        return memoryview(data)
+    found = _map(ctx, data)
     return None if found is None else found[1]
 
 

@@ -99,8 +99,7 @@ class VectorIndex(GraphRows):
         if need <= cap:
             return
         new = max(need, cap * 2)
-        mat = pages.zeros((new, self.dim), np.float32)  # plain pages: pages.py says why
-        mat[: self._n_rows] = self._mat[: self._n_rows]
+        mat = self._matrix_copy(new)
         ids = np.zeros(new, dtype=np.int64)
         ids[: self._n_rows] = self._ids[: self._n_rows]
         alive = np.zeros(new, dtype=bool)
@@ -112,10 +111,14 @@ class VectorIndex(GraphRows):
         viewed in its file likewise, so that no file stays mapped for them (memory.forget deletes the files: their
         bytes must not outlive it, ADR 0018)."""
         if isinstance(self._mat, np.memmap):
-            mat = pages.zeros(self._mat.shape, np.float32)
-            mat[: self._n_rows] = self._mat[: self._n_rows]
-            self._mat = mat
+            self._mat = self._matrix_copy(self._mat.shape[0])
         self._writable_graph()
+
+    def _matrix_copy(self, cap: int) -> np.ndarray:
+        """A matrix of ``cap`` rows of its own holding the rows so far (plain pages: pages.py says why)."""
+        mat = pages.zeros((cap, self.dim), np.float32)
+        mat[: self._n_rows] = self._mat[: self._n_rows]
+        return mat
 
     def _map_rows(self, ids: np.ndarray, rows: np.ndarray) -> None:
         top = int(ids.max()) + 1 if ids.size else 0
