@@ -37,7 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
 from palimpsest_memory.runtime.adapters import http_data, web
 from palimpsest_memory.runtime.adapters.serving import (
-    ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
+    ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, server_info, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
     stop_on_signals, success, tool_name, url_of,
 )
 
@@ -314,7 +314,7 @@ def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None,
     real_port = sock.getsockname()[1]
     app = create_app(runtime, token=token, allowed_hosts=loopback_hosts(real_port) if is_loopback(host) else None,
                      actor=actor)
-    with stop_on_signals(), ServerInfo(runtime.path, "http", url):
+    with stop_on_signals(), server_info(runtime.path, "http", url):
         print(f"palimpsest: serving {runtime.path} at {url}\n  open {url}/ in a browser to look at the memory "
               f"(recall, timelines, graph, brain); API docs at {url}/docs", file=sys.stderr, flush=True)
         run_uvicorn(app, sock, settings)

@@ -35,7 +35,7 @@ from mcp.server import Server
 from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors, load_catalog
 from palimpsest_memory.runtime.adapters.mcp_stdio import checked_stdio_server
 from palimpsest_memory.runtime.adapters.serving import (
-    AdapterSettings, Guard, ServerInfo, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
+    AdapterSettings, Guard, server_info, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
     result_data, run_uvicorn, stop_on_signals, success, tool_name, url_of,
 )
 
@@ -297,7 +297,7 @@ def serve_stdio(runtime: Any, *, actor: str | None = None, tools: str | list[str
 
 def _info(runtime: Any, kind: str, url: str | None) -> Any:
     """The server info file beside the database; none when forwarding (the server that holds it wrote one)."""
-    return ServerInfo(runtime.path, kind, url) if runtime.path else contextlib.nullcontext()
+    return server_info(runtime.path, kind, url) if runtime.path else contextlib.nullcontext()
 
 
 def serve_http(runtime: Any, *, host: str | None = None, port: int | None = None, token: str | None = None,

@@ -159,27 +159,27 @@ def info_path(db: str | Path) -> Path | None:
     return Path(str(Path(db).expanduser()) + INFO_SUFFIX)
 
 
-class ServerInfo:
-    """Write ``<db>.server.json`` while serving; remove it on exit (only if it is still ours)."""
+@contextlib.contextmanager
+def server_info(db: str | Path, kind: str, url: str | None) -> Iterator[None]:
+    """Write ``<db>.server.json`` while serving; remove it on exit (only if it is still ours).
 
-    def __init__(self, db: str | Path, kind: str, url: str | None) -> None:
-        self.path = info_path(db)
-        self.data = {"pid": os.getpid(), "kind": kind, "url": url, "database": str(db),
-                     "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
-    def __enter__(self) -> "ServerInfo":
-        if self.path is not None:
-            tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self.data, indent=2), encoding="utf-8")
-            os.replace(tmp, self.path)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.path is None:
-            return
-        current = read_info(self.path)
-        if current is not None and current.get("pid") == os.getpid():
-            self.path.unlink(missing_ok=True)
+    The write sits inside the ``try``: a stop signal that lands between the file appearing and the ``with`` body
+    starting still removes it (a class's ``__exit__`` does not run when its ``__enter__`` is interrupted)."""
+    path = info_path(db)
+    try:
+        if path is not None:
+            data = {"pid": os.getpid(), "kind": kind, "url": url, "database": str(db),
+                    "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+            os.replace(tmp, path)
+        yield
+    finally:
+        if path is not None:
+            current = read_info(path)
+            if current is not None and current.get("pid") == os.getpid():
+                path.unlink(missing_ok=True)
+            path.with_name(path.name + f".{os.getpid()}.tmp").unlink(missing_ok=True)
 
 
 def read_info(path: Path | None) -> dict[str, Any] | None:
@@ -307,8 +307,12 @@ def _too_large(limit: int) -> errors.LimitExceeded:
     return errors.LimitExceeded(f"request body exceeds {limit} bytes", details={"max_body_bytes": limit})
 
 
-class Stopped(Exception):
-    """Raised by the SIGTERM/SIGINT handler so a server unwinds (closing the database, removing its info file)."""
+class Stopped(KeyboardInterrupt):
+    """Raised by the SIGTERM/SIGINT handler so a server unwinds (closing the database, removing its info file).
+
+    A KeyboardInterrupt, not an Exception: the handler can fire in whatever code the main thread runs — an asyncio
+    callback, a logging handler, an ``except Exception`` that wraps errors — and those pass a KeyboardInterrupt on
+    where they would log, swallow or convert an Exception, losing the stop or ending the process with status 1."""
 
 
 @contextlib.contextmanager

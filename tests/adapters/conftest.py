@@ -64,6 +64,7 @@ class ServerProcess:
     def __init__(self, db: Path, mode: str, *, fakes: bool = False, env: dict[str, str] | None = None,
                  argv: list[str] | None = None) -> None:
         self.db = db
+        self.stderr = ""
         self.info_file = Path(str(db) + ".server.json")
         args = argv or [sys.executable, str(HERE / "launch.py"), str(db), mode] + (["--fakes"] if fakes else [])
         self.proc = subprocess.Popen(args, cwd=REPO, env=env or child_env(), stdin=subprocess.DEVNULL,
@@ -95,6 +96,9 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=20)
+        # what the server printed, kept so a test can show why it did not exit cleanly
+        if self.proc.stderr and not self.proc.stderr.closed:
+            self.stderr += self.proc.stderr.read()
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream:
                 stream.close()

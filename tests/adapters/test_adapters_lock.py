@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 
@@ -11,6 +13,7 @@ from conftest import ServerProcess, child_env, run_cli  # noqa: E402
 
 from palimpsest_memory.runtime import errors  # noqa: E402
 from palimpsest_memory.runtime.adapters.remote import RemoteClient, error_from_dict  # noqa: E402
+from palimpsest_memory.runtime.adapters import serving  # noqa: E402
 from palimpsest_memory.runtime.adapters.serving import explain_locked  # noqa: E402
 
 TOKEN = "lock-test-token"
@@ -116,10 +119,26 @@ def test_explain_locked_ignores_stale_info(tmp_path):
 def test_server_stops_cleanly_and_frees_the_database(tmp_path):
     server = ServerProcess(tmp_path / "pal.db", "http")
     server.stop()
-    assert server.proc.returncode == 0
+    assert server.proc.returncode == 0, server.stderr
     assert not server.info_file.exists()
     proc = run_cli("--db", str(server.db), "--json", "call", "example.notes")
     assert "held by" not in proc.stderr and "locked" not in proc.stderr.lower(), proc.stderr
+
+
+@pytest.mark.parametrize("stop_after", ["write", "replace"])
+def test_a_stop_as_the_info_file_appears_still_removes_it(tmp_path, monkeypatch, stop_after):
+    """SIGTERM can land between the info file being written and the server starting (a CI run left one behind)."""
+    real_replace = os.replace
+
+    def replace_then_stop(src, dst):
+        if stop_after == "replace":
+            real_replace(src, dst)
+        raise serving.Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(os, "replace", replace_then_stop)
+    with serving.stop_on_signals(), serving.server_info(tmp_path / "pal.db", "http", "http://127.0.0.1:1"):
+        raise AssertionError("the stop must end the block before it starts")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_pal_serve_refuses_a_public_bind_without_a_token(tmp_path):
