@@ -13,11 +13,15 @@ at least that many rows asks the graph for ``oversample`` times the rows it
 needs (more when a filter hides part of the index), keeps the allowed ones and
 scores them exactly on the float32 matrix: the returned cosines are always
 exact, only the candidate set is approximate (ADR 0008 records its measured
-recall against the exact scan).  Below the threshold, and for filters narrow
-enough that the graph would have to be asked for too many rows, every search
-is exact.  The graph is saved with the store (``snapshot.py``) and restored on
-open, so a reopen does not rebuild it; its building, background inserts and
-restore are ``vector_graph.GraphRows``, a mixin of ``VectorIndex``.
+recall against the exact scan).  Below the threshold every row is scored, on an
+int8 copy of the matrix (``int8_scan.py``: a quarter of the bytes a cold scan
+reads), and ``oversample`` times the rows needed are rescored on the float32
+rows, likewise exact.  Filters narrow enough that the graph would have to be
+asked for too many rows, or that leave a quarter of the rows or fewer, are
+scored exactly on their float32 rows; ``min_rows = 0`` makes every search exact.
+The graph is saved with the store (``snapshot.py``) and restored on open, so a
+reopen does not rebuild it; its building, background inserts and restore are
+``vector_graph.GraphRows``, a mixin of ``VectorIndex``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from usearch.index import Index as HNSW
 from . import pages
 from .bm25 import _allowed_filter
 from .idrows import IdRows
+from .int8_scan import Int8Rows
 from .vector_graph import Ann, GraphRows
 
 __all__ = ["VectorIndex", "l2_normalize"]
@@ -87,6 +92,7 @@ class VectorIndex(GraphRows):
         self._row_by_id = np.full(0, -1, dtype=np.int64)  # note id -> row (-1: none), for the graph's answers
         self._n_rows = 0
         self._n_dead = 0
+        self._int8: Int8Rows | None = None  # the scan's int8 copy below min_rows (int8_scan.py), made at a search
 
     def __len__(self) -> int:
         return len(self._row_of)
@@ -155,6 +161,7 @@ class VectorIndex(GraphRows):
         start = self._n_rows
         if start == 0 and id_arr.size > self._mat.shape[0] and m.flags.c_contiguous and m is not matrix:
             self._mat = m  # a load into an empty index: the normalised copy becomes the matrix (no second copy)
+            self._int8 = None
             self._ids = np.zeros(id_arr.size, dtype=np.int64)
             self._alive = np.zeros(id_arr.size, dtype=bool)
         else:
@@ -187,13 +194,15 @@ class VectorIndex(GraphRows):
         if matrix.shape[0] < n or matrix.shape[1] != self.dim:
             raise ValueError(f"matrix shape {matrix.shape} cannot hold {n} rows of {self.dim}")
         if isinstance(matrix, np.memmap) and (self.ann.min_rows == 0 or n < self.ann.min_rows):
-            # no graph: every recall scans every row, and a scan over the mapped file's pages measured 2.94 ms a
-            # recall at 10k against 2.07 over the same rows copied into memory (a plain view of the map is as slow:
-            # it is the pages, not the numpy type). Below min_rows the copy is small; with the graph off it is
-            # the whole matrix, which every recall reads anyway.
+            # no graph: every recall scores every row, and a float32 scan over the mapped file's pages measured
+            # 2.94 ms a recall at 10k against 2.07 over the same rows copied into memory (a plain view of the map
+            # is as slow: it is the pages, not the numpy type; measured before the int8 copy, which now takes the
+            # scan below min_rows and reads these rows once). Below min_rows the copy is small; with the graph off
+            # it is the whole matrix, which every recall reads anyway.
             matrix = np.array(matrix)
         cap = matrix.shape[0]
         self._mat = matrix
+        self._int8 = None
         self._ids = np.zeros(cap, dtype=np.int64)
         self._ids[:n] = ids
         self._alive = np.zeros(cap, dtype=bool)
@@ -228,6 +237,7 @@ class VectorIndex(GraphRows):
         self._alive[n:] = False
         self._n_rows = n
         self._n_dead = 0
+        self._int8 = None  # its rows moved
         self._row_of = IdRows.of(self._ids[:n], np.arange(n))
         self._row_by_id[:] = -1
         self._map_rows(self._ids[:n], np.arange(n, dtype=np.int64))
@@ -300,6 +310,9 @@ class VectorIndex(GraphRows):
                 found = self._from_graph(q, k, ask, ok, count, min_cosine)
                 if found is not None:
                     return found
+        scan = None if _exact or count * 4 <= n else self._scan_copy()
+        if scan is not None and count > math.ceil(a.oversample * k):
+            return self._from_int8(scan, q, k, ok, count, min_cosine)
         with single_blas_thread():
             if count * 4 <= n:  # a narrow filter: score only its rows
                 cand = np.flatnonzero(ok)
@@ -329,6 +342,34 @@ class VectorIndex(GraphRows):
         rows = rows[ok[rows]]
         if rows.size < k and rows.size < count:
             return None
+        with single_blas_thread():
+            sc = self._mat[rows] @ q
+        if min_cosine is not None:
+            keep = sc >= min_cosine
+            rows, sc = rows[keep], sc[keep]
+        return self._top(rows, sc, k)
+
+    def _scan_copy(self) -> Int8Rows | None:
+        """The int8 copy the scan below ``min_rows`` reads (``int8_scan.py``); None at or past it, or with the
+        graph off (``min_rows`` 0: every search exact), where no copy is kept."""
+        if not 0 < self._n_rows < self.ann.min_rows:
+            self._int8 = None
+            return None
+        if self._int8 is None:
+            self._int8 = Int8Rows(self.dim)
+        return self._int8
+
+    def _from_int8(self, scan: Int8Rows, q: np.ndarray, k: int, ok: np.ndarray, count: int,
+                   min_cosine: float | None) -> list[tuple[int, float]]:
+        """The top-``k`` among the ``oversample × k`` allowed rows the int8 scores rank best (and every row tied
+        with the last of them, so equal rows are kept or dropped together), cosines exact."""
+        approx = scan.scores(self._mat, self._n_rows, q)
+        cand = None if count == approx.size else np.flatnonzero(ok)  # every row allowed: no gather
+        if cand is not None:
+            approx = approx[cand]
+        ask = math.ceil(self.ann.oversample * k)
+        rows = np.flatnonzero(approx >= approx[np.argpartition(approx, approx.size - ask)[approx.size - ask]])
+        rows = rows if cand is None else cand[rows]
         with single_blas_thread():
             sc = self._mat[rows] @ q
         if min_cosine is not None:
