@@ -137,7 +137,8 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
         t_exact.append(time.thread_time() - t)
         if exact:
             found.append(np.mean([c >= exact[-1][1] - 1e-6 for _, c in got]) if got else 0.0)
-    out.update(graph=getattr(vi, "has_graph", getattr(vi, "_proj", None) is not None), leg_p50=ms(t_leg), leg_exact_p50=ms(t_exact), leg_found=float(np.mean(found)) * 100)
+    out.update(graph=getattr(vi, "has_graph", getattr(vi, "_proj", None) is not None),
+               int8_scan=getattr(vi, "_int8", None) is not None, leg_p50=ms(t_leg), leg_exact_p50=ms(t_exact), leg_found=float(np.mean(found)) * 100)
     if not baselines:  # the tail needs 1,000 notes: the whole corpus in this process would inflate its peak RSS
         return _tail(out, rt, notes_of(corpus, 1000)[0], path)
     # the baselines, over the same texts and the same vectors, in this process
@@ -273,7 +274,7 @@ def render(rows: list[dict], cmd: str, when: str) -> list[str]:
               "| corpus | notes | graph | leg CPU p50 ms | exact scan CPU p50 ms | exact top-200 found |",
               "|---|---:|---|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['corpus']} | {r['size']:,} | {'HNSW' if r['graph'] else 'none (exact)'} | "
+        lines.append(f"| {r['corpus']} | {r['size']:,} | {'HNSW' if r['graph'] else 'int8 scan, rescored' if r.get('int8_scan') else 'none (exact)'} | "
                      f"{r['leg_p50']:.2f} | {r['leg_exact_p50']:.2f} | {r['leg_found']:.2f} % |")
     lines += ["", "Ingest (`memory.remember_many`, batches of 5,000, WordLlama embedding included; overall includes "
               "waiting for the last batch's graph insert; \"per CPU s\" divides by the process's CPU time, every "
