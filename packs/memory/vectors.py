@@ -26,48 +26,23 @@ reopen does not rebuild it; its building, background inserts and restore are
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 from usearch.index import Index as HNSW
 
 from . import pages
+from .blas import single_blas_thread
 from .bm25 import _allowed_filter
 from .idrows import IdRows
 from .int8_scan import Int8Rows
 from .vector_graph import Ann, GraphRows
 
 __all__ = ["VectorIndex", "l2_normalize"]
-
-
-# the BLAS libraries loaded at import (OpenBLAS under numpy): found once, because threadpoolctl's own
-# ``limit()`` inspects every loaded library again at each call (~0.05 ms cold, as much as the rescoring's matvec)
-_BLAS = ThreadpoolController().select(user_api="blas").lib_controllers
-
-
-@contextlib.contextmanager
-def single_blas_thread() -> Iterator[None]:
-    """One BLAS thread for a matrix-vector product, the library's own count restored after.
-
-    A matvec is memory-bound; on a shared 2-core machine OpenBLAS's second thread waits for a busy core and
-    turned a 10k x 256 product from 0.45 ms into 8 ms (measured here), so the query path never asks for it.
-    """
-    before = [(lib, lib.get_num_threads()) for lib in _BLAS]
-    for lib, n in before:
-        if n != 1:
-            lib.set_num_threads(1)
-    try:
-        yield
-    finally:
-        for lib, n in before:
-            if n != 1:
-                lib.set_num_threads(n)
 
 
 def l2_normalize(m: np.ndarray) -> np.ndarray:

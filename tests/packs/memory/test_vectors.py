@@ -297,7 +297,7 @@ def test_a_mapped_matrix_is_copied_into_memory_only_where_every_recall_scans_it(
 def test_single_blas_thread_limits_and_restores():
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from palimpsest_memory.packs.memory.vectors import single_blas_thread
+    from palimpsest_memory.packs.memory.blas import single_blas_thread
 
     def blas_threads():
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
