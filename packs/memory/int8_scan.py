@@ -10,7 +10,7 @@ cosines returned stay exact and only the candidate set is approximate, as with t
 
 Rows are quantised lazily: the index only appends rows (a replaced id gets a new row), so ``upto`` marks how
 far the copy is valid, and a search extends it to the rows added since. A compaction or a new matrix rewrites
-rows in place: ``reset`` then marks the copy empty.
+rows in place: the index then drops its copy.
 """
 from __future__ import annotations
 
@@ -37,12 +37,6 @@ class Int8Rows:
         self._rows = np.zeros((0, dim), dtype=np.int8)
         self._scale = np.zeros(0, dtype=np.float32)
         self.upto = 0
-
-    def reset(self) -> None:
-        self.upto = 0
-
-    def nbytes(self) -> int:
-        return self._rows.nbytes + self._scale.nbytes
 
     def _extend(self, matrix: np.ndarray, n: int) -> None:
         if n > self._rows.shape[0]:  # doubling, as the float32 matrix grows

@@ -330,6 +330,12 @@ class VectorIndex(GraphRows):
         rows = rows[ok[rows]]
         if rows.size < k and rows.size < count:
             return None
+        return self._rescored(rows, q, k, min_cosine)
+
+    def _rescored(self, rows: np.ndarray, q: np.ndarray, k: int,
+                  min_cosine: float | None) -> list[tuple[int, float]]:
+        """The top-``k`` of candidate ``rows`` by their exact cosine on the float32 matrix (the graph's and the int8
+        scan's candidates alike), dropping cosines below ``min_cosine``."""
         with single_blas_thread():
             sc = self._mat[rows] @ q
         if min_cosine is not None:
@@ -357,13 +363,7 @@ class VectorIndex(GraphRows):
             approx = approx[cand]
         ask = math.ceil(self.ann.oversample * k)
         rows = np.flatnonzero(approx >= approx[np.argpartition(approx, approx.size - ask)[approx.size - ask]])
-        rows = rows if cand is None else cand[rows]
-        with single_blas_thread():
-            sc = self._mat[rows] @ q
-        if min_cosine is not None:
-            keep = sc >= min_cosine
-            rows, sc = rows[keep], sc[keep]
-        return self._top(rows, sc, k)
+        return self._rescored(rows if cand is None else cand[rows], q, k, min_cosine)
 
     def search_exact(self, qvec: np.ndarray, k: int, allowed=None,
                      min_cosine: float | None = 0.10) -> list[tuple[int, float]]:

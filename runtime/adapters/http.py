@@ -37,8 +37,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
 from palimpsest_memory.runtime.adapters import http_data, web
 from palimpsest_memory.runtime.adapters.serving import (
-    ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, server_info, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
-    stop_on_signals, success, tool_name, url_of,
+    ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
+    server_info, stop_on_signals, success, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.http")

@@ -35,8 +35,8 @@ from mcp.server import Server
 from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors, load_catalog
 from palimpsest_memory.runtime.adapters.mcp_stdio import checked_stdio_server
 from palimpsest_memory.runtime.adapters.serving import (
-    AdapterSettings, Guard, server_info, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
-    result_data, run_uvicorn, stop_on_signals, success, tool_name, url_of,
+    AdapterSettings, Guard, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
+    result_data, run_uvicorn, server_info, stop_on_signals, success, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.mcp")
