@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import numpy  # noqa: F401  (loads numpy's BLAS before the libraries are looked for below)
 from threadpoolctl import ThreadpoolController
 
 # the BLAS libraries loaded at import (OpenBLAS under numpy): found once, because threadpoolctl's own
-# ``limit()`` inspects every loaded library again at each call (~0.05 ms cold, as much as the rescoring's matvec)
+# ``limit()`` inspects every loaded library again at each call (~0.05 ms cold, as much as the rescoring's matvec);
+# found before numpy had loaded its BLAS, the list would be empty and the limit silently a no-op
 _BLAS = ThreadpoolController().select(user_api="blas").lib_controllers
 
 

@@ -14,7 +14,6 @@ from conftest import ServerProcess, child_env, run_cli  # noqa: E402
 from palimpsest_memory.runtime import errors  # noqa: E402
 from palimpsest_memory.runtime.adapters.remote import RemoteClient, error_from_dict  # noqa: E402
 from palimpsest_memory.runtime.adapters import serving  # noqa: E402
-from palimpsest_memory.runtime.adapters.serving import explain_locked  # noqa: E402
 
 TOKEN = "lock-test-token"
 
@@ -109,11 +108,11 @@ def test_error_from_dict_round_trips_every_class():
 def test_explain_locked_ignores_stale_info(tmp_path):
     db = tmp_path / "pal.db"
     locked = errors.StorageError("locked", details={"path": str(db), "reason": "locked"})
-    assert explain_locked(locked) is locked  # no info file
+    assert serving.explain_locked(locked) is locked  # no info file
     (tmp_path / "pal.db.server.json").write_text(json.dumps({"pid": 2 ** 22 + 12345, "kind": "http", "url": "x"}))
-    assert explain_locked(locked) is locked  # the holder is gone: do not send anyone to a dead server
+    assert serving.explain_locked(locked) is locked  # the holder is gone: do not send anyone to a dead server
     other = errors.StorageError("corrupt", details={"path": str(db)})
-    assert explain_locked(other) is other
+    assert serving.explain_locked(other) is other
 
 
 def test_server_stops_cleanly_and_frees_the_database(tmp_path):
