@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from palimpsest_memory.packs.memory.int8_scan import Int8Rows, quantise
@@ -110,6 +110,7 @@ def test_equal_rows_are_kept_or_dropped_together():
 @given(n=st.integers(5, 400), dim=st.integers(2, 24), k=st.integers(1, 30), seed=st.integers(0, 2**32 - 1),
        dup=st.integers(0, 20), removed=st.floats(0, 0.5), allowed=st.floats(0.3, 1.0),
        cut=st.sampled_from([None, 0.0, 0.1]))
+@example(n=42, dim=6, k=3, seed=3, dup=3, removed=0.0, allowed=0.75, cut=None)  # CI: a tie won by the last bit
 def test_what_the_scan_misses_is_within_its_quantisation_error(n, dim, k, seed, dup, removed, allowed, cut):
     rng = np.random.default_rng(seed)
     m = l2_normalize(rng.standard_normal((n, dim)).astype(np.float32))
@@ -139,7 +140,13 @@ def test_what_the_scan_misses_is_within_its_quantisation_error(n, dim, k, seed, 
     eps = max(float(np.abs(vi.get(i)).max()) / 127 / 2 * float(np.abs(q).sum())
               + float(sq[0]) / 2 * float(np.abs(vi.get(i)).sum()) for i in live)
     returned = {i for i, _ in got}
+    extra = [cos[i] for i in returned - {i for i, _ in want}]
     for i, c in want:
-        if i not in returned:
-            close = sum(1 for j in live if abs(cos[j] - c) <= 2 * eps)
-            assert close > ask - k, (i, c, close, eps)
+        if i in returned:
+            continue
+        if any(abs(e - c) <= 1e-6 for e in extra):
+            # swapped for a row of equal cosine: which of a tie wins is decided by the last bit of float32 products,
+            # which BLAS computes differently over the whole matrix (exact scan) and over a few rows (the rescore)
+            continue
+        close = sum(1 for j in live if abs(cos[j] - c) <= 2 * eps)
+        assert close > ask - k, (i, c, close, eps)
