@@ -162,6 +162,7 @@ class Scheme:
     gap_minutes: float = 30.0  # notes without a thread: episodes of their scope (threads.Episodes); 0 = none
     lift_cap: int = 0  # beyond the n-th best note of a thread, notes lose their context lift (not shipped); 0 = off
     info_prior: bool = False  # score × ln(e + Σ idf of a note's own words) after the context signals
+    scope_stats: bool = True  # a shared store's BM25 weighs words by the conversation's statistics
     crowding: float = 0.0  # diversification share (crowding_factors, not shipped); 0 = off
     gamma_date: float = 0.0  # query-date window boost (experimental, bench only)
     gamma_speaker: float = 0.0  # speaker boost (experimental, bench only)
@@ -194,8 +195,9 @@ def crowding_factors(threads: np.ndarray, share: float) -> np.ndarray:
         m[t == 0] = 0
     return (1.0 - share) ** m
 
-OLD = Scheme("old default", gap_minutes=0.0)
-PREV = Scheme("before the information prior")  # inferred episodes, no prior: the default this session started from
+OLD = Scheme("old default", gap_minutes=0.0, scope_stats=False)
+# inferred episodes, no prior: the default this session started from
+PREV = Scheme("before the information prior", scope_stats=False)
 BASELINES = [
     Scheme("BM25 plain", 1, 0, dated=False, expansion=0, alpha=0, beta=0),
     Scheme("BM25 dated", 1, 0, expansion=0, alpha=0, beta=0),
@@ -417,9 +419,11 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
     conv = st.convs[k]
     allowed = st.masks[k] if shared else None
     legs = {}
+    idx = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
+    # the product's scoped recall: the conversation's own BM25 statistics (bm25_scope.py)
+    within = idx.collection(allowed) if allowed is not None and scheme.scope_stats else None
     if scheme.bm25_w > 0:
-        legs["text"] = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k].search(
-            query, POOL, allowed=allowed)
+        legs["text"] = idx.search(query, POOL, allowed=allowed, within=within)
     if scheme.dense_w > 0 and emb is not None:
         legs["vector"] = st.vectors(emb, scheme.dated, cache)[k].search(qvec, POOL, min_cosine=0.10)
     if scheme.fusion == "rrf":
@@ -430,7 +434,6 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
     pool = ranking.context(fused, prev=prev, nxt=nxt, thread=code, alpha=scheme.alpha, beta=scheme.beta,
                            top=scheme.top)
     if scheme.info_prior:
-        idx = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
         info = np.zeros(pool.ids.size)
         info[pool.base > 0] = idx.own_information(pool.ids[pool.base > 0])  # as stages.information does
         pool = ranking.information_prior(pool, info)
@@ -879,6 +882,17 @@ def main(argv=None) -> int:
                 r = evaluate(st, s, env, emb, cache, qcache)
                 out.append(f"| {s.name} | " + " | ".join(columns(r, cats, span)) + f" | {ci_cell(r, base)} |")
                 print(out[-1], file=sys.stderr)
+        out += ["\n### Scope statistics in one shared store (Δ = variant − new default)\n",
+                "A recall with a scope weighs words by that scope's notes (`bm25_scope.py`): one shared store then "
+                "ranks as one store per conversation does. The variant uses every conversation's statistics.\n",
+                HEADER[0] + " Δ R@10 vs new default |", HEADER[1] + "---|"]
+        for env in [(True, True), (True, False)]:
+            base = results[env][new.name]
+            r = evaluate(st, replace(new, scope_stats=False), env, emb, cache, qcache)
+            out += [f"| **new default**, {ENVS[env]} | " + " | ".join(columns(base, cats, span)) + " | |",
+                    f"| − scope statistics, {ENVS[env]} | " + " | ".join(columns(r, cats, span))
+                    + f" | {ci_cell(r, base)} |"]
+            print(out[-1], file=sys.stderr)
         for env in ENVS:
             out += split_section(st, new, env, emb, cache, qcache, qconv, cats, span, results[env][new.name])
         out += ["\n### Per conversation: the new default against the old, without `thread`\n",

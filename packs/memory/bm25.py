@@ -18,7 +18,8 @@ Layout
 
 Scoring: ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` (always positive),
 ``score = Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl))`` over the
-distinct query terms, OR semantics.  A query is cut to its first
+distinct query terms, OR semantics. ``N``, ``df`` and ``avgdl`` are the index's, or a scope's when a search is
+given one (``within``, bm25_scope.py).  A query is cut to its first
 ``max_query_terms`` distinct tokens (default 16) so a pasted paragraph cannot
 become a full scan; the cap is applied after stopword removal.
 """
@@ -32,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .bm25_rows import RestoredRows, own_copy
+from .bm25_scope import Collection
 from .idrows import IdRows
 from .text import tokenize, tokenize_query
 
@@ -107,7 +109,7 @@ class BM25Index(RestoredRows):
         self._n_alive = 0
         self._total_len = 0.0
         self._n_dead = 0
-        self._last: tuple[str, np.ndarray | None] | None = None
+        self._last: tuple[str, Collection | None, np.ndarray | None] | None = None
 
     # ------------------------------------------------------------------ size
     def __len__(self) -> int:
@@ -282,21 +284,31 @@ class BM25Index(RestoredRows):
             dict.fromkeys(self._tokenize(query))
         )[: self.max_query_terms]
 
-    def _score_rows(self, query: str) -> np.ndarray | None:
-        """Dense score per row (dead rows may hold garbage); None when no term is known."""
-        last = self._last
-        if last is not None and last[0] == query:
-            return last[1]
+    def collection(self, allowed) -> Collection | None:
+        """The statistics of the rows ``allowed`` passes (as in :meth:`search`; recall gives a scope's notes,
+        ``bm25_scope.py``), for ``search(within=...)``; None when those are every row (the index's own statistics
+        are the same)."""
         n = self._n_rows
-        if n == 0 or self._n_alive == 0:
+        inside = _allowed_filter(allowed, self._ids[:n]) & self._alive[:n]
+        got = Collection(inside, self._dl)
+        return None if got.n == self._n_alive else got
+
+    def _score_rows(self, query: str, within: Collection | None = None) -> np.ndarray | None:
+        """Dense score per row (dead rows may hold garbage); None when no term is known. ``within``: the
+        statistics of the collection searched (a scope's), else the index's."""
+        last = self._last
+        if last is not None and last[0] == query and last[1] is within:
+            return last[2]
+        n = self._n_rows
+        N = self._n_alive if within is None else within.n
+        if n == 0 or N == 0:
             return None
-        avgdl = self.avgdl or 1.0
+        avgdl = (self.avgdl if within is None else within.avgdl) or 1.0
         k1, b = self.k1, self.b
         # k1 (1 − b + b·dl/avgdl) as dl·per_len + fixed: two passes over a posting list instead of four
         per_len, fixed = k1 * b / avgdl, k1 * (1.0 - b)
         rows_parts = []
         w_parts = []
-        N = self._n_alive
         for term in self.query_terms(query):
             tid = self._vocab.get(term)
             if tid is None:
@@ -305,6 +317,8 @@ class BM25Index(RestoredRows):
             if df <= 0:
                 continue
             rows = np.frombuffer(self._post_rows[tid], dtype=np.int32)
+            if within is not None and (df := within.df(tid, rows)) == 0:
+                continue  # a word no note of the collection says (its rows elsewhere are filtered out anyway)
             tf = np.frombuffer(self._post_tf[tid], dtype=np.float32)
             idf = np.log1p((N - df + 0.5) / (df + 0.5))
             norm = self._dl[rows] * np.float32(per_len)
@@ -320,18 +334,20 @@ class BM25Index(RestoredRows):
             rows = np.concatenate(rows_parts) if len(rows_parts) > 1 else rows_parts[0]
             w = np.concatenate(w_parts) if len(w_parts) > 1 else w_parts[0]
             scores = np.bincount(rows, weights=w, minlength=n)
-        self._last = (query, scores)
+        self._last = (query, within, scores)
         return scores
 
-    def search(self, query: str, k: int = 10, allowed=None) -> list[tuple[int, float]]:
+    def search(self, query: str, k: int = 10, allowed=None, within: Collection | None = None
+               ) -> list[tuple[int, float]]:
         """Top-``k`` ``(id, score)`` by BM25, best first; only scores > 0.
 
         ``allowed``: ``None`` (all ids), a boolean array indexed by note id, or
-        an array/sequence/set of allowed ids.
+        an array/sequence/set of allowed ids. ``within``: score with the statistics of this collection (a
+        scope's, :meth:`collection`) instead of the whole index's.
         """
         if k <= 0:
             return []
-        scores = self._score_rows(query)
+        scores = self._score_rows(query, within)
         if scores is None:
             return []
         cand = np.flatnonzero(scores > 0)
@@ -357,10 +373,12 @@ class BM25Index(RestoredRows):
         order = np.lexsort((self._ids[cand], -s))[:k]
         return list(zip(self._ids[cand[order]].tolist(), s[order].tolist()))
 
-    def score_ids(self, query: str, ids: Sequence[int] | np.ndarray) -> np.ndarray:
-        """BM25 score of ``query`` for each of ``ids`` (0.0 for unknown ids or no match)."""
+    def score_ids(self, query: str, ids: Sequence[int] | np.ndarray, within: Collection | None = None
+                  ) -> np.ndarray:
+        """BM25 score of ``query`` for each of ``ids`` (0.0 for unknown ids or no match); ``within`` as in
+        :meth:`search`."""
         out = np.zeros(len(ids), dtype=np.float64)
-        scores = self._score_rows(query)
+        scores = self._score_rows(query, within)
         if scores is None:
             return out
         for j, i in enumerate(ids):

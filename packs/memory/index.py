@@ -99,9 +99,7 @@ class MemoryIndex(IndexWrites):
         self.vectors: dict[str, VectorIndex] = {}
         self.namespaces, self.scopes, self.threads = Codes(), Codes(), Codes()
         self.tags: dict[int, frozenset[str]] = {}
-        self.thread_names: dict[int, str] = {}
         self.rows = NoteRows(self)  # every note, as columns, for answers without a SQL round trip
-        self._raw_thread_key: dict[int, list[Any]] = {}  # per namespace code: rows.threads code -> thread key
         self._cap = 0
         self.cols: dict[str, np.ndarray] = {}  # indexed by slot
         self.slot_id = np.zeros(0, dtype=np.int64)  # slot -> note id (-1: slot 0, no note)

@@ -109,7 +109,7 @@ class IndexWrites:
             t = tuple(tags[j])
             i = int(ids[j])
             rows.tags[i], self.tags[i] = t, frozenset(t)
-        # thread keys: the caller's thread per namespace, else the inferred episode (once per note, in id order)
+        # thread keys: the caller's thread in its scope, else the inferred episode (once per note, in id order)
         keys = self._thread_codes(ids, raw, ns_codes, scope, c["occurred"][at])
         changed_old = self.expander.links.add_sorted(at, ids, keys)
         if text_index:
@@ -140,13 +140,7 @@ class IndexWrites:
         """The ``threads`` code of each note's thread key (``thread_key``), from its raw thread code."""
         values = self.rows.threads.values
         nsv = self.namespaces.values
-        if ns.size and np.any(ns != ns[0]):  # notes of several namespaces in one index (rare)
-            keys = [(nsv[n], values[r]) if r else None for n, r in zip(ns.tolist(), raw.tolist())]
-        else:
-            name = nsv[int(ns[0])] if ns.size else None
-            cache = self._raw_thread_key.setdefault(int(ns[0]) if ns.size else 0, [None])
-            cache += [(name, values[r]) for r in range(len(cache), len(values))]
-            keys = [cache[r] for r in raw.tolist()]
+        keys = [(nsv[n], sc, values[r]) if r else None for n, sc, r in zip(ns.tolist(), scope, raw.tolist())]
         if self.episodes.gap > 0:  # a Python step per note without a thread, in id order (episodes are stateful)
             key = self.episodes.key
             for j in np.flatnonzero(raw == 0).tolist():
@@ -159,21 +153,29 @@ class IndexWrites:
         re-index the notes whose neighbours changed. Run when a thread-less note's scope is edited; O(notes)."""
         self.version += 1
         self.episodes = Episodes(self.episodes.gap)
-        links, c, rc = self.expander.links, self.cols, self.rows.cols
-        changed: set[int] = set()
+        c, rc = self.cols, self.rows.cols
         n = self._n
         slots = np.flatnonzero(rc["held"][:n] & (rc["thread"][:n] == 0))  # held notes without a thread
         slots = slots[np.argsort(self.slot_id[slots], kind="stable")]  # in id order
+        keys: dict[int, Hashable] = {}
         for at in slots.tolist():
             i = int(self.slot_id[at])
-            key = self.episodes.key(i, self.namespaces.values[int(c["ns"][at])],
-                                    self.scopes.values[int(c["scope"][at])], float(rc["occurred"][at]) / 1e6)
+            keys[i] = self.episodes.key(i, self.namespaces.values[int(c["ns"][at])],
+                                        self.scopes.values[int(c["scope"][at])], float(rc["occurred"][at]) / 1e6)
+        self._relink(keys)
+
+    def _relink(self, keys: dict[int, Hashable]) -> None:
+        """Move each note to its thread key's thread, where that changed, and re-index the notes whose neighbours
+        changed (their bags hold their neighbours' words)."""
+        links, c = self.expander.links, self.cols
+        changed: set[int] = set()
+        for i, key in keys.items():
             if links.thread_of(i) == key:
                 continue
             changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
             links.remove(i)
             links.add(i, key)
-            c["thread"][at] = self.threads.get(key)
+            c["thread"][self.slot(i)] = self.threads.get(key)
             changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
         if not changed:
             return
@@ -198,10 +200,11 @@ class IndexWrites:
             self.cols["next"][at[keep]] = np.array(ns, dtype=np.int64)[keep]
 
     def thread_key(self, r: NoteRow) -> Hashable | None:
-        """A note's thread as the index links it: the caller's ``thread`` (per namespace), else the inferred
-        episode of its scope (``threads.Episodes``; None when inference is off)."""
+        """A note's thread as the index links it: the caller's ``thread`` in the note's scope (the same name in
+        two scopes is two threads: importers and agents reuse names like ``session_1`` or ``main``), else the
+        inferred episode of its scope (``threads.Episodes``; None when inference is off)."""
         if r.thread is not None:
-            return (r.namespace, r.thread)
+            return (r.namespace, r.scope, r.thread)
         return self.episodes.key(r.id, r.namespace, r.scope, seconds(r.occurred_at))
 
     @staticmethod
@@ -258,7 +261,10 @@ class IndexWrites:
                 c["kind"][at] = KINDS.index(value) + 1 if value in KINDS else 0
             elif name == "scope":
                 c["scope"][at] = self.scopes.get(value)
-                if not self.rows.cols["thread"][at] and self.episodes.gap > 0:
+                raw = int(self.rows.cols["thread"][at])
+                if raw:  # its thread is the caller's thread in its scope: now the new scope's
+                    self._relink({note_id: self.thread_key(self.rows[note_id])})
+                elif self.episodes.gap > 0:
                     self.reinfer_episodes()  # its episode came from its scope: infer as a rebuild would
 
     def set_archived(self, note_id: int, when: datetime | None) -> None:

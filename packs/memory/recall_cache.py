@@ -1,14 +1,15 @@
 """What recall derives from a namespace's index and keeps between recalls (issue 18: the fixed cost of a recall).
 
-Two things a recall used to recompute every time, though they change only when the index does:
+What a recall used to recompute every time, though it changes only when the index does:
 
 - the **filter mask** over the index's slots (namespace, alive, not superseded, and the call's filters): one per
   distinct filter set, the last few kept;
+- a scope's **BM25 statistics** (``bm25_scope.Collection``) for recalls with that scope, the last few kept;
 - each note's **own information** ``I`` (``BM25Index.own_information``, the information prior of ADR 0008):
   kept per slot as it is first asked for, stamped with the index version it was computed at, so a recall
   computes it only for the pooled notes no earlier recall pooled since the last write.
 
-Both are valid while ``MemoryIndex.version`` holds: every write to the index (``add``, ``forget``, the
+All are valid while ``MemoryIndex.version`` holds: every write to the index (``add``, ``forget``, the
 ``set_*`` edits, new vectors, a re-inferred episode) bumps it, and the index changes only through the mirror seam
 (ADR 0015: ``index_mirror.take`` applies each committed change), so a cached value never outlives the state it
 was derived from. ``I`` depends on every note (``idf`` reads the document count and each term's document
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from palimpsest_memory.packs.memory.bm25_scope import Collection
 from palimpsest_memory.packs.memory.index import Allowed, MemoryIndex
 
 MASKS = 8  # distinct filter sets kept per index (a session's recalls mostly share one or two)
@@ -55,6 +57,25 @@ def allowed(index: MemoryIndex, namespace: str, filters: Any) -> Allowed:
             masks.pop(next(iter(masks)))
         a = masks[key] = index.allowed(m)
     return a
+
+
+def collection(index: MemoryIndex, namespace: str, scope: str | None) -> Collection | None:
+    """The BM25 statistics of ``scope``'s notes (``bm25_scope.py``), built once per index version; None without a
+    scope or when the scope holds every note of the index (its own statistics are then the same)."""
+    if scope is None:
+        return None
+    d = _valid(index)
+    kept: dict[str, Collection | None] = d.setdefault("collections", {})
+    if scope in kept:
+        return kept[scope]
+    n = index._n
+    ns, code = index.namespaces.get(namespace, create=False), index.scopes.get(scope, create=False)
+    # every note of the scope the BM25 index holds: its own statistics, whatever else the recall filters on
+    inside = (index.cols["scope"][:n] == code) & (index.cols["ns"][:n] == ns)
+    if len(kept) >= MASKS:
+        kept.pop(next(iter(kept)))
+    got = kept[scope] = index.bm25.collection(index.allowed(inside))
+    return got
 
 
 def information(index: MemoryIndex, ids: np.ndarray) -> np.ndarray:

@@ -36,7 +36,8 @@ from palimpsest_memory.packs.memory.text import TOKENIZER_VERSION
 from palimpsest_memory.packs.memory.vectors import VectorIndex
 from palimpsest_memory.runtime import Context
 
-FORMAT = 2  # of the full-text snapshot: 2 stores the postings grouped by term (restored without sorting)
+FORMAT = 3  # of the full-text snapshot: 2 stores the postings grouped by term (restored without sorting); 3: bags
+# expanded with the neighbours of the note's thread in its scope (a 2 may hold another scope's words: rebuilt)
 GRAPH_FORMAT = 1
 # A snapshot that covers all notes but the newest few (notes are only added, so the notes it covers are still those
 # up to its highest id) is not rewritten at close: the next open restores it and indexes the newer notes as an

@@ -56,10 +56,12 @@ def embed(ctx: Context, query: str) -> EmbedResult:
 def legs(ctx: Context, query: str, vector: list[float] | np.ndarray, model: str, k: int,
          filters: RecallFilters) -> tuple[ranking.Leg, ranking.Leg]:
     """BM25 leg and exact-cosine vector leg, each top-k ``(ids, scores)``, over this namespace's notes that pass
-    the filters (the mask is kept per filter set until the index changes, ``recall_cache.py``)."""
+    the filters (the mask is kept per filter set until the index changes, ``recall_cache.py``). With a scope, BM25
+    weighs words by that scope's statistics (``bm25_scope.py``)."""
     index = ctx.state.index.of(ctx.namespace)
     mask = recall_cache.allowed(index, ctx.namespace, filters)
-    text = index.bm25.search(query, k, allowed=mask)
+    within = recall_cache.collection(index, ctx.namespace, filters.scope)
+    text = index.bm25.search(query, k, allowed=mask, within=within)
     vec_hits: list[tuple[int, float]] = []
     vectors = index.vectors.get(model)
     if len(vector) and vectors is not None:

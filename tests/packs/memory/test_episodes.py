@@ -158,3 +158,39 @@ def test_moving_a_note_to_another_scope_relinks_as_a_rebuild_would(tmp_path):
         assert [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results] == before
     finally:
         rt.close()
+
+
+@pytest.mark.parametrize("snapshot_min", [0, 1_000_000], ids=["snapshot", "rebuild"])
+def test_a_thread_name_is_its_scopes_own(tmp_path, snapshot_min):
+    """``session_1`` in two scopes is two threads: a conversation's notes never take another scope's as neighbours
+    (the LoCoMo importer names every conversation's sessions alike). Moving a threaded note to another scope moves
+    it to that scope's thread of the same name, in id order, as a rebuild would link it."""
+    path = str(tmp_path / "store.duckdb")
+    clock = Clock(T0)
+    config = {"packs": {"memory": {**HASHING["packs"]["memory"], "index_snapshot_min_notes": snapshot_min}}}
+    rt = open_test_runtime(config=config, clock=clock, path=path)
+    a1 = _remember(rt, "kayak under the pier", scope="s", thread="session_1")
+    b1 = _remember(rt, "harbour fees went up", scope="t", thread="session_1")
+    a2 = _remember(rt, "found it last tuesday", scope="s", thread="session_1")
+    b2 = _remember(rt, "pay them by friday", scope="t", thread="session_1")
+    prev, nxt, thread = _links(rt)
+    assert (nxt[a1], prev[a2], nxt[b1], prev[b2]) == (a2, a1, b2, b1)
+    assert thread[a1] == thread[a2] != thread[b1] == thread[b2]
+    # a scope's words stay out of another scope's notes: "harbour" is in no bag of scope s
+    got = rt.call("memory.recall", {"query": "harbour", "scope": "s", "fusion": "keyword_only"}).results
+    assert got == []
+    rt.call("memory.update", {"id": b1, "scope": "s"})
+    live = _links(rt)
+    prev, nxt, thread = live
+    assert (nxt[a1], prev[b1], nxt[b1], prev[a2]) == (b1, a1, a2, b1)  # between a1 and a2, by id
+    assert prev[b2] == -1 and thread[b1] == thread[a1] != thread[b2]
+    query = {"query": "harbour kayak friday", "limit": 10, "include_breakdown": True}
+    before = [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results]
+    assert {i for i, _ in before} == {a1, b1, a2, b2}
+    rt.close()
+    rt = open_test_runtime(config=config, clock=clock, path=path)
+    try:
+        assert _links(rt)[:2] == live[:2]
+        assert [(h.note.id, round(h.score, 12)) for h in rt.call("memory.recall", query).results] == before
+    finally:
+        rt.close()

@@ -138,7 +138,7 @@ def test_the_caller_scope_wins_over_the_inferred_one(rt):
 def test_a_why_question_prefers_decisions_without_hiding_other_notes(make_pal_runtime):
     rt = make(make_pal_runtime, decision_boost=1.0)
     ids = orion_vega(rt)
-    query = "Postgres minor upgrade on Orion staging: why?"
+    query = "Postgres minor upgrade on Orion staging on Tuesday: why?"
     plain = rt.call("memory.recall", {"query": query, "scope": "orion"})
     assert plain.results[0].note.id == ids["orion_upgrade"]  # the search alone ranks the non-decision first
     res = explain(rt, query)
@@ -154,7 +154,7 @@ def test_a_why_question_prefers_decisions_without_hiding_other_notes(make_pal_ru
 
 def test_without_a_why_word_or_facts_explain_keeps_recalls_order(rt):
     ids = orion_vega(rt)
-    query = "Postgres minor upgrade on Orion staging"
+    query = "Postgres minor upgrade on Orion staging on Tuesday"
     plain = rt.call("memory.recall", {"query": query, "scope": "orion", "limit": 5})
     res = explain(rt, query, include_kg=False)
     assert not res.why_question
