@@ -35,6 +35,7 @@ class Collection:
         """How many of this collection's rows hold term ``tid``, whose postings are ``rows``."""
         got = self._df.get(tid)
         if got is None:
-            got = self._df[tid] = int(np.count_nonzero(self.inside[rows[rows < self.inside.size]]))
+            if rows.size and rows[-1] >= self.inside.size:  # rows ascend: a row added since (never, in recall)
+                rows = rows[rows < self.inside.size]
+            got = self._df[tid] = int(np.count_nonzero(self.inside[rows]))
         return got
-
