@@ -337,10 +337,12 @@ class Stores:
             for g in groups:
                 idx, ex = BM25Index(), ThreadExpander(expansion)
                 for c in g:  # the write-time path: incremental, in arrival order
+                    group = self.convs.index(c)  # the conversation is the scope: its notes' statistics group
                     for t in c.turns:
                         k = keys[t.id]
                         changed = ex.add(t.id, None if k is None else (c.sid, k), tokenize(indexed_text(t, dated)))
                         idx.add_weighted(list(changed), list(changed.values()))
+                        idx.set_groups(list(changed), [group] * len(changed))
                 built.append(idx)
             self._bm25[key] = built * len(self.convs) if shared else built
         return self._bm25[key]
@@ -421,7 +423,7 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
     legs = {}
     idx = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
     # the product's scoped recall: the conversation's own BM25 statistics (bm25_scope.py)
-    within = idx.collection(allowed) if allowed is not None and scheme.scope_stats else None
+    within = idx.collection(k) if shared and scheme.scope_stats else None
     if scheme.bm25_w > 0:
         legs["text"] = idx.search(query, POOL, allowed=allowed, within=within)
     if scheme.dense_w > 0 and emb is not None:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .bm25_rows import RestoredRows, own_copy
-from .bm25_scope import Collection
+from .bm25_scope import UNGROUPED, Collection, ScopeGroups
 from .idrows import IdRows
 from .text import tokenize, tokenize_query
 
@@ -65,7 +65,7 @@ _SAMPLE = 8  # search's lower bound on the k-th best score: from every 8th match
 _SAMPLED_TOP = 4 * _SAMPLE  # …once there are this many times k matches (a sample of at least 4 k)
 
 
-class BM25Index(RestoredRows):
+class BM25Index(RestoredRows, ScopeGroups):
     """Okapi BM25 over integer ids; see the module docstring. Its snapshot, restore, the restored rows' term lists
     and ``own_information`` are :class:`~.bm25_rows.RestoredRows`'s (bm25_rows.py)."""
 
@@ -110,6 +110,7 @@ class BM25Index(RestoredRows):
         self._total_len = 0.0
         self._n_dead = 0
         self._last: tuple[str, Collection | None, np.ndarray | None] | None = None
+        self._init_groups()  # each row's scope group and each group's statistics (bm25_scope.py)
 
     # ------------------------------------------------------------------ size
     def __len__(self) -> int:
@@ -133,6 +134,7 @@ class BM25Index(RestoredRows):
             arr = np.zeros(new, dtype=old.dtype)
             arr[: self._n_rows] = old[: self._n_rows]
             setattr(self, name, arr)
+        self._grow_groups(new)
 
     def add(self, ids: Sequence[int] | np.ndarray, texts: Sequence[str]) -> None:
         """Index ``texts`` under ``ids`` (an existing id is replaced)."""
@@ -232,6 +234,7 @@ class BM25Index(RestoredRows):
         tids, tfs = self._terms(row)
         for tid in tids.tolist():
             self._df[tid] -= 1
+        self._ungroup(row)
         self._alive[row] = False
         self._flat_some.pop(row, None)  # a dead row's terms are never read again
         if row >= self._flat_rows:
@@ -255,6 +258,7 @@ class BM25Index(RestoredRows):
         live = [r for r in range(self._n_rows) if self._alive[r]]
         ids = self._ids[live].copy()
         dl = self._dl[live].copy()
+        groups = self._group[live].copy()
         terms = [self._terms(r) for r in live]
         n_terms = len(self._vocab)
         self._post_rows = [array("i") for _ in range(n_terms)]
@@ -269,6 +273,7 @@ class BM25Index(RestoredRows):
         self._dl[:n] = dl
         self._alive[:n] = True
         self._alive[n:] = False
+        self._group[:n], self._group[n:] = groups, UNGROUPED  # the groups' counts and lengths are unchanged
         self._row_terms = terms
         self._flat_rows, self._flat_starts = 0, np.zeros(1, dtype=np.int64)
         self._own_starts, self._own_tids = None, np.zeros(0, dtype=np.int32)
@@ -283,15 +288,6 @@ class BM25Index(RestoredRows):
         return tokenize_query(query, self.max_query_terms) if self._tokenize is tokenize else list(
             dict.fromkeys(self._tokenize(query))
         )[: self.max_query_terms]
-
-    def collection(self, allowed) -> Collection | None:
-        """The statistics of the rows ``allowed`` passes (as in :meth:`search`; recall gives a scope's notes,
-        ``bm25_scope.py``), for ``search(within=...)``; None when those are every row (the index's own statistics
-        are the same)."""
-        n = self._n_rows
-        inside = _allowed_filter(allowed, self._ids[:n]) & self._alive[:n]
-        got = Collection(inside, self._dl)
-        return None if got.n == self._n_alive else got
 
     def _score_rows(self, query: str, within: Collection | None = None) -> np.ndarray | None:
         """Dense score per row (dead rows may hold garbage); None when no term is known. ``within``: the
@@ -343,7 +339,7 @@ class BM25Index(RestoredRows):
 
         ``allowed``: ``None`` (all ids), a boolean array indexed by note id, or
         an array/sequence/set of allowed ids. ``within``: score with the statistics of this collection (a
-        scope's, :meth:`collection`) instead of the whole index's.
+        scope's group, :meth:`~.bm25_scope.ScopeGroups.collection`) instead of the whole index's.
         """
         if k <= 0:
             return []

@@ -6,36 +6,100 @@ with the namespace's statistics instead, what other scopes hold changed a scope'
 project but rare elsewhere counted as rare; five LoCoMo conversations in one store ranked worse than one store
 each). With these, a scope's BM25 scores are the ones a store holding only that scope would give.
 
-A :class:`Collection` is built from the scope's rows at the index's version and dropped at its next write
-(``recall_cache.collection``); a term's ``df`` in it is counted from the term's postings when a query first asks
-(the same rows the scoring reads), so a scoped search costs at most one more pass over its terms' postings.
+Each BM25 row carries the *group* of its note (the memory index gives its namespace and scope as one int64,
+``set_groups``), and each group's row count and summed length are kept as rows are added, replaced, regrouped and
+removed: a :class:`Collection` is then built in O(1), and a term's ``df`` in it is counted from the term's postings
+when a query first asks (the rows the scoring reads anyway). Nothing here is O(notes) per write.
 The information prior (``own_information``) keeps the namespace's statistics: it reads the ``df`` of every word
-of the ~200 pooled notes, and counting those over a scope's rows cost ~17 ms a recall at 100k notes (a `/tmp`
-script, ADR 0008), where the namespace's ``df`` is a list look-up.
+of the ~200 pooled notes, and counting those over a scope cost ~17 ms a recall at 100k notes (a `/tmp` script,
+ADR 0008), where the namespace's ``df`` is a list look-up.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+
+UNGROUPED = -1  # a dead row's group, and a row's until set_groups names it
 
 
 class Collection:
-    """``N``, ``avgdl`` and per-term ``df`` over the BM25 rows in ``inside`` (a boolean array over the index's rows:
-    alive and in the scope)."""
+    """``N``, ``avgdl`` and per-term ``df`` over the alive BM25 rows of one group."""
 
-    __slots__ = ("inside", "n", "avgdl", "_df")
+    __slots__ = ("groups", "group", "n", "avgdl", "_df")
 
-    def __init__(self, inside: np.ndarray, dl: np.ndarray) -> None:
-        self.inside = inside
-        self.n = int(np.count_nonzero(inside))
-        # the namespace's avgdl is a running sum of lengths over its count: the same quantity, summed in float64
-        self.avgdl = float(dl[: inside.size][inside].sum(dtype=np.float64)) / self.n if self.n else 0.0
+    def __init__(self, groups: np.ndarray, group: int, n: int, total_len: float) -> None:
+        self.groups, self.group, self.n = groups, group, n
+        self.avgdl = total_len / n if n else 0.0
         self._df: dict[int, int] = {}
 
     def df(self, tid: int, rows: np.ndarray) -> int:
         """How many of this collection's rows hold term ``tid``, whose postings are ``rows``."""
         got = self._df.get(tid)
         if got is None:
-            if rows.size and rows[-1] >= self.inside.size:  # rows ascend: a row added since (never, in recall)
-                rows = rows[rows < self.inside.size]
-            got = self._df[tid] = int(np.count_nonzero(self.inside[rows]))
+            got = self._df[tid] = int(np.count_nonzero(self.groups[rows] == self.group))
         return got
+
+
+class ScopeGroups:
+    """The group of each BM25 row and each group's row count and length (a mixin of ``BM25Index``, whose ``_ids``,
+    ``_dl``, ``_row_of``, ``_n_rows`` and ``_n_alive`` it reads)."""
+
+    def _init_groups(self) -> None:
+        self._group = np.full(self._ids.shape[0], UNGROUPED, dtype=np.int64)
+        self._group_n: dict[int, int] = {}
+        self._group_len: dict[int, float] = {}
+
+    def _grow_groups(self, cap: int) -> None:
+        if cap > self._group.shape[0]:
+            arr = np.full(cap, UNGROUPED, dtype=np.int64)
+            arr[: self._n_rows] = self._group[: self._n_rows]
+            self._group = arr
+
+    def _move(self, rows: np.ndarray, groups: np.ndarray, sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) ``rows`` from the counts of ``groups`` (one per row)."""
+        keep = groups != UNGROUPED
+        rows, groups = rows[keep], groups[keep]
+        if not rows.size:
+            return
+        uniq, inv = np.unique(groups, return_inverse=True)
+        counts = np.bincount(inv)
+        lengths = np.bincount(inv, weights=self._dl[rows].astype(np.float64))
+        for g, c, length in zip(uniq.tolist(), counts.tolist(), lengths.tolist()):
+            n = self._group_n.get(g, 0) + sign * c
+            if n:
+                self._group_n[g] = n
+                self._group_len[g] = self._group_len.get(g, 0.0) + sign * length
+            else:  # emptied: dropped, so that a float sum's residue never outlives its rows
+                self._group_n.pop(g, None)
+                self._group_len.pop(g, None)
+
+    def set_groups(self, ids: Sequence[int] | np.ndarray, groups: Sequence[int] | np.ndarray) -> None:
+        """Put the current rows of ``ids`` in ``groups`` (unknown ids are ignored)."""
+        rows = self._row_of.rows_of(np.asarray(ids, dtype=np.int64).reshape(-1))
+        groups = np.asarray(groups, dtype=np.int64).reshape(-1)
+        known = rows >= 0
+        rows, groups = rows[known], groups[known]
+        old = self._group[rows]
+        moved = old != groups
+        if moved.any():
+            rows, old, groups = rows[moved], old[moved], groups[moved]
+            self._move(rows, old, -1)
+            self._group[rows] = groups
+            self._move(rows, groups, 1)
+            self._last = None
+
+    def _ungroup(self, row: int) -> None:
+        """A row dies (replaced or removed): out of its group's counts."""
+        g = int(self._group[row])
+        if g != UNGROUPED:
+            self._move(np.array([row]), np.array([g]), -1)
+            self._group[row] = UNGROUPED
+
+    def collection(self, group: int) -> Collection | None:
+        """The statistics of ``group``'s rows, for ``search(within=...)``; None when the group holds every row (the
+        index's own statistics are then the same)."""
+        n = self._group_n.get(int(group), 0)
+        if n == self._n_alive:
+            return None
+        return Collection(self._group, int(group), n, self._group_len.get(int(group), 0.0))

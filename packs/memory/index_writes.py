@@ -131,7 +131,9 @@ class IndexWrites:
             # the process's life, and most of what the cyclic GC walked: 3-4 s of GC per 100k notes ingested at
             # 100k-400k (bench/RESULTS.md, issue 18).
             self.expander.forget_tokens()
-            self.bm25.add_weighted(list(bags), list(bags.values()))
+            self._index_bags(bags)
+        else:  # restored rows: their scope groups are not in the snapshot
+            self.bm25.set_groups(ids, self.group_of(at))
         for model, matrix in (vectors or {}).items():
             self.add_vectors(model, ids, matrix)
 
@@ -180,9 +182,18 @@ class IndexWrites:
         if not changed:
             return
         self.dirty, self.appended_only = True, False
-        bags = {j: self.expander.bag(j) for j in changed}
-        self.bm25.add_weighted(list(bags), list(bags.values()))
+        self._index_bags({j: self.expander.bag(j) for j in changed})
         self._link(changed)
+
+    def group_of(self, at: np.ndarray) -> np.ndarray:
+        """The BM25 group of each slot's note: its namespace and scope as one int64 (bm25_scope.py)."""
+        return (self.cols["ns"][at].astype(np.int64) << 32) | self.cols["scope"][at].astype(np.int64)
+
+    def _index_bags(self, bags: dict[int, Any]) -> None:
+        """(Re-)index notes' BM25 bags, each row in its note's scope group."""
+        ids = np.fromiter(bags, dtype=np.int64, count=len(bags))
+        self.bm25.add_weighted(ids, list(bags.values()))
+        self.bm25.set_groups(ids, self.group_of(self.slots(ids)))
 
     def _link(self, notes: Iterable[int]) -> None:
         """Write the prev/next columns (thread neighbours, as note ids) of ``notes``."""
@@ -261,6 +272,7 @@ class IndexWrites:
                 c["kind"][at] = KINDS.index(value) + 1 if value in KINDS else 0
             elif name == "scope":
                 c["scope"][at] = self.scopes.get(value)
+                self.bm25.set_groups([note_id], self.group_of(np.array([at])))
                 raw = int(self.rows.cols["thread"][at])
                 if raw:  # its thread is the caller's thread in its scope: now the new scope's
                     self._relink({note_id: self.thread_key(self.rows[note_id])})
@@ -308,7 +320,7 @@ class IndexWrites:
         self.bm25.own_postings()  # memory.forget deletes the snapshot files: none may stay mapped (ADR 0018)
         rebag = {j: b for j, b in rebag.items() if j in self.rows}
         if rebag:  # neighbours' bags held the forgotten notes' words: re-index them without
-            self.bm25.add_weighted(list(rebag), list(rebag.values()))
+            self._index_bags(rebag)
         self._link(rebag)
         for model, index in list(self.vectors.items()):
             index.remove(gone)

@@ -60,22 +60,19 @@ def allowed(index: MemoryIndex, namespace: str, filters: Any) -> Allowed:
 
 
 def collection(index: MemoryIndex, namespace: str, scope: str | None) -> Collection | None:
-    """The BM25 statistics of ``scope``'s notes (``bm25_scope.py``), built once per index version; None without a
-    scope or when the scope holds every note of the index (its own statistics are then the same)."""
+    """The BM25 statistics of ``scope``'s notes (``bm25_scope.py``: its counts are kept as notes are written, its
+    terms' ``df`` counted as queries ask), one per index version, the last few kept; None without a scope or when
+    the scope holds every note of the index (its own statistics are then the same)."""
     if scope is None:
         return None
     d = _valid(index)
     kept: dict[str, Collection | None] = d.setdefault("collections", {})
-    if scope in kept:
-        return kept[scope]
-    n = index._n
-    ns, code = index.namespaces.get(namespace, create=False), index.scopes.get(scope, create=False)
-    # every note of the scope the BM25 index holds: its own statistics, whatever else the recall filters on
-    inside = (index.cols["scope"][:n] == code) & (index.cols["ns"][:n] == ns)
-    if len(kept) >= MASKS:
-        kept.pop(next(iter(kept)))
-    got = kept[scope] = index.bm25.collection(index.allowed(inside))
-    return got
+    if scope not in kept:
+        ns, code = index.namespaces.get(namespace, create=False), index.scopes.get(scope, create=False)
+        if len(kept) >= MASKS:
+            kept.pop(next(iter(kept)))
+        kept[scope] = index.bm25.collection((ns << 32) | code)
+    return kept[scope]
 
 
 def information(index: MemoryIndex, ids: np.ndarray) -> np.ndarray:

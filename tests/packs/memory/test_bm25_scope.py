@@ -22,14 +22,23 @@ texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
 def test_a_collections_scores_are_those_of_an_index_of_it_alone(ours, others, query, seed):
     alone, both = BM25Index(), BM25Index()
     alone.add(range(1, len(ours) + 1), ours)
-    # the other notes interleaved with ours, in arrival order, and one of ours replaced and put back
+    # the other notes interleaved with ours, in arrival order; one of ours replaced, one of theirs first put in our
+    # group and moved out, one of theirs removed: the groups' counts follow every row
     order = [(i + 1, t) for i, t in enumerate(ours)] + [(100 + j, t) for j, t in enumerate(others)]
     np.random.default_rng(seed).shuffle(order)
     for i, t in order:
         both.add([i], [t])
+        both.set_groups([i], [7 if i < 100 else 8])
     both.add([1], [ours[0]])
+    both.set_groups([1], [7])
+    if others:
+        both.set_groups([100], [7])
+        both.set_groups([100], [8])
+        both.add([5000], ["a note removed again"])
+        both.set_groups([5000], [7])
+        both.remove([5000])
     mine = np.arange(1, len(ours) + 1)
-    within = both.collection(mine)
+    within = both.collection(7)
     assert (within is None) == (not others)
     got = both.search(query, 50, allowed=mine, within=within)
     want = alone.search(query, 50)
@@ -42,8 +51,10 @@ def test_a_word_common_in_the_scope_weighs_less_there_than_in_the_namespace():
     idx = BM25Index()
     idx.add([1, 2, 3], ["postgres migration plan", "postgres index bloat", "postgres vacuum settings"])
     idx.add(range(10, 40), [f"holiday photo number {i}" for i in range(30)])
+    idx.set_groups([1, 2, 3], [1, 1, 1])
+    idx.set_groups(range(10, 40), [2] * 30)
     everywhere = dict(idx.search("postgres", 5, allowed={1, 2, 3}))
-    scoped = dict(idx.search("postgres", 5, allowed={1, 2, 3}, within=idx.collection({1, 2, 3})))
+    scoped = dict(idx.search("postgres", 5, allowed={1, 2, 3}, within=idx.collection(1)))
     assert set(everywhere) == set(scoped) == {1, 2, 3}
     assert all(scoped[i] < everywhere[i] for i in (1, 2, 3))  # said by every note of the scope: barely informative
 
@@ -77,3 +88,43 @@ def test_a_scopes_recall_is_the_same_whatever_other_scopes_hold(ours, others, qu
         finally:
             rt.close()
     assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize("snapshot_min", [0, 1_000_000], ids=["snapshot", "rebuild"])
+def test_a_scopes_statistics_follow_moves_and_forgets_and_survive_a_reopen(tmp_path, snapshot_min):
+    """A note moved into a scope and a note forgotten change that scope's statistics at once, and a reopen (from
+    the snapshot, which holds no groups, or rebuilt) gives the same: the scope ranks as a store built with its final
+    notes does."""
+    # B's notes have no thread and no episode: moving one re-links nothing, so only its group moves it
+    memory = {**NO_PRIOR["packs"]["memory"], "context": {"information_prior": False, "episode_gap_minutes": 0}}
+    config = {"packs": {"memory": {**memory, "index_snapshot_min_notes": snapshot_min}}}
+    a = ["kayak under the pier", "kayak fees went up", "storm at the dock", "kayak rent is due friday"]
+    b = ["blue boat for sale", "kayak kayak kayak storm", "sail on tuesday", "harbour fees"]
+    query = {"query": "kayak storm fees", "scope": "A", "limit": 10}
+
+    def ranked(rt, content):
+        return [(content[h.note.id], round(h.score, 9)) for h in rt.call("memory.recall", query).results]
+
+    path = str(tmp_path / "edited.duckdb")
+    rt = open_test_runtime(config=config, clock=Clock(T0), path=path)
+    ids = _remember_all(rt, [(c, "A", f"a{j}") for j, c in enumerate(a)] + [(c, "B", None) for c in b])
+    content = dict(zip(ids, a + b))
+    rt.call("memory.update", {"id": ids[5], "scope": "A"})  # "kayak kayak kayak storm" joins A
+    rt.call("memory.forget", {"ids": [ids[2]], "reason": "test"})  # "storm at the dock" leaves
+    edited = ranked(rt, content)
+    rt.close()
+    rt = open_test_runtime(config=config, clock=Clock(T0), path=path)
+    try:
+        reopened = ranked(rt, content)
+    finally:
+        rt.close()
+    rt = open_test_runtime(config={"packs": {"memory": memory}}, clock=Clock(T0))
+    try:
+        final = [(a[0], "A", "a0"), (a[1], "A", "a1"), (a[3], "A", "a3"), (b[0], "B", None), (b[1], "A", None),
+                 (b[2], "B", None), (b[3], "B", None)]
+        fresh_ids = _remember_all(rt, final)
+        fresh = ranked(rt, dict(zip(fresh_ids, (c for c, _, _ in final))))
+    finally:
+        rt.close()
+    assert edited == reopened == fresh
+    assert {c for c, _ in edited} >= {"kayak kayak kayak storm"} and "storm at the dock" not in {c for c, _ in edited}
