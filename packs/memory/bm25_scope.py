@@ -66,13 +66,17 @@ class ScopeGroups:
         counts = np.bincount(inv)
         lengths = np.bincount(inv, weights=self._dl[rows].astype(np.float64))
         for g, c, length in zip(uniq.tolist(), counts.tolist(), lengths.tolist()):
-            n = self._group_n.get(g, 0) + sign * c
-            if n:
-                self._group_n[g] = n
-                self._group_len[g] = self._group_len.get(g, 0.0) + sign * length
-            else:  # emptied: dropped, so that a float sum's residue never outlives its rows
-                self._group_n.pop(g, None)
-                self._group_len.pop(g, None)
+            self._count(g, sign * c, sign * length)
+
+    def _count(self, g: int, rows: int, length: float) -> None:
+        """Add ``rows`` rows (negative: take away) of summed ``length`` to group ``g``'s counts."""
+        n = self._group_n.get(g, 0) + rows
+        if n:
+            self._group_n[g] = n
+            self._group_len[g] = self._group_len.get(g, 0.0) + length
+        else:  # emptied: dropped, so that a float sum's residue never outlives its rows
+            self._group_n.pop(g, None)
+            self._group_len.pop(g, None)
 
     def set_groups(self, ids: Sequence[int] | np.ndarray, groups: Sequence[int] | np.ndarray) -> None:
         """Put the current rows of ``ids`` in ``groups`` (unknown ids are ignored)."""
@@ -92,8 +96,8 @@ class ScopeGroups:
     def _ungroup(self, row: int) -> None:
         """A row dies (replaced or removed): out of its group's counts."""
         g = int(self._group[row])
-        if g != UNGROUPED:
-            self._move(np.array([row]), np.array([g]), -1)
+        if g != UNGROUPED:  # one row: the counts directly, not _move's arrays (a bulk forget removes row by row)
+            self._count(g, -1, -float(self._dl[row]))
             self._group[row] = UNGROUPED
 
     def collection(self, group: int) -> Collection | None:

@@ -150,7 +150,7 @@ class MemoryIndex(IndexWrites):
     def row_slots(self, ids: np.ndarray) -> np.ndarray:
         """``slots(ids)`` for the row-id arrays of the BM25 and vector indexes (``x._ids[:n]``), which a recall
         asks for whole: remembered per array and extended when rows were only appended, so a recall does not
-        search 100k ids again."""
+        look up 100k ids again."""
         base = ids.base
         if base is None or ids.size < 4096:
             return self.slots(ids)

@@ -185,9 +185,14 @@ class IndexWrites:
         self._index_bags({j: self.expander.bag(j) for j in changed})
         self._link(changed)
 
+    @staticmethod
+    def scope_group(ns: Any, scope: Any) -> Any:
+        """The BM25 group (bm25_scope.py) of a namespace code and a scope code, or of arrays of them: one int64."""
+        return (np.asarray(ns, dtype=np.int64) << 32) | np.asarray(scope, dtype=np.int64)
+
     def group_of(self, at: np.ndarray) -> np.ndarray:
-        """The BM25 group of each slot's note: its namespace and scope as one int64 (bm25_scope.py)."""
-        return (self.cols["ns"][at].astype(np.int64) << 32) | self.cols["scope"][at].astype(np.int64)
+        """The BM25 group of each slot's note: its namespace and scope."""
+        return self.scope_group(self.cols["ns"][at], self.cols["scope"][at])
 
     def _index_bags(self, bags: dict[int, Any]) -> None:
         """(Re-)index notes' BM25 bags, each row in its note's scope group."""

@@ -71,7 +71,7 @@ def collection(index: MemoryIndex, namespace: str, scope: str | None) -> Collect
         ns, code = index.namespaces.get(namespace, create=False), index.scopes.get(scope, create=False)
         if len(kept) >= MASKS:
             kept.pop(next(iter(kept)))
-        kept[scope] = index.bm25.collection((ns << 32) | code)
+        kept[scope] = index.bm25.collection(int(index.scope_group(ns, code)))
     return kept[scope]
 
 

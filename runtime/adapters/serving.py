@@ -166,20 +166,20 @@ def server_info(db: str | Path, kind: str, url: str | None) -> Iterator[None]:
     The write sits inside the ``try``: a stop signal that lands between the file appearing and the ``with`` body
     starting still removes it (a class's ``__exit__`` does not run when its ``__enter__`` is interrupted)."""
     path = info_path(db)
+    tmp = None if path is None else path.with_name(path.name + f".{os.getpid()}.tmp")
     try:
-        if path is not None:
+        if path is not None and tmp is not None:  # (both or neither)
             data = {"pid": os.getpid(), "kind": kind, "url": url, "database": str(db),
                     "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
             os.replace(tmp, path)
         yield
     finally:
-        if path is not None:
+        if path is not None and tmp is not None:
             current = read_info(path)
             if current is not None and current.get("pid") == os.getpid():
                 path.unlink(missing_ok=True)
-            path.with_name(path.name + f".{os.getpid()}.tmp").unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
 
 
 def read_info(path: Path | None) -> dict[str, Any] | None:
