@@ -35,11 +35,19 @@ class Allowed:
     (``allows(x._ids[:n])``, asked every recall) is kept: the mask read through the row→slot map once per array.
     recall_cache.py keeps an Allowed per filter set until the index's next write, which is when those arrays change."""
 
-    __slots__ = ("index", "mask", "rows")
+    __slots__ = ("index", "mask", "rows", "_count")
 
     def __init__(self, index: "MemoryIndex", mask: np.ndarray) -> None:
         self.index, self.mask = index, mask
         self.rows: dict[tuple[int, int], np.ndarray] = {}
+        self._count: int | None = None
+
+    @property
+    def count(self) -> int:
+        """How many notes pass (counted once: the mask does not change while it is kept)."""
+        if self._count is None:
+            self._count = int(np.count_nonzero(self.mask))
+        return self._count
 
     def allows(self, ids: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Which of ``ids`` pass; with ``rows``, which of ``ids[rows]`` (``ids`` a whole row-id array)."""

@@ -127,6 +127,11 @@ class GraphRows:
     def has_graph(self) -> bool:
         return self._g is not None
 
+    def searches_graph(self, allowed_rows: int) -> bool:
+        """Whether a search over ``allowed_rows`` of the rows asks the graph: milliseconds of walking it (at 100k+
+        rows), where a scan below ``min_rows`` takes a fraction of one."""
+        return self._g is not None and allowed_rows >= self.ann.min_rows
+
     def graph_bytes(self) -> bytes | None:
         """The graph serialised (``snapshot.py`` stores it), or None below the threshold."""
         return None if self._graph is None else bytes(self._graph.save())

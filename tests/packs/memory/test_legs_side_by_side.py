@@ -1,0 +1,102 @@
+"""The vector leg runs beside the BM25 leg when it walks the graph (stages.legs, ADR 0008): the same answers as one
+after the other, on its own thread only then, and never still running when the recall has returned."""
+import copy
+import threading
+import time
+
+import pytest
+from store_support import HASHING, T0
+
+from index_support import held_index
+from palimpsest_memory.packs.memory import vector_graph
+from palimpsest_memory.packs.memory.bm25 import BM25Index
+from palimpsest_memory.packs.memory.vectors import VectorIndex
+
+GRAPH = copy.deepcopy(HASHING)
+GRAPH["packs"]["memory"]["vector_index"] = {"min_rows": 30}
+WORDS = ["orion", "postgres", "vega", "mysql", "harbour", "crane", "ferry", "dawn", "budget", "launch", "sofa",
+         "replication", "backup", "nightly", "alice", "bob", "decision", "because", "latency", "storm"]
+QUERIES = ["orion postgres", "vega mysql backup", "ferry at dawn", "why the budget decision", "alice launch"]
+
+
+def notes(n: int) -> list[dict]:
+    return [{"content": f"{WORDS[(i * 7) % 20]} {WORDS[(i * 3 + 1) % 20]} note {i} {WORDS[(i * 5 + 2) % 20]}",
+             "scope": f"p{i % 2}"} for i in range(n)]
+
+
+def answers(rt, **extra) -> list:  # type: ignore[no-untyped-def]
+    return [[(h.note.id, h.score) for h in rt.call("memory.recall", {
+        "query": q, "limit": 15, "now": T0.isoformat(), "include_breakdown": True, **extra}).results]
+        for q in QUERIES]
+
+
+@pytest.fixture
+def searches(monkeypatch):  # type: ignore[no-untyped-def]
+    """The thread each vector search ran on."""
+    seen: list[str] = []
+    search = VectorIndex.search
+
+    def recorded(self, *a, **k):  # type: ignore[no-untyped-def]
+        seen.append(threading.current_thread().name)
+        return search(self, *a, **k)
+    monkeypatch.setattr(VectorIndex, "search", recorded)
+    return seen
+
+
+def test_a_graph_search_runs_on_the_leg_thread_and_answers_as_one_after_the_other(
+        make_pal_runtime, monkeypatch, searches) -> None:
+    rt = make_pal_runtime(config=GRAPH)
+    rt.call("memory.remember_many", {"notes": notes(80)})
+    assert held_index(rt).vectors["hashing"].has_graph
+    side_by_side, scoped = answers(rt), answers(rt, scope="p1")
+    assert searches and all(name.startswith("palimpsest-vector-leg") for name in searches)
+    searches.clear()
+    monkeypatch.setattr(vector_graph.GraphRows, "searches_graph", lambda self, rows: False)
+    assert answers(rt) == side_by_side and answers(rt, scope="p1") == scoped
+    assert searches and not any(name.startswith("palimpsest-vector-leg") for name in searches)
+
+
+def test_below_the_graph_threshold_the_caller_scans(make_pal_runtime, searches) -> None:
+    rt = make_pal_runtime(config=GRAPH)
+    rt.call("memory.remember_many", {"notes": notes(20)})  # 20 rows: under min_rows 30, no graph
+    answers(rt)
+    assert searches == [threading.current_thread().name] * len(QUERIES)
+    rt.call("memory.remember_many", {"notes": notes(40)})
+    answers(rt, scope="p0")  # a graph now, and the scope's 30 notes are at its threshold: the graph is walked
+    assert searches[-1].startswith("palimpsest-vector-leg")
+
+
+def test_a_failing_bm25_leg_waits_for_the_vector_search_then_raises(make_pal_runtime, monkeypatch) -> None:
+    rt = make_pal_runtime(config=GRAPH)
+    rt.call("memory.remember_many", {"notes": notes(80)})
+    finished = threading.Event()
+    search = VectorIndex.search
+
+    def slow(self, *a, **k):  # type: ignore[no-untyped-def]
+        time.sleep(0.2)
+        try:
+            return search(self, *a, **k)
+        finally:
+            finished.set()
+
+    def broken(self, *a, **k):  # type: ignore[no-untyped-def]
+        raise RuntimeError("bm25 broke")
+    monkeypatch.setattr(VectorIndex, "search", slow)
+    monkeypatch.setattr(BM25Index, "search", broken)
+    with pytest.raises(Exception, match="bm25 broke"):
+        rt.call("memory.recall", {"query": "orion postgres"})
+    assert finished.is_set()  # the leg thread was done before the call gave up its lock
+
+
+def test_a_failing_vector_leg_fails_the_recall(make_pal_runtime, monkeypatch) -> None:
+    rt = make_pal_runtime(config=GRAPH)
+    rt.call("memory.remember_many", {"notes": notes(80)})
+
+    def broken(self, *a, **k):  # type: ignore[no-untyped-def]
+        raise RuntimeError("graph broke")
+    monkeypatch.setattr(VectorIndex, "search", broken)
+    with pytest.raises(Exception, match="graph broke"):
+        rt.call("memory.recall", {"query": "orion postgres"})
+    monkeypatch.undo()
+    assert rt.call("memory.recall", {"query": "orion postgres"}).results  # the leg thread still serves
+
