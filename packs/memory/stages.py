@@ -27,7 +27,8 @@ SUB = {"act": Act.ASSERTIVE, "visibility": Visibility.SUBHANDLER}
 
 # The vector leg's thread. The runtime runs one call at a time, so while a recall's BM25 leg runs, the second core
 # would idle; the graph walk (usearch) and BM25's array work let go of the GIL, and at 1M notes the two legs side
-# by side take ~3 ms less than one after the other (ADR 0008). One thread per process: calls are one at a time.
+# by side take ~3 ms less than one after the other (ADR 0008). One thread per process: a runtime's calls are one at
+# a time, and a second runtime's recall in the same process queues behind the first's search.
 _VECTOR_LEG = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palimpsest-vector-leg")
 
 
