@@ -100,3 +100,47 @@ def test_a_failing_vector_leg_fails_the_recall(make_pal_runtime, monkeypatch) ->
     monkeypatch.undo()
     assert rt.call("memory.recall", {"query": "orion postgres"}).results  # the leg thread still serves
 
+
+
+def test_no_vector_search_overlaps_a_write_while_threads_recall_and_remember(make_pal_runtime, monkeypatch) -> None:
+    # The runtime's lock keeps a write from running during a call; the leg thread must not let a search escape it.
+    rt = make_pal_runtime(config=GRAPH)
+    rt.call("memory.remember_many", {"notes": notes(80)})
+    spans: list[tuple[str, float, float]] = []
+    search, add = VectorIndex.search, VectorIndex.add
+
+    def timed(kind, f):  # type: ignore[no-untyped-def]
+        def run(self, *a, **k):  # type: ignore[no-untyped-def]
+            start = time.perf_counter()
+            try:
+                return f(self, *a, **k)
+            finally:
+                spans.append((kind, start, time.perf_counter()))
+        return run
+    monkeypatch.setattr(VectorIndex, "search", timed("search", search))
+    monkeypatch.setattr(VectorIndex, "add", timed("add", add))
+    errors: list[BaseException] = []
+
+    def recalls(offset: int) -> None:
+        try:
+            for i in range(15):
+                rt.call("memory.recall", {"query": QUERIES[(i + offset) % len(QUERIES)]})
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def writes() -> None:
+        try:
+            for i in range(10):
+                rt.call("memory.remember", {"content": f"orion ferry at dawn, write {i}", "scope": "p0"})
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+    threads = [threading.Thread(target=recalls, args=(j,)) for j in range(3)] + [threading.Thread(target=writes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    searches = [(a, b) for kind, a, b in spans if kind == "search"]
+    adds = [(a, b) for kind, a, b in spans if kind == "add"]
+    assert len(searches) == 45 and len(adds) == 10
+    assert not [(s, w) for s in searches for w in adds if s[0] < w[1] and w[0] < s[1]]
