@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from palimpsest_memory.packs.memory.bm25 import BM25Index
@@ -63,7 +63,25 @@ def _remember_all(rt, notes):
     return [rt.call("memory.remember", {"content": c, "scope": s, "thread": t}).note.id for c, s, t in notes]
 
 
+def assert_same_ranking(a: list[tuple], b: list[tuple], tol: float = 1e-6) -> None:
+    """Equal rankings of ``(…, score)`` rows up to float32 rounding: the vector leg's cosines come from matrix
+    products over a different set of rows in each store, whose last bit BLAS may round differently (~1e-8 of a
+    score here). So the scores at each place agree within ``tol``, and a note may trade places only with one whose
+    score is within ``tol`` of its own."""
+    assert len(a) == len(b)
+    assert all(abs(x[-1] - y[-1]) <= tol for x, y in zip(a, b)), (a, b)
+    start = 0
+    for i in range(1, len(a) + 1):
+        if i == len(a) or a[i - 1][-1] - a[i][-1] > tol:  # the end of a run of places tied within tol
+            assert sorted(x[:-1] for x in a[start:i]) == sorted(y[:-1] for y in b[start:i]), (a, b)
+            start = i
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(ours=[("kayak", "session_1"), ("kayak kayak", "session_2"), ("kayak kayak kayak", "session_2")],
+         others=[("boat kayak", "session_1")], query="kayak sail kayak", seed=75)  # a CI run's last-bit difference
+@example(ours=[("kayak", "session_1"), ("kayak kayak", "session_1"), ("kayak kayak kayak", "session_1")],
+         others=[("kayak", "session_1")], query="kayak sail kayak", seed=0)
 @given(ours=st.lists(st.tuples(texts, st.sampled_from(["session_1", "session_2", None])), min_size=2, max_size=10),
        others=st.lists(st.tuples(texts, st.sampled_from(["session_1", "session_2", None])), min_size=1, max_size=10),
        query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join), seed=st.integers(0, 99))
@@ -84,10 +102,10 @@ def test_a_scopes_recall_is_the_same_whatever_other_scopes_hold(ours, others, qu
             ids = _remember_all(rt, notes)
             content = dict(zip(ids, (c for c, _, _ in notes)))
             res = rt.call("memory.recall", {"query": query, "scope": "ours", "limit": 20}).results
-            answers.append([(content[h.note.id], h.note.thread, round(h.score, 9)) for h in res])
+            answers.append([(content[h.note.id], h.note.thread, h.score) for h in res])
         finally:
             rt.close()
-    assert answers[0] == answers[1]
+    assert_same_ranking(answers[0], answers[1])
 
 
 @pytest.mark.parametrize("snapshot_min", [0, 1_000_000], ids=["snapshot", "rebuild"])
@@ -103,7 +121,7 @@ def test_a_scopes_statistics_follow_moves_and_forgets_and_survive_a_reopen(tmp_p
     query = {"query": "kayak storm fees", "scope": "A", "limit": 10}
 
     def ranked(rt, content):
-        return [(content[h.note.id], round(h.score, 9)) for h in rt.call("memory.recall", query).results]
+        return [(content[h.note.id], h.score) for h in rt.call("memory.recall", query).results]
 
     path = str(tmp_path / "edited.duckdb")
     rt = open_test_runtime(config=config, clock=Clock(T0), path=path)
@@ -126,5 +144,6 @@ def test_a_scopes_statistics_follow_moves_and_forgets_and_survive_a_reopen(tmp_p
         fresh = ranked(rt, dict(zip(fresh_ids, (c for c, _, _ in final))))
     finally:
         rt.close()
-    assert edited == reopened == fresh
+    assert_same_ranking(edited, reopened)
+    assert_same_ranking(edited, fresh)
     assert {c for c, _ in edited} >= {"kayak kayak kayak storm"} and "storm at the dock" not in {c for c, _ in edited}
