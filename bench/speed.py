@@ -41,35 +41,29 @@ from report import write_report  # noqa: E402
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def rss_parts_mb() -> dict[str, float]:
-    """This process's resident memory split as the kernel counts it: anonymous (the heap, numpy arrays, the graph in
-    memory of its own) and file-backed (mapped files: the snapshot files an index reads where they lie, libraries)."""
+def status_mb() -> dict[str, float]:
+    """This process's memory fields of ``/proc/self/status`` (VmRSS, VmHWM, RssAnon, RssFile, …) in MB."""
     out: dict[str, float] = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(("RssAnon:", "RssFile:")):
-                out[line.split(":")[0]] = int(line.split()[1]) / 1024
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if rest.strip().endswith(" kB"):
+                    out[key] = int(rest.split()[0]) / 1024
+    except OSError:
+        pass
     return out
+
+
+def rss_mb() -> float:
+    return status_mb().get("VmRSS", float("nan"))
 
 
 def peak_mb() -> float:
     """This process's peak RSS: VmHWM (reset by exec; ``ru_maxrss`` is not, so a worker forked from a process that
     held gigabytes reported the parent's peak as its own)."""
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = status_mb().get("VmHWM")
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if peak is None else peak
 
 
 def load() -> float:
@@ -137,9 +131,11 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
     # recall's rescoring makes more of a mapped vectors file resident (ADR 0025), so count after 1,000 in all
     for q in speed_corpus.questions()[n_queries:1000 - 2 * n_queries]:
         rt.call("memory.recall", {"query": q})
-    parts = rss_parts_mb()
-    out.update(rss_1000_mb=rss_mb(), rss_anon_mb=parts.get("RssAnon", float("nan")),
-               rss_file_mb=parts.get("RssFile", float("nan")))
+    # resident memory split as the kernel counts it: anonymous (the heap, numpy arrays, a graph in memory of its
+    # own) and file-backed (mapped files: the snapshot files an index reads where they lie, libraries)
+    mem = status_mb()
+    out.update(rss_1000_mb=mem.get("VmRSS", float("nan")), rss_anon_mb=mem.get("RssAnon", float("nan")),
+               rss_file_mb=mem.get("RssFile", float("nan")))
     state = rt._state["memory"]
     index, embedders = state.index.of("default"), state.embedders  # one index per namespace (ADR 0016)
     vi = index.vectors[next(iter(index.vectors))]

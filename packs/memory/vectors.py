@@ -291,7 +291,7 @@ class VectorIndex(GraphRows):
             return []
         q = self._query(qvec)
         a = self.ann
-        if self._graph is not None and count >= a.min_rows and count > k and not _exact:
+        if self.searches_graph(count) and count > k and not _exact:
             # ask the graph for enough rows that ~oversample x k of them pass the filter
             ask = math.ceil(a.oversample * k * len(self._row_of) / count)
             if ask <= a.max_ask:
