@@ -14,7 +14,6 @@ from functools import partial
 import numpy as np
 
 from palimpsest_memory.packs.memory import ranking, recall_cache
-from palimpsest_memory.packs.memory.blas import single_blas_thread
 from palimpsest_memory.packs.memory.index_writes import seconds
 from palimpsest_memory.packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams, EmbedResult,
                                  FuseParams, FuseResult, Leg, RecallFilters, RerankParams, Scored, ScoreParams,
@@ -79,15 +78,11 @@ def legs(ctx: Context, query: str, vector: list[float] | np.ndarray, model: str,
                      min_cosine=ctx.settings.min_cosine)
     if not vectors.searches_graph(mask.count):
         return _columns(keywords()), _columns(search())
-    # BLAS's thread count is set here, on the calling thread: threadpoolctl lets one Python thread set OpenBLAS's
-    # count (the first that did, while it lives), so the long-lived leg thread must find it at one and set nothing,
-    # or every later limit from the caller's thread would be ignored
-    with single_blas_thread():
-        vec = _VECTOR_LEG.submit(search)
-        try:
-            text = keywords()
-        finally:
-            wait([vec])  # the search ends inside the call, under the runtime's lock, whatever the BM25 leg did
+    vec = _VECTOR_LEG.submit(search)
+    try:
+        text = keywords()
+    finally:
+        wait([vec])  # the search ends inside the call, under the runtime's lock, whatever the BM25 leg did
     return _columns(text), _columns(vec.result())
 
 

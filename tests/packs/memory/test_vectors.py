@@ -292,22 +292,3 @@ def test_a_mapped_matrix_is_copied_into_memory_only_where_every_recall_scans_it(
         vi.adopt(ids, np.memmap(tmp_path / "v.bin", dtype=np.float32, mode="c", shape=(40, 8)))
         assert isinstance(vi._mat, np.memmap) is mapped, ann
         assert [i for i, _ in vi.search(m[4], 3)][0] == 5  # the same answers either way
-
-
-def test_single_blas_thread_limits_and_restores():
-    from threadpoolctl import threadpool_info, threadpool_limits
-
-    from palimpsest_memory.packs.memory.blas import single_blas_thread
-
-    def blas_threads():
-        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
-
-    assert blas_threads(), "numpy's BLAS is not visible to threadpoolctl"
-    with threadpool_limits(limits=2, user_api="blas"):  # a host app's own setting, kept around the query path
-        with single_blas_thread():
-            assert set(blas_threads()) == {1}
-        assert set(blas_threads()) == {2}
-        with pytest.raises(ZeroDivisionError):
-            with single_blas_thread():
-                1 / 0
-        assert set(blas_threads()) == {2}
