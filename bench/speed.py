@@ -106,7 +106,6 @@ def build(corpus: str, size: int, path: Path) -> dict:
 def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool = True) -> dict:
     from palimpsest_memory.runtime import Runtime
     from palimpsest_memory.packs.memory.models import RecallFilters
-    from palimpsest_memory.packs.memory.blas import single_blas_thread
     base_rss = rss_mb()
     qs = speed_corpus.questions()[:n_queries]
     t = time.perf_counter()
@@ -158,7 +157,7 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
     # the baselines, over the same texts and the same vectors, in this process
     notes, _ = notes_of(corpus, size)
     texts = [n["content"] for n in notes]
-    X = np.ascontiguousarray(vi._mat[: vi._n_rows][vi._alive[: vi._n_rows]])
+    X = np.ascontiguousarray(vi._mat[: vi._n_rows][vi._alive[: vi._n_rows]], dtype=np.float32)
     import bm25s
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
@@ -172,7 +171,8 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
             pass
         lat_bm.append(time.thread_time() - t)
     lat_np = []
-    with single_blas_thread():  # as our leg runs: a second BLAS thread only waits for a busy core here
+    from threadpoolctl import threadpool_limits  # (the bench extra)
+    with threadpool_limits(limits=1, user_api="blas"):  # one thread, as our cosines run: a second only waits here
         for v in Q:
             t = time.thread_time()
             s = X @ v

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import snapshot, snapshot_files
+from palimpsest_memory.packs.memory import half, snapshot, snapshot_files
 from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved, SupersededSet,
                                   VectorsReplaced)
 from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex
@@ -75,7 +75,8 @@ def read_columns(ctx: Context, namespace: str) -> list[dict[str, Any]]:
 
 def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray | None = None,
                  saved: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
-    """Note ids of ``namespace`` and their vectors for ``model`` as one float32 matrix (its first ``len(ids)`` rows;
+    """Note ids of ``namespace`` and their vectors for ``model`` as one half-precision matrix (``half.py``; its first
+    ``len(ids)`` rows;
     mapped from the saved file when there is one: ``snapshot.map_vectors``), each row normalised as the
     vector index holds it, and how many of them came from the saved vectors (``saved``: use them when current,
     ``snapshot.restore_vectors``). The rest are read from the table in ranges of ``CHUNK`` of ``note_ids`` (the
@@ -91,11 +92,11 @@ def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray 
         ids = np.zeros(n, dtype=np.int64)
         ids[:restored] = saved_ids
     elif mapped is not None and n >= mapped[0].size:  # more newer rows than its spare room: copied, then the rest
-        ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
+        ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=half.ROW)
         restored, upto = mapped[0].size, mapped[2]
         ids[:restored], matrix[:restored] = mapped[0], mapped[1][:restored]
     else:
-        ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=np.float32)
+        ids, matrix = np.zeros(n, dtype=np.int64), np.zeros((n, dims), dtype=half.ROW)
         restored, upto = snapshot.restore_vectors(ctx, model, dims, ids, matrix) if saved and n else (0, -1)
     if note_ids is None:
         note_ids = np.array([r[0] for r in ctx.db.query("SELECT id FROM memory.notes WHERE namespace = ? ORDER BY id",
@@ -111,13 +112,12 @@ def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray 
         if k <= 0:
             continue
         ids[done:done + k] = [nid for nid, _ in got[:k]]
-        part = matrix[done:done + k]
-        part[:] = np.frombuffer(b"".join(v for _, v in got[:k]), dtype=np.float32).reshape(k, -1)
-        for s in range(0, k, 8192):  # normalised as VectorIndex.add normalises what it adopts
-            rows = part[s:s + 8192]
+        raw = np.frombuffer(b"".join(v for _, v in got[:k]), dtype=np.float32).reshape(k, -1)
+        for s in range(0, k, 8192):  # normalised as VectorIndex.add normalises what it adopts, then held as it holds
+            rows = raw[s:s + 8192]
             norm = np.linalg.norm(rows, axis=1, keepdims=True)
             norm[norm == 0] = 1.0
-            np.divide(rows, norm, out=rows)
+            matrix[done + s:done + s + rows.shape[0]] = half.rows_of(rows / norm)
         done += k
     return ids[:done], matrix, restored  # (the matrix may hold spare rows after the first ``done``)
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from palimpsest_memory.packs.memory.bm25 import BM25Index
 from palimpsest_memory.packs.memory.index import MemoryIndex
+from palimpsest_memory.packs.memory import half
 from palimpsest_memory.packs.memory import snapshot_files as files
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.text import TOKENIZER_VERSION
@@ -189,14 +190,14 @@ def drop(ctx: Context) -> None:
     files.drop_files(ctx)
 
 
-# The vectors themselves, as the index holds them (normalised float32, in note id order), in rows of VECTOR_CHUNK:
+# The vectors themselves, as the index holds them (normalised, half precision: half.py; in note id order), in rows of VECTOR_CHUNK:
 # reading them back from ``memory.vectors`` makes a Python bytes object per vector (~5 s at 1M notes); a few large
 # blobs read in ~0.5 s. Trusted like a graph: its vectors must be exactly the namespace's vectors of that model up to
 # its highest note id (a count; ``memory.forget`` and ``memory.reembed`` delete the snapshots in their
 # transaction), and the newer ones are read from the table.
 VECTOR_ROW = 1000  # + 1000 x the model's position in stored_models() + the chunk's number
 VECTOR_CHUNK = 65_536
-VECTOR_FORMAT = 1
+VECTOR_FORMAT = 2  # 1: float32 rows (a store saved so reads its vectors from the table once, then saves format 2)
 
 
 def vector_signature(model: str, dim: int) -> str:
@@ -224,7 +225,7 @@ def restore_vectors(ctx: Context, model: str, dim: int, ids: np.ndarray, matrix:
             [r[0] for r in meta] != list(range(lo, lo + len(meta))) or int(held) != n or n > ids.size:
         ctx.log.info("%s vector snapshot is stale: reading the vectors", model)
         return 0, -1
-    done, width = 0, 8 + 4 * dim
+    done, width = 0, 8 + np.dtype(half.ROW).itemsize * dim
     for row_id, *_ in meta:
         data = ctx.db.query("SELECT data FROM memory.index_snapshot WHERE namespace = ? AND id = ?",
                             [ctx.namespace, row_id])[0][0]
@@ -259,12 +260,12 @@ def map_vectors(ctx: Context, model: str, dim: int) -> tuple[np.ndarray, np.ndar
         ctx.log.info("%s vector snapshot is stale: reading the vectors", model)
         return None
     spare = int(head[1])
-    if size != 16 + 8 * n + 4 * dim * (n + spare):
+    if size != 16 + 8 * n + np.dtype(half.ROW).itemsize * dim * (n + spare):
         return None
     ids = np.fromfile(path, dtype=np.int64, count=n, offset=offset + 16)
     if ids.size != n or (n and (int(ids[-1]) != mx or not bool(np.all(ids[1:] > ids[:-1])))):
         return None
-    matrix = np.memmap(path, dtype=np.float32, mode="c", offset=offset + 16 + 8 * n, shape=(n + spare, dim))
+    matrix = np.memmap(path, dtype=half.ROW, mode="c", offset=offset + 16 + 8 * n, shape=(n + spare, dim))
     return ids, matrix, mx
 
 
@@ -277,7 +278,7 @@ def _read_into(ctx: Context, data: bytes, width: int, ids: np.ndarray, matrix: n
         if k * width != len(data) or k > ids.size:
             return None
         ids[:k] = np.frombuffer(data, dtype=np.int64, count=k)
-        matrix[:k] = np.frombuffer(data, dtype=np.float32, offset=8 * k).reshape(k, -1)
+        matrix[:k] = np.frombuffer(data, dtype=half.ROW, offset=8 * k).reshape(k, -1)
         return k
     found = files.file_of(ctx, data)
     if found is None:
@@ -290,7 +291,7 @@ def _read_into(ctx: Context, data: bytes, width: int, ids: np.ndarray, matrix: n
         with open(path, "rb") as f:
             f.seek(offset)
             if f.readinto(memoryview(ids[:k]).cast("B")) != 8 * k or \
-                    f.readinto(memoryview(matrix[:k]).cast("B")) != 4 * k * matrix.shape[1] or f.read(1):
+                    f.readinto(memoryview(matrix[:k]).cast("B")) != matrix[:k].nbytes or f.read(1):
                 return None
     except OSError:
         return None
@@ -316,7 +317,7 @@ def write_vectors(ctx: Context, index: MemoryIndex) -> int:
             parts: list = [np.array([ids.size, spare], dtype=np.int64).tobytes(), ids.tobytes()]
             parts += [np.ascontiguousarray(vi.matrix_rows(rows[a:a + VECTOR_CHUNK])).tobytes()
                       for a in range(0, ids.size, VECTOR_CHUNK)]
-            parts.append(bytes(4 * vi.dim * spare))
+            parts.append(bytes(np.dtype(half.ROW).itemsize * vi.dim * spare))
             size += files.put(ctx, lo, sig, int(ids.size), mx, parts)
             # the chunk rows of a layout saved before (their rows were deleted above)
             files.drop_files(ctx, lo + 1, hi, mapped_ok=True)

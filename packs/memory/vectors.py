@@ -1,24 +1,25 @@
 """Cosine vector index over integer note ids (numpy), with an HNSW index (usearch) for large scans.
 
-Rows are stored in one float32 matrix with amortised (doubling) growth, so an
-insert copies only the new rows.  Rows must be L2-normalised (``add``
-normalises defensively; zero rows stay zero and never match).  Cosine is then
-a matrix-vector product; top-k uses ``argpartition``.  Removal tombstones a
+Rows are stored in one float16 matrix (``half.py``, ADR 0030) with amortised
+(doubling) growth, so an insert copies only the new rows.  Rows must be
+L2-normalised (``add`` normalises defensively; zero rows stay zero and never
+match).  Cosine is then a product of the query with each row (``half.cosines``);
+top-k uses ``argpartition``.  Removal tombstones a
 row; more than a third dead rows triggers compaction.
 
-A scan is memory-bound: 100k x 256 float32 is 100 MB, ~10 ms on one core here.
+A scan is memory-bound: 100k x 256 float16 is 50 MB, ~7 ms on one core here.
 Once the index holds ``Ann.min_rows`` rows it also keeps an HNSW graph
 (usearch, int8-quantised vectors, keyed by note id) and a query that may see
 at least that many rows asks the graph for ``oversample`` times the rows it
 needs (more when a filter hides part of the index), keeps the allowed ones and
-scores them exactly on the float32 matrix: the returned cosines are always
-exact, only the candidate set is approximate (ADR 0008 records its measured
+scores them exactly on the float16 rows: the returned cosines are always
+those of the held rows, only the candidate set is approximate (ADR 0008 records its measured
 recall against the exact scan).  Below the threshold every row is scored, on an
-int8 copy of the matrix (``int8_scan.py``: a quarter of the bytes a cold scan
-reads), and ``oversample`` times the rows needed are rescored on the float32
+int8 copy of the matrix (``int8_scan.py``: half the bytes a cold scan
+reads), and ``oversample`` times the rows needed are rescored on the float16
 rows, likewise exact.  Filters narrow enough that the graph would have to be
 asked for too many rows, or that leave a quarter of the rows or fewer, are
-scored exactly on their float32 rows; ``min_rows = 0`` makes every search exact.
+scored exactly on their float16 rows; ``min_rows = 0`` makes every search exact.
 The graph is saved with the store (``snapshot.py``) and restored on open, so a
 reopen does not rebuild it; its building, background inserts and restore are
 ``vector_graph.GraphRows``, a mixin of ``VectorIndex``.
@@ -35,8 +36,7 @@ from concurrent.futures import Future
 import numpy as np
 from usearch.index import Index as HNSW
 
-from . import pages
-from .blas import single_blas_thread
+from . import half, pages
 from .bm25 import _allowed_filter
 from .idrows import IdRows
 from .int8_scan import Int8Rows
@@ -73,7 +73,7 @@ class VectorIndex(GraphRows):
         # likewise for the saved vectors themselves (snapshot.write_vectors)
         self.vectors_saved, self.vectors_appended = 0, False
         cap = max(16, int(initial_capacity))
-        self._mat = pages.zeros((cap, self.dim), np.float32)
+        self._mat = pages.zeros((cap, self.dim), half.ROW)
         self._ids = np.zeros(cap, dtype=np.int64)
         self._alive = np.zeros(cap, dtype=bool)
         self._row_of = IdRows()  # note id -> row (idrows.py)
@@ -110,7 +110,7 @@ class VectorIndex(GraphRows):
 
     def _matrix_copy(self, cap: int) -> np.ndarray:
         """A matrix of ``cap`` rows of its own holding the rows so far (plain pages: pages.py says why)."""
-        mat = pages.zeros((cap, self.dim), np.float32)
+        mat = pages.zeros((cap, self.dim), half.ROW)
         mat[: self._n_rows] = self._mat[: self._n_rows]
         return mat
 
@@ -127,7 +127,8 @@ class VectorIndex(GraphRows):
         """Add rows (an existing id is replaced). ``build=False``: do not build the graph yet even if the index is
         now large enough (a load first tries to restore a saved one; see :meth:`build_graph`). ``adopt``: the
         caller hands ``matrix`` over (a load): it is normalised in place, in chunks, instead of copied — at 1M
-        notes the copy and the norm's temporaries held ~2 GB beyond the index at the peak of a reopen."""
+        notes the copy and the norm's temporaries held ~2 GB beyond the index at the peak of a reopen. The rows are
+        held in half precision (``half.rows_of``)."""
         m = np.asarray(matrix, dtype=np.float32)
         if m.ndim == 1:
             m = m[None, :]
@@ -147,8 +148,9 @@ class VectorIndex(GraphRows):
         if self._row_of:
             self.remove(id_arr[self._row_of.rows_of(id_arr) >= 0].tolist(), _compact=False)
         start = self._n_rows
-        if start == 0 and id_arr.size > self._mat.shape[0] and m.flags.c_contiguous and m is not matrix:
-            self._mat = m  # a load into an empty index: the normalised copy becomes the matrix (no second copy)
+        m = half.rows_of(m)
+        if start == 0 and id_arr.size > self._mat.shape[0]:
+            self._mat = m  # a load into an empty index: the half-precision copy becomes the matrix (no second copy)
             self._int8 = None
             self._ids = np.zeros(id_arr.size, dtype=np.int64)
             self._alive = np.zeros(id_arr.size, dtype=bool)
@@ -179,10 +181,11 @@ class VectorIndex(GraphRows):
         if self._n_rows:
             raise ValueError("adopt needs an empty index")
         n = int(ids.size)
-        if matrix.shape[0] < n or matrix.shape[1] != self.dim:
-            raise ValueError(f"matrix shape {matrix.shape} cannot hold {n} rows of {self.dim}")
+        if matrix.shape[0] < n or matrix.shape[1] != self.dim or matrix.dtype != half.ROW:
+            raise ValueError(f"matrix shape {matrix.shape} ({matrix.dtype}) cannot hold {n} rows of {self.dim} "
+                             f"({np.dtype(half.ROW)})")
         if isinstance(matrix, np.memmap) and (self.ann.min_rows == 0 or n < self.ann.min_rows):
-            # no graph: every recall scores every row, and a float32 scan over the mapped file's pages measured
+            # no graph: every recall scores every row, and a (float32) scan over the mapped file's pages measured
             # 2.94 ms a recall at 10k against 2.07 over the same rows copied into memory (a plain view of the map
             # is as slow: it is the pages, not the numpy type; measured before the int8 copy, which now takes the
             # scan below min_rows and reads these rows once). Below min_rows the copy is small; with the graph off
@@ -233,7 +236,8 @@ class VectorIndex(GraphRows):
     def digest(self) -> tuple:
         """The ids held and a hash of their (normalised, rounded) vectors, in id order."""
         ids = sorted(self._row_of)
-        rows = np.round(self._mat[[self._row_of[i] for i in ids]], 5) if ids else np.zeros((0, self.dim))
+        rows = np.round(self._mat[[self._row_of[i] for i in ids]].astype(np.float32), 5) if ids else \
+            np.zeros((0, self.dim))
         return tuple(ids), hashlib.sha1(rows.astype(np.float32).tobytes()).hexdigest()
 
     def live_rows(self) -> tuple[np.ndarray, np.ndarray]:
@@ -244,6 +248,7 @@ class VectorIndex(GraphRows):
         return ids[order], rows[order]
 
     def matrix_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The held rows as they are held (half precision: what a snapshot saves)."""
         return self._mat[rows]
 
     def max_id(self) -> int:
@@ -251,7 +256,7 @@ class VectorIndex(GraphRows):
 
     def get(self, note_id: int) -> np.ndarray | None:
         r = self._row_of.get(int(note_id))
-        return None if r is None else self._mat[r].copy()
+        return None if r is None else self._mat[r].astype(np.float32)
 
     def _query(self, qvec: np.ndarray) -> np.ndarray:
         q = l2_normalize(np.asarray(qvec, dtype=np.float32).reshape(-1))
@@ -278,8 +283,7 @@ class VectorIndex(GraphRows):
                                 dtype=np.int64)
                 if rows.size == 0:
                     return []
-                with single_blas_thread():
-                    sub = self._mat[rows] @ self._query(qvec)
+                sub = half.cosines(self._mat, half.query_of(self._query(qvec)), rows)
                 keep = np.ones(rows.size, dtype=bool) if min_cosine is None else sub >= min_cosine
                 return self._top(rows[keep], sub[keep], k)
         n = self._n_rows
@@ -301,16 +305,15 @@ class VectorIndex(GraphRows):
         scan = None if _exact or count * 4 <= n else self._scan_copy()
         if scan is not None and count > math.ceil(a.oversample * k):
             return self._from_int8(scan, q, k, ok, count, min_cosine)
-        with single_blas_thread():
-            if count * 4 <= n:  # a narrow filter: score only its rows
-                cand = np.flatnonzero(ok)
-                sc = self._mat[cand] @ q
-            else:
-                full = self._mat[:n] @ q
-                if min_cosine is not None:  # one pass: the allowed rows at or above the cut
-                    ok &= full >= min_cosine
-                cand = np.flatnonzero(ok)
-                return self._top(cand, full[cand], k)
+        if count * 4 <= n:  # a narrow filter: score only its rows
+            cand = np.flatnonzero(ok)
+            sc = half.cosines(self._mat, half.query_of(q), cand)
+        else:
+            full = half.cosines(self._mat, half.query_of(q), upto=n)
+            if min_cosine is not None:  # one pass: the allowed rows at or above the cut
+                ok &= full >= min_cosine
+            cand = np.flatnonzero(ok)
+            return self._top(cand, full[cand], k)
         if min_cosine is not None:
             keep = sc >= min_cosine
             cand, sc = cand[keep], sc[keep]
@@ -334,10 +337,9 @@ class VectorIndex(GraphRows):
 
     def _rescored(self, rows: np.ndarray, q: np.ndarray, k: int,
                   min_cosine: float | None) -> list[tuple[int, float]]:
-        """The top-``k`` of candidate ``rows`` by their exact cosine on the float32 matrix (the graph's and the int8
+        """The top-``k`` of candidate ``rows`` by their exact cosine on the held rows (the graph's and the int8
         scan's candidates alike), dropping cosines below ``min_cosine``."""
-        with single_blas_thread():
-            sc = self._mat[rows] @ q
+        sc = half.cosines(self._mat, half.query_of(q), rows)
         if min_cosine is not None:
             keep = sc >= min_cosine
             rows, sc = rows[keep], sc[keep]
@@ -387,5 +389,5 @@ class VectorIndex(GraphRows):
         out = np.zeros(len(ids), dtype=np.float64)
         have = [j for j, r in enumerate(rows) if r is not None]
         if have:
-            out[have] = self._mat[[rows[j] for j in have]] @ q
+            out[have] = half.cosines(self._mat, half.query_of(q), np.array([rows[j] for j in have], dtype=np.int64))
         return out

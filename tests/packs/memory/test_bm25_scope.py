@@ -64,9 +64,8 @@ def _remember_all(rt, notes):
 
 
 def assert_same_ranking(a: list[tuple], b: list[tuple], tol: float = 1e-6) -> None:
-    """Equal rankings of ``(…, score)`` rows up to float32 rounding: the vector leg's cosines come from matrix
-    products over a different set of rows in each store, whose last bit BLAS may round differently (~1e-8 of a
-    score here). So the scores at each place agree within ``tol``, and a note may trade places only with one whose
+    """Equal rankings of ``(…, score)`` rows up to float rounding: two stores sum a score's parts over different
+    rows (before ADR 0030 the vector leg's float32 matrix products differed in the last bit, ~1e-8 of a score). So the scores at each place agree within ``tol``, and a note may trade places only with one whose
     score is within ``tol`` of its own."""
     assert len(a) == len(b)
     assert all(abs(x[-1] - y[-1]) <= tol for x, y in zip(a, b)), (a, b)

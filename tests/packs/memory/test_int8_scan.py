@@ -67,7 +67,7 @@ def test_the_copy_follows_adds_removals_and_compaction():
     assert vi._n_dead == 0 and vi._int8 is None
     for j in (0, 11, 1499):
         (best, cos), = vi.search(m[j], 1)
-        assert best == j and cos == pytest.approx(1.0, abs=1e-6)
+        assert best == j and cos == pytest.approx(1.0, abs=1e-3)  # a half-precision row with itself (ADR 0030)
     vi.add([5000], m[2000:2001])  # a removed vector comes back under a new id
     assert vi.search(m[2000], 1)[0][0] == 5000
     assert vi.search(m[2000], 60, min_cosine=None) == exact(vi, m[2000], 60)
@@ -90,8 +90,7 @@ def test_no_copy_past_the_threshold_or_with_the_graph_off():
 def test_equal_rows_are_kept_or_dropped_together():
     # 41 equal rows among others: every one of a tie at the candidates' boundary is rescored, so a k past the tie
     # returns all of it and the exact scan's next rows. (Which of equal rows a k inside the tie returns is decided
-    # by the last bit of their float32 products, which BLAS may compute differently at different rows, in either
-    # scan alike.)
+    # by the order of their equal cosines, in either scan alike.)
     vi = VectorIndex(16, ann=SCAN)
     base = rand(200, 16, seed=4)
     m = np.vstack([base, np.repeat(base[:1], 40, axis=0)])
@@ -126,7 +125,8 @@ def test_what_the_scan_misses_is_within_its_quantisation_error(n, dim, k, seed, 
     want = exact(vi, q, k, allowed=set(ok_ids.tolist()), min_cosine=cut)
 
     live = sorted(set(ok_ids.tolist()) - set(gone.tolist()))
-    cos = {i: float(vi.get(i) @ q) for i in live}
+    q16 = q.astype(np.float16).astype(np.float64)  # the rows and the query in half precision (ADR 0030)
+    cos = {i: float(np.clip(vi.get(i).astype(np.float64) @ q16, -1, 1)) for i in live}
     assert all(i in cos and c == pytest.approx(cos[i], abs=1e-5) for i, c in got)  # exact cosines, allowed rows
     assert [(-c, i) for i, c in got] == sorted((-c, i) for i, c in got)
     assert len(got) == len(want)
@@ -145,8 +145,7 @@ def test_what_the_scan_misses_is_within_its_quantisation_error(n, dim, k, seed, 
         if i in returned:
             continue
         if any(abs(e - c) <= 1e-6 for e in extra):
-            # swapped for a row of equal cosine: which of a tie wins is decided by the last bit of float32 products,
-            # which BLAS computes differently over the whole matrix (exact scan) and over a few rows (the rescore)
+            # swapped for a row of equal cosine: which of a tie wins is decided by the rows' order
             continue
         close = sum(1 for j in live if abs(cos[j] - c) <= 2 * eps)
         assert close > ask - k, (i, c, close, eps)

@@ -144,21 +144,3 @@ def test_no_vector_search_overlaps_a_write_while_threads_recall_and_remember(mak
     adds = [(a, b) for kind, a, b in spans if kind == "add"]
     assert len(searches) == 45 and len(adds) == 10
     assert not [(s, w) for s in searches for w in adds if s[0] < w[1] and w[0] < s[1]]
-
-
-def test_after_a_graph_recall_the_callers_blas_limit_still_holds(make_pal_runtime) -> None:
-    # threadpoolctl lets only the first Python thread that set OpenBLAS's thread count set it again while that
-    # thread lives: the leg thread, which lives on, must never be that thread
-    from threadpoolctl import threadpool_info, threadpool_limits
-
-    from palimpsest_memory.packs.memory.blas import single_blas_thread
-    rt = make_pal_runtime(config=GRAPH)
-    rt.call("memory.remember_many", {"notes": notes(80)})
-    answers(rt)
-
-    def blas_threads() -> set[int]:
-        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
-    with threadpool_limits(limits=2, user_api="blas"):
-        with single_blas_thread():
-            assert blas_threads() == {1}
-        assert blas_threads() == {2}

@@ -47,6 +47,6 @@ def test_the_vector_matrix_grows_on_plain_pages_and_keeps_its_rows() -> None:
     assert vi._mat.shape[0] >= 40_000
     assert isinstance(owner(vi._mat), mmap.mmap) or not hasattr(mmap, "MAP_ANONYMOUS")
     want = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-    assert np.allclose(vi._mat[:40_000], want, atol=1e-6)
+    assert np.array_equal(vi._mat[:40_000], want.astype(np.float16))  # held in half precision (ADR 0030)
     (top, score), = vi.search(want[12_345], k=1)
-    assert top == 12_346 and score == pytest.approx(1.0, abs=1e-5)
+    assert top == 12_346 and score == pytest.approx(1.0, abs=1e-3)

@@ -144,3 +144,32 @@ def test_a_forget_leaves_no_snapshot_file_mapped_not_even_a_deleted_one(tmp_path
         hits = rt.call("memory.recall", {"query": notes[0]["content"], "limit": 20, "now": T0.isoformat()}).results
         assert hits and ids[0] not in [h.note.id for h in hits]
         assert index.vectors["hashing"].search(index.vectors["hashing"].get(ids[1]), 1)[0][0] == ids[1]
+
+
+def test_a_store_saved_with_float32_vectors_reads_them_from_the_table_once_and_saves_them_as_held(tmp_path) -> None:
+    # ADR 0030: the vectors' snapshot format 1 held float32 rows; a store saved so must not map them as float16
+    import duckdb
+    db = str(tmp_path / "pal.duckdb")
+    notes = [{"content": f"note {i} about {['harbour', 'ferry', 'orion'][i % 3]}"} for i in range(60)]
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        rt.call("memory.remember_many", {"notes": notes})
+        live = [[(h.note.id, h.score) for h in rt.call("memory.recall", {
+            "query": q, "fusion": "vector_only", "now": T0.isoformat()}).results] for q in ("harbour", "orion")]
+    con = duckdb.connect(db)
+    (sig,), = con.execute("SELECT signature FROM memory.index_snapshot WHERE id = 1000").fetchall()
+    assert '"format": 2' in sig
+    con.execute("UPDATE memory.index_snapshot SET signature = ? WHERE id = 1000", [sig.replace('"format": 2',
+                                                                                              '"format": 1')])
+    con.close()
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        index = held_index(rt)
+        assert index.dirty and not isinstance(index.vectors["hashing"]._mat, np.memmap)  # read from the table
+        again = [[(h.note.id, h.score) for h in rt.call("memory.recall", {
+            "query": q, "fusion": "vector_only", "now": T0.isoformat()}).results] for q in ("harbour", "orion")]
+        assert again == live
+    con = duckdb.connect(db)
+    (sig,), = con.execute("SELECT signature FROM memory.index_snapshot WHERE id = 1000").fetchall()
+    con.close()
+    assert '"format": 2' in sig  # saved again, as held
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        assert isinstance(held_index(rt).vectors["hashing"]._mat, np.memmap)
