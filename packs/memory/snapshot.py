@@ -34,6 +34,7 @@ from palimpsest_memory.packs.memory import half
 from palimpsest_memory.packs.memory import snapshot_files as files
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.text import TOKENIZER_VERSION
+from palimpsest_memory.packs.memory.vector_graph import TAIL_MAX, keeps
 from palimpsest_memory.packs.memory.vectors import VectorIndex
 from palimpsest_memory.runtime import Context
 
@@ -42,14 +43,9 @@ FORMAT = 3  # of the full-text snapshot: 2 stores the postings grouped by term (
 GRAPH_FORMAT = 1
 # A snapshot that covers all notes but the newest few (notes are only added, so the notes it covers are still those
 # up to its highest id) is not rewritten at close: the next open restores it and indexes the newer notes as an
-# ingest would (~0.2 ms a note with the graph). "Few": at most TAIL_MAX and at most a tenth of the notes it covers.
+# ingest would (~0.2 ms a note with the graph). "Few": at most TAIL_MAX and at most a tenth of the notes it covers
+# (``vector_graph.keeps``, where a restored graph's newer vectors are likewise kept beside it, as its tail).
 # A close after a few writes to a large store then writes nothing.
-TAIL_MAX = 5000
-
-
-def keeps(covered: int, total: int) -> bool:
-    """Whether a snapshot of the first ``covered`` of ``total`` items (only added since) is still good enough."""
-    return 0 < covered <= total and total - covered <= min(TAIL_MAX, covered // 10)
 
 
 def _covered(ids: np.ndarray, n: int, mx: int) -> int:
@@ -144,10 +140,11 @@ def restore_graph(ctx: Context, vi: VectorIndex, model: str) -> bool:
         ctx.log.info("%s vector graph snapshot is stale: rebuilding", model)
         return False
     moved = files.held_inline(ctx, data)
-    # A graph that holds every vector is searched where its file lies, until it first changes (its own copy then);
-    # otherwise usearch copies it into its own memory and the newer vectors are inserted
-    whole = covered == len(vi)
-    view = files.held(ctx, data) if whole and files.names_a_file(data) else None  # (a row's own bytes: loaded)
+    # A graph that holds every vector, or all but a few newer ones (its tail, searched beside it), is searched where
+    # its file lies until it first changes (its own copy then); otherwise usearch copies it into its own memory and
+    # the newer vectors are inserted
+    viewable = keeps(covered, len(vi))
+    view = files.held(ctx, data) if viewable and files.names_a_file(data) else None  # (a row's own bytes: loaded)
     if view is not None:
         if vi.restore_graph(view, upto=mx, view=True):
             return True

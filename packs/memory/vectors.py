@@ -66,6 +66,7 @@ class VectorIndex(GraphRows):
         self.ann = ann
         self._g: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
         self._viewed: memoryview | None = None  # the snapshot file's mapped bytes while the graph searches them
+        self._tail: tuple[int, int] | None = None  # rows [start, stop) a viewed graph lacks (vector_graph.py)
         self._pending: deque[Future] = deque()  # the graph inserts queued or running in the background, oldest first
         self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
         # the stored graph holds the first saved_rows vectors, and vectors were only added since (snapshot.py)
@@ -331,6 +332,9 @@ class VectorIndex(GraphRows):
         rows = self._row_by_id[keys[keys < self._row_by_id.size]]
         rows = rows[rows >= 0]
         rows = rows[ok[rows]]
+        tail = self.tail_rows(ok)
+        if tail is not None:  # the rows the graph does not hold yet, all scored
+            rows = np.concatenate([rows, tail])
         if rows.size < k and rows.size < count:
             return None
         return self._rescored(rows, q, k, min_cosine)

@@ -2,6 +2,7 @@
 index keeps for the postings, as it keeps the vectors' and, until it changes, the graph's; the reader the
 archive's directory is read through behaves as a file."""
 import copy
+import gc
 import io
 from pathlib import Path
 
@@ -73,11 +74,12 @@ def mapped_files(folder: Path) -> set[str]:
             if str(folder) in line}
 
 
-def test_a_restore_maps_the_vectors_and_the_whole_graph_copies_the_rest_and_answers_as_before(tmp_path) -> None:
+def test_a_restore_maps_the_vectors_and_the_graph_copies_the_rest_and_answers_as_before(tmp_path) -> None:
     """After a reopen the vectors file stays mapped (the index adopts it), the BM25 file too (each term's postings
-    are read where they lie until the term is appended to), and the graph's while it holds every vector and has not
-    changed. The first write copies the graph into memory of its own and lets its file go, and copies the postings
-    of the terms it appends to. A reopen answers exactly as the store did, before and after that write."""
+    are read where they lie until the term is appended to), and the graph's while it has not changed: a few newer
+    vectors are its tail, searched beside it. Writes past a tenth of the graph copy it into memory of its own (the
+    tail inserted) and let its file go; a write copies the postings of the terms it appends to. A reopen answers
+    exactly as the store did, before and after those writes."""
     if not Path("/proc/self/maps").exists():
         pytest.skip("needs /proc/self/maps (Linux) to see what the process maps")
     db = str(tmp_path / "pal.duckdb")
@@ -107,16 +109,33 @@ def test_a_restore_maps_the_vectors_and_the_whole_graph_copies_the_rest_and_answ
         views = [t for t, p in enumerate(index.bm25._post_rows) if isinstance(p, np.ndarray)]
         assert views and len(views) == len(index.bm25._post_rows)  # every term's postings where the file lies
         new_id = rt.call("memory.remember", {"content": extra["content"], "thread": extra["thread"]}).note.id
-        assert mapped_files(folder) == {names["1000"], names["1"]} and vi._viewed is None  # the graph is its own now
+        assert mapped_files(folder) == {names["1000"], names["2"], names["1"]}  # one newer vector: the graph's tail
+        assert vi._viewed is not None and vi._tail is not None and not vi.graph_dirty
         harbour = index.bm25._vocab[index.bm25.query_terms("harbour")[0]]
         assert not isinstance(index.bm25._post_rows[harbour], np.ndarray)  # a term appended to: its own copy
-        assert vi.graph_dirty and new_id in [i for i, _ in vi.search(vi.get(new_id), 5)]
+        assert new_id in [i for i, _ in vi.search(vi.get(new_id), 5)]
+        tailed = answers(rt, "keyword_only"), answers(rt, "vector_only")
+    del index, vi, rt  # the closed store (and the graph file its index views) goes with them
+    gc.collect()
+    # the close kept the saved graph (it covers all but one vector): the reopen views it again, with the same tail
+    with open_test_runtime(config=GRAPH, path=db) as rt:
+        assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == tailed
+        vi = held_index(rt).vectors["hashing"]
+        assert vi._viewed is not None and vi._tail is not None
+        assert mapped_files(folder) == {names["1000"], names["2"], names["1"]}
+        more = [{"content": f"orion vega more {i}", "thread": "t8"} for i in range(9)]
+        rt.call("memory.remember_many", {"notes": more})  # ten newer vectors: past a tenth of the graph's 90
+        assert vi._viewed is None and vi._tail is None and vi.graph_dirty and len(vi._graph) == 100
+        assert names["2"] not in mapped_files(folder)  # its own copy now
         after = answers(rt, "keyword_only"), answers(rt, "vector_only")
-    # the close kept the saved graph (it covers all but one vector): the reopen copies it and inserts the newer one
+    del vi, rt
+    gc.collect()
+    # the close saved the graph again (past the rule): the reopen views it whole
     with open_test_runtime(config=GRAPH, path=db) as rt:
         assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == after
-        assert held_index(rt).vectors["hashing"]._viewed is None
-        assert mapped_files(folder) == {names["1000"], names["1"]}
+        vi = held_index(rt).vectors["hashing"]
+        assert vi._viewed is not None and vi._tail is None and len(vi._graph) == 100
+        assert {n.split("-")[1] for n in mapped_files(folder)} == {"1", "1000", "2"}
 
 
 def test_a_forget_leaves_no_snapshot_file_mapped_not_even_a_deleted_one(tmp_path) -> None:

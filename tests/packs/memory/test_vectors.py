@@ -187,10 +187,11 @@ def test_a_saved_graph_restores_equal_and_a_mismatched_one_is_refused():
     assert not again.restore_graph(b"not a graph") and again.has_graph  # unreadable: refused, nothing changed
 
 
-@pytest.mark.parametrize("first_change", ["add", "remove"])
+@pytest.mark.parametrize("first_change", ["adds past the tail", "remove"])
 def test_a_viewed_graph_searches_its_buffer_and_takes_a_copy_of_its_own_at_the_first_change(first_change):
-    """``restore_graph(view=True)`` searches the saved bytes where they lie (usearch refuses to change a view); the
-    first add or remove reads them into the graph's own memory and lets the buffer go, then applies the change."""
+    """``restore_graph(view=True)`` searches the saved bytes where they lie (usearch refuses to change a view). A few
+    appended rows are its tail, scored beside it; a removal, or a tail past a tenth of the graph, reads the bytes into
+    the graph's own memory, inserts the tail and lets the buffer go, then applies the change."""
     x = _structured(3000)
     idx = VectorIndex(64, ann=ANN)
     idx.add(np.arange(3000), x)
@@ -200,9 +201,14 @@ def test_a_viewed_graph_searches_its_buffer_and_takes_a_copy_of_its_own_at_the_f
     assert again.restore_graph(buf, view=True) and again._viewed is not None and not again.graph_dirty
     for q in _structured(10, seed=5):
         assert again.search(q, 10) == idx.search(q, 10)
-    if first_change == "add":
-        extra = _structured(1, seed=9)
-        again.add(np.array([5000]), extra)
+    if first_change == "adds past the tail":
+        extra = _structured(301, seed=9)
+        again.add(np.arange(5000, 5300), extra[:300])  # a tenth of the graph: its tail, the graph still viewed
+        assert again._viewed is not None and again._tail == (3000, 3300) and not again.graph_dirty
+        assert len(again._graph) == 3000
+        assert again.search(extra[299], 1)[0] == (5299, pytest.approx(1.0, abs=SELF))
+        again.add(np.array([5300]), extra[300:])  # past a tenth: a copy of its own, the tail inserted
+        assert again._tail is None and len(again._graph) == 3301
         assert again.search(extra[0], 1)[0] == (5000, pytest.approx(1.0, abs=SELF))
     else:
         again.remove([7])
@@ -213,10 +219,39 @@ def test_a_viewed_graph_searches_its_buffer_and_takes_a_copy_of_its_own_at_the_f
     rows = VectorIndex(64, ann=ANN)
     rows.add(np.arange(2999), x[:2999], build=False)
     assert rows.restore_graph(buf := memoryview(bytearray(idx.graph_bytes())), upto=2998, view=True) is False
+    newer = _structured(301, seed=10)
     extended = VectorIndex(64, ann=ANN)
-    extended.add(np.arange(3001), np.vstack([x, x[:1] * 0.5 + x[1:2]]), build=False)
-    assert extended.restore_graph(buf, upto=2999, view=True) and extended._viewed is None  # rows to insert: a copy
-    assert len(extended._graph) == 3001
+    extended.add(np.arange(3001), np.vstack([x, newer[:1]]), build=False)
+    assert extended.restore_graph(buf, upto=2999, view=True) and extended._viewed is not None  # one newer row: a tail
+    assert extended._tail == (3000, 3001) and len(extended._graph) == 3000 and not extended.graph_dirty
+    assert extended.search(newer[0], 1)[0] == (3000, pytest.approx(1.0, abs=SELF))
+    many = VectorIndex(64, ann=ANN)
+    many.add(np.arange(3301), np.vstack([x, newer]), build=False)
+    assert many.restore_graph(memoryview(bytearray(idx.graph_bytes())), upto=2999, view=True)
+    assert many._viewed is None and many._tail is None and len(many._graph) == 3301  # too many for a tail: a copy
+
+
+def test_a_tail_is_searched_beside_the_graph_under_filters_and_saved_inside_it():
+    x, newer = _structured(3000), _structured(200, seed=11)
+    idx = VectorIndex(64, ann=ANN)
+    idx.add(np.arange(3000), x)
+    tailed = VectorIndex(64, ann=ANN)
+    tailed.add(np.arange(3000), x, build=False)
+    assert tailed.restore_graph(memoryview(bytearray(idx.graph_bytes())), view=True)
+    tailed.add(np.arange(3000, 3200), newer)
+    assert tailed._tail == (3000, 3200)
+    found = []
+    for q in _structured(30, seed=12) + 0.5 * np.vstack([newer[:30]]):  # near the graph's rows and near the tail's
+        got, exact = tailed.search(q, 10, min_cosine=None), tailed.search_exact(q, 10, min_cosine=None)
+        found.append(np.mean([c >= exact[-1][1] - 1e-6 for _, c in got]))
+        odd = tailed.search(q, 10, allowed={i for i in range(3200) if i % 2}, min_cosine=None)
+        assert odd and all(i % 2 for i, _ in odd)  # a filter holds for the tail's rows too
+    assert np.mean(found) >= 0.98
+    assert any(i >= 3000 for i, _ in tailed.search(newer[5], 10))
+    saved = VectorIndex(64, ann=ANN)  # saving inserts the tail first: the saved graph holds every row
+    saved.add(np.arange(3200), np.vstack([x, newer]), build=False)
+    assert saved.restore_graph(memoryview(bytearray(tailed.graph_bytes())), view=True) and saved._tail is None
+    assert len(saved._graph) == 3200
 
 
 def test_background_graph_inserts_are_complete_before_any_read_and_match_a_synchronous_graph():
