@@ -60,7 +60,8 @@ def measure(db: str, profile: bool) -> dict:
         out["rss_trimmed_kb"] = out["rss_kb"]
     indexes = list(rt._state["memory"].index.by_ns.values())
     out["notes"] = sum(len(index.rows) for index in indexes)
-    out["vector_bytes"] = sum(v._mat.nbytes + v._low.nbytes for index in indexes for v in index.vectors.values())
+    out["vector_bytes"] = sum(v._mat.nbytes + (v._int8._rows.nbytes + v._int8._scale.nbytes if v._int8 else 0)
+                              for index in indexes for v in index.vectors.values())  # the rows and the scan's int8 copy
     out["vector_used_bytes"] = sum(v._mat[: v._n_rows].nbytes for index in indexes for v in index.vectors.values())
     if profile:
         snap = tracemalloc.take_snapshot()

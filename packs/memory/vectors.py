@@ -7,7 +7,7 @@ match).  Cosine is then a product of the query with each row (``half.cosines``);
 top-k uses ``argpartition``.  Removal tombstones a
 row; more than a third dead rows triggers compaction.
 
-A scan is memory-bound: 100k x 256 float16 is 50 MB, ~7 ms on one core here.
+A scan of 100k x 256 float16 rows (50 MB) takes ~9 ms on one core here.
 Once the index holds ``Ann.min_rows`` rows it also keeps an HNSW graph
 (usearch, int8-quantised vectors, keyed by note id) and a query that may see
 at least that many rows asks the graph for ``oversample`` times the rows it
