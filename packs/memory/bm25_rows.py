@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -30,14 +30,34 @@ class RestoredRows:
     """Snapshot, restore and the restored rows' term lists of :class:`BM25Index` (its attributes, its rows), and
     what reads a row's own words from them (``own_information``, the information prior's)."""
 
+    def _term_postings(self, tid: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """A term's postings as (rows, tfs) parts, rows ascending across them: its own, or its snapshot view and
+        the tail appended to it since."""
+        parts = [(np.frombuffer(self._post_rows[tid], dtype=np.int32),
+                  np.frombuffer(self._post_tf[tid], dtype=np.float32))]
+        tail = self._post_tail.get(tid)
+        if tail is not None:
+            parts.append((np.frombuffer(tail[0], dtype=np.int32), np.frombuffer(tail[1], dtype=np.float32)))
+        return parts
+
+    def _with_tails(self, lists: list, at: int) -> Iterator:
+        """Each term's postings (``lists``: rows or tfs) followed by its tail's (``at``: 0 rows, 1 tfs)."""
+        tails = self._post_tail
+        for tid, part in enumerate(lists):
+            yield part
+            if tid in tails:
+                yield tails[tid][at]
+
     def _joined(self) -> tuple[np.ndarray, np.ndarray]:
         """Every posting's row joined into one flat array, grouped by term, rows ascending in a term: (postings per
         term, rows). ``_joined_tfs`` is their weights, joined only by a pass that reads them all."""
         lengths = np.fromiter(map(len, self._post_rows), dtype=np.int64, count=len(self._post_rows))
-        return lengths, np.frombuffer(b"".join(self._post_rows), dtype=np.int32)
+        for tid, (rows, _) in self._post_tail.items():
+            lengths[tid] += len(rows)
+        return lengths, np.frombuffer(b"".join(self._with_tails(self._post_rows, 0)), dtype=np.int32)
 
     def _joined_tfs(self) -> np.ndarray:
-        return np.frombuffer(b"".join(self._post_tf), dtype=np.float32)
+        return np.frombuffer(b"".join(self._with_tails(self._post_tf, 1)), dtype=np.float32)
 
     def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every posting as three flat arrays (term id, row, tf), grouped by term, rows ascending in a term."""
@@ -217,6 +237,10 @@ class RestoredRows:
         for tid, rows_of in enumerate(self._post_rows):
             if type(rows_of) is not array:
                 self._post_rows[tid], self._post_tf[tid] = own_copy(rows_of, "i"), own_copy(self._post_tf[tid], "f")
+                tail = self._post_tail.pop(tid, None)
+                if tail is not None:
+                    self._post_rows[tid].extend(tail[0])
+                    self._post_tf[tid].extend(tail[1])
 
     def restore(self, snap: dict[str, np.ndarray]) -> None:
         """Replace this (empty) index's content with a :meth:`snapshot`'s."""
@@ -252,6 +276,7 @@ class RestoredRows:
         rows, tfs = np.ascontiguousarray(rows), np.ascontiguousarray(tfs)
         self._post_rows = [rows[a:b] for a, b in zip(bounds, bounds[1:])]
         self._post_tf = [tfs[a:b] for a, b in zip(bounds, bounds[1:])]
+        self._post_tail = {}
         self._df = df.tolist()
         self._row_of = IdRows.of(ids, np.arange(n))
         self._n_rows = self._n_alive = n

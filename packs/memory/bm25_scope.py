@@ -33,11 +33,11 @@ class Collection:
         self.avgdl = total_len / n if n else 0.0
         self._df: dict[int, int] = {}
 
-    def df(self, tid: int, rows: np.ndarray) -> int:
-        """How many of this collection's rows hold term ``tid``, whose postings are ``rows``."""
+    def df(self, tid: int, parts: list[np.ndarray]) -> int:
+        """How many of this collection's rows hold term ``tid``, whose postings' rows are ``parts``."""
         got = self._df.get(tid)
         if got is None:
-            got = self._df[tid] = int(np.count_nonzero(self.groups[rows] == self.group))
+            got = self._df[tid] = sum(int(np.count_nonzero(self.groups[rows] == self.group)) for rows in parts)
         return got
 
 

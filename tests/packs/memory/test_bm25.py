@@ -259,3 +259,45 @@ def test_restored_rows_re_added_with_their_neighbours_words_are_looked_up_exactl
     assert live.digest() == restored.digest()
     for q in ["t1 t2", "t3", "t5 t7 t11 t13 t17"]:
         assert live.search(q, 50) == restored.search(q, 50)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), batches=st.integers(1, 4), removed=st.integers(0, 30))
+def test_appends_to_restored_terms_go_to_their_tails_and_search_as_a_built_index(seed, batches, removed):
+    """A restored term's postings stay a view of the snapshot; what is appended to it waits in its tail (a copy per
+    appended-to term held 214 MB at 1M notes after 1,000 notes). Searching, snapshots, removals and taking the
+    postings as the index's own must all see view and tail together, exactly as an index never restored."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(25)]
+    text = lambda: " ".join(rng.choice(words) for _ in range(rng.randint(1, 9)))  # noqa: E731
+    docs = {i: text() for i in range(1, 400)}
+    built, restored = BM25Index(), BM25Index()
+    built.add(list(docs), list(docs.values()))
+    restored.restore(built.snapshot())
+    next_id = 400
+    for _ in range(batches):
+        new = {next_id + j: text() for j in range(rng.randint(1, 40))}
+        next_id += len(new)
+        for ix in (built, restored):
+            ix.add(list(new), list(new.values()))
+    assert restored._post_tail and all(isinstance(restored._post_rows[t], np.ndarray) for t in restored._post_tail)
+    gone = rng.sample(range(1, next_id), removed)  # restored rows and tail rows alike
+    for ix in (built, restored):
+        ix.remove(gone)
+    assert restored.digest() == built.digest()
+    queries = [" ".join(rng.sample(words, rng.randint(1, 4))) for _ in range(8)]
+    live = [i for i in range(1, next_id) if i not in set(gone)]
+    for ix in (built, restored):  # two scopes, restored and tail rows in each: the scope's statistics read both
+        ix.set_groups(live, [i % 2 + 1 for i in live])
+    for q in queries:
+        assert restored.search(q, 30) == built.search(q, 30)
+        for g in (1, 2):
+            assert restored.search(q, 30, within=restored.collection(g)) == \
+                built.search(q, 30, within=built.collection(g))
+    again = BM25Index()
+    again.restore(restored.snapshot())  # the snapshot holds view and tail
+    assert again.digest() == built.digest()
+    restored.own_postings()  # view and tail become one list of the index's own
+    assert not restored._post_tail
+    for q in queries:
+        assert restored.search(q, 30) == built.search(q, 30) == again.search(q, 30)

@@ -112,7 +112,8 @@ def test_a_restore_maps_the_vectors_and_the_graph_copies_the_rest_and_answers_as
         assert mapped_files(folder) == {names["1000"], names["2"], names["1"]}  # one newer vector: the graph's tail
         assert vi._viewed is not None and vi._tail is not None and not vi.graph_dirty
         harbour = index.bm25._vocab[index.bm25.query_terms("harbour")[0]]
-        assert not isinstance(index.bm25._post_rows[harbour], np.ndarray)  # a term appended to: its own copy
+        assert isinstance(index.bm25._post_rows[harbour], np.ndarray)  # a term appended to: still its file's view,
+        assert len(index.bm25._post_tail[harbour][0]) == 1  # the new posting in its tail
         assert new_id in [i for i, _ in vi.search(vi.get(new_id), 5)]
         tailed = answers(rt, "keyword_only"), answers(rt, "vector_only")
     del index, vi, rt  # the closed store (and the graph file its index views) goes with them
