@@ -271,8 +271,9 @@ class RestoredRows:
         self._flat_count = np.array(count, dtype=np.int32) if count is not None and count.size == n else None
         bounds = np.concatenate(([0], np.cumsum(df))).tolist()
         # each term's postings are a read-only view of the snapshot's arrays (of its mapped file, which stays mapped
-        # while a view lives) until the term is next appended to (``add_weighted`` then copies it): at 1M notes a
-        # copy per term was ~280 MB of fresh pages on every reopen (ADR 0025)
+        # while a view lives), and what ``add_weighted`` appends to the term waits in its tail (``_post_tail``): at
+        # 1M notes a copy per term was ~280 MB of fresh pages on every reopen (ADR 0025), and a copy per appended-to
+        # term 214 MB after 1,000 notes (ADR 0030)
         rows, tfs = np.ascontiguousarray(rows), np.ascontiguousarray(tfs)
         self._post_rows = [rows[a:b] for a, b in zip(bounds, bounds[1:])]
         self._post_tf = [tfs[a:b] for a, b in zip(bounds, bounds[1:])]

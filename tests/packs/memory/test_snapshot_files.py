@@ -76,10 +76,10 @@ def mapped_files(folder: Path) -> set[str]:
 
 def test_a_restore_maps_the_vectors_and_the_graph_copies_the_rest_and_answers_as_before(tmp_path) -> None:
     """After a reopen the vectors file stays mapped (the index adopts it), the BM25 file too (each term's postings
-    are read where they lie until the term is appended to), and the graph's while it has not changed: a few newer
+    are read where they lie, what is appended waiting in a tail), and the graph's while it has not changed: a few newer
     vectors are its tail, searched beside it. Writes past a tenth of the graph copy it into memory of its own (the
-    tail inserted) and let its file go; a write copies the postings of the terms it appends to. A reopen answers
-    exactly as the store did, before and after those writes."""
+    tail inserted) and let its file go; the postings a write appends to a term wait in that term's tail, its view
+    kept. A reopen answers exactly as the store did, before and after those writes."""
     if not Path("/proc/self/maps").exists():
         pytest.skip("needs /proc/self/maps (Linux) to see what the process maps")
     db = str(tmp_path / "pal.duckdb")
