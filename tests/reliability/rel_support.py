@@ -198,7 +198,9 @@ def _namespace_problems(rt: Any, index: Any, namespace: str) -> list[str]:
             out.append(f"{model} vector index holds {len(vi)} vectors, the table {len(vecs)}")
         for nid, blob in vecs:
             got = vi.get(nid)
-            if got is None or not np.array_equal(got, l2_normalize(np.frombuffer(blob, dtype=np.float32)[None, :])[0]):
+            # the index holds the table's vector normalised and rounded to float16 (ADR 0030)
+            held = l2_normalize(np.frombuffer(blob, dtype=np.float32)[None, :])[0].astype(np.float16)
+            if got is None or not np.array_equal(got, held.astype(np.float32)):
                 out.append(f"note {nid}: {model} vector in the index differs from the table")
                 if len(out) > 20:
                     return out
