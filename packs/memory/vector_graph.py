@@ -32,7 +32,7 @@ __all__ = ["Ann", "GraphRows"]
 _IN_FLIGHT = 2  # graph inserts queued or running at once: one runs while the next waits, so the graph never idles
 _LIST_PER_ASKED_ROW = 6  # a search list at most this many times the rows asked (a 200-row leg's: 2,400)
 _INSERTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palimpsest-hnsw")
-TAIL_MAX = 5000  # "a few newer items" (also the snapshots' rule, snapshot.py): at 5,000 a tail costs a search ~0.4 ms
+TAIL_MAX = 5000  # "a few newer items" (also the snapshots' rule, snapshot.py): at 5,000 a tail costs a search ~0.5 ms
 
 
 def keeps(covered: int, total: int) -> bool:
