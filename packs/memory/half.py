@@ -16,6 +16,7 @@ import numkong
 import numpy as np
 
 ROW = np.float16  # the dtype of the index's rows (and of the vectors' snapshot files)
+ROW_BYTES = np.dtype(ROW).itemsize  # bytes a component
 _CHUNK = 2048  # rows per call: numkong's single-row kernel slows down past a few thousand rows at once (measured)
 
 

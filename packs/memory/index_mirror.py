@@ -17,6 +17,7 @@ from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, No
 from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.vector_graph import Ann
+from palimpsest_memory.packs.memory.vectors import l2_normalize
 from palimpsest_memory.runtime import Context
 from palimpsest_memory.runtime.errors import InternalError
 from palimpsest_memory.runtime.mirror import Change, Mirror
@@ -113,11 +114,9 @@ def read_vectors(ctx: Context, model: str, namespace: str, note_ids: np.ndarray 
             continue
         ids[done:done + k] = [nid for nid, _ in got[:k]]
         raw = np.frombuffer(b"".join(v for _, v in got[:k]), dtype=np.float32).reshape(k, -1)
-        for s in range(0, k, 8192):  # normalised as VectorIndex.add normalises what it adopts, then held as it holds
+        for s in range(0, k, 8192):  # normalised and held as VectorIndex.add holds rows, a chunk at a time
             rows = raw[s:s + 8192]
-            norm = np.linalg.norm(rows, axis=1, keepdims=True)
-            norm[norm == 0] = 1.0
-            matrix[done + s:done + s + rows.shape[0]] = half.rows_of(rows / norm)
+            matrix[done + s:done + s + rows.shape[0]] = half.rows_of(l2_normalize(rows))
         done += k
     return ids[:done], matrix, restored  # (the matrix may hold spare rows after the first ``done``)
 

@@ -232,13 +232,12 @@ class IndexWrites:
     def _tokens(content: str, occurred_at: datetime) -> list[str]:
         return tokenize(index_text(content, occurred_at))
 
-    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True,
-                    adopt: bool = False, normalised: bool = False) -> None:
+    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True) -> None:
         self.version += 1
         index = self.vectors.get(model)
         if index is None:
             index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
-        index.add(ids, matrix, build=build, adopt=adopt, normalised=normalised)
+        index.add(ids, matrix, build=build)
 
     def adopt_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
         """A load's vectors: ``matrix`` (normalised; its first ``len(ids)`` rows, maybe mapped from a file, with spare

@@ -222,7 +222,7 @@ def restore_vectors(ctx: Context, model: str, dim: int, ids: np.ndarray, matrix:
             [r[0] for r in meta] != list(range(lo, lo + len(meta))) or int(held) != n or n > ids.size:
         ctx.log.info("%s vector snapshot is stale: reading the vectors", model)
         return 0, -1
-    done, width = 0, 8 + np.dtype(half.ROW).itemsize * dim
+    done, width = 0, 8 + half.ROW_BYTES * dim
     for row_id, *_ in meta:
         data = ctx.db.query("SELECT data FROM memory.index_snapshot WHERE namespace = ? AND id = ?",
                             [ctx.namespace, row_id])[0][0]
@@ -257,7 +257,7 @@ def map_vectors(ctx: Context, model: str, dim: int) -> tuple[np.ndarray, np.ndar
         ctx.log.info("%s vector snapshot is stale: reading the vectors", model)
         return None
     spare = int(head[1])
-    if size != 16 + 8 * n + np.dtype(half.ROW).itemsize * dim * (n + spare):
+    if size != 16 + 8 * n + half.ROW_BYTES * dim * (n + spare):
         return None
     ids = np.fromfile(path, dtype=np.int64, count=n, offset=offset + 16)
     if ids.size != n or (n and (int(ids[-1]) != mx or not bool(np.all(ids[1:] > ids[:-1])))):
@@ -314,7 +314,7 @@ def write_vectors(ctx: Context, index: MemoryIndex) -> int:
             parts: list = [np.array([ids.size, spare], dtype=np.int64).tobytes(), ids.tobytes()]
             parts += [np.ascontiguousarray(vi.matrix_rows(rows[a:a + VECTOR_CHUNK])).tobytes()
                       for a in range(0, ids.size, VECTOR_CHUNK)]
-            parts.append(bytes(np.dtype(half.ROW).itemsize * vi.dim * spare))
+            parts.append(bytes(half.ROW_BYTES * vi.dim * spare))
             size += files.put(ctx, lo, sig, int(ids.size), mx, parts)
             # the chunk rows of a layout saved before (their rows were deleted above)
             files.drop_files(ctx, lo + 1, hi, mapped_ok=True)

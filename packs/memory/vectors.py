@@ -123,33 +123,21 @@ class VectorIndex(GraphRows):
             self._row_by_id = grown
         self._row_by_id[ids] = rows
 
-    def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray, *, build: bool = True,
-            adopt: bool = False, normalised: bool = False) -> None:
-        """Add rows (an existing id is replaced). ``build=False``: do not build the graph yet even if the index is
-        now large enough (a load first tries to restore a saved one; see :meth:`build_graph`). ``adopt``: the
-        caller hands ``matrix`` over (a load): it is normalised in place, in chunks, instead of copied — at 1M
-        notes the copy and the norm's temporaries held ~2 GB beyond the index at the peak of a reopen. The rows are
-        held in half precision (``half.rows_of``)."""
+    def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray, *, build: bool = True) -> None:
+        """Add rows (an existing id is replaced), normalised and held in half precision (``half.rows_of``).
+        ``build=False``: do not build the graph yet even if the index is now large enough (a load first tries to
+        restore a saved one; see :meth:`build_graph`). A load hands its rows over with :meth:`adopt` instead."""
         m = np.asarray(matrix, dtype=np.float32)
         if m.ndim == 1:
             m = m[None, :]
         if m.shape != (len(ids), self.dim):
             raise ValueError(f"matrix shape {m.shape} != ({len(ids)}, {self.dim})")
-        if adopt and m.flags.c_contiguous and m.flags.writeable and m.ndim == 2:
-            for s in range(0, 0 if normalised else m.shape[0], 8192):  # row by row the same floats as l2_normalize
-                part = m[s:s + 8192]
-                n = np.linalg.norm(part, axis=1, keepdims=True)
-                n[n == 0] = 1.0
-                np.divide(part, n, out=part)
-            matrix = None  # so the matrix is adopted below, as a fresh copy would be
-        else:
-            m = l2_normalize(m)
+        m = half.rows_of(l2_normalize(m))
         id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
         # last occurrence of a duplicated id wins
         if self._row_of:
             self.remove(id_arr[self._row_of.rows_of(id_arr) >= 0].tolist(), _compact=False)
         start = self._n_rows
-        m = half.rows_of(m)
         if start == 0 and id_arr.size > self._mat.shape[0]:
             self._mat = m  # a load into an empty index: the half-precision copy becomes the matrix (no second copy)
             self._int8 = None
