@@ -15,6 +15,7 @@ from palimpsest_memory.packs.memory import half, snapshot, snapshot_files
 from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved, SupersededSet,
                                   VectorsReplaced)
 from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex
+from palimpsest_memory.packs.memory.rowstore import Coded
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.vector_graph import Ann
 from palimpsest_memory.packs.memory.vectors import l2_normalize
@@ -35,7 +36,7 @@ CHUNK = 32_768  # vectors per read at load (32 MB at 256 dimensions)
 ROW_CHUNK = 262_144  # notes per read at load: whole columns (fetchnumpy), a bounded transient
 # Text columns of a few values, read as positions in the namespace's list of them: fetchnumpy makes a Python string
 # per row of a text column (~70 MB and ~18k page faults per column at 1M notes, ADR 0025), a position is a number,
-# and the object array built from the positions shares one string per value
+# and the index maps each distinct value once (rowstore.Coded)
 FEW_VALUES = ("memory_type", "kind", "kind_source")
 
 
@@ -65,7 +66,7 @@ def read_columns(ctx: Context, namespace: str) -> list[dict[str, Any]]:
         if not ids.size:
             continue
         for c, table in decode.items():
-            got[c] = table[np.asarray(got[c], dtype=np.int64)]
+            got[c] = Coded(table, np.asarray(got[c], dtype=np.int64))
         if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):
             order = np.argsort(ids, kind="stable")
             got = {k: v[order] for k, v in got.items()}

@@ -14,7 +14,8 @@ from typing import Any, Hashable, Iterable, Sequence
 import numpy as np
 
 from palimpsest_memory.packs.memory.context import render_dated
-from palimpsest_memory.packs.memory.rowstore import NAT, TYPES, NoteRow, from_micros, objects, seconds_of, to_micros
+from palimpsest_memory.packs.memory.rowstore import (NAT, TYPES, Coded, NoteRow, from_micros, objects, per_value,
+                                                    seconds_of, to_micros)
 from palimpsest_memory.packs.memory.text import tokenize
 from palimpsest_memory.packs.memory.threads import Episodes
 from palimpsest_memory.packs.memory.vectors import VectorIndex
@@ -59,8 +60,8 @@ class IndexWrites:
             return
         if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # id order: what a load and the links expect
             order = np.argsort(ids, kind="stable")
-            b = {k: (v if isinstance(v, str) else (v[order] if isinstance(v, np.ndarray) else [v[j] for j in order]))
-                 for k, v in b.items()}
+            b = {k: (v if isinstance(v, str) else (v[order] if isinstance(v, (np.ndarray, Coded))
+                                                   else [v[j] for j in order])) for k, v in b.items()}
             tokens = None if tokens is None else [tokens[j] for j in order]
             ids = ids[order]
         self.version += 1
@@ -72,10 +73,10 @@ class IndexWrites:
             self.expander.links.remove(int(ids[j]))
         rows.count += ids.size - again.size
         ns = b["namespace"]
-        ns_codes = np.full(ids.size, self.namespaces.get(ns)) if isinstance(ns, str) else \
-            np.array(self.namespaces.many(objects(ns)), dtype=np.int32)
+        ns_codes = np.full(ids.size, self.namespaces.get(ns), dtype=np.int32) if isinstance(ns, str) else \
+            self.namespaces.many(ns)
         content, scope, thread = objects(b["content"]), objects(b["scope"]), objects(b["thread"])
-        kind = objects(b["kind"])
+        kind = b["kind"]
         occ, cre = to_micros(b["occurred_at"]), to_micros(b["created_at"])
         sup, arc = to_micros(b["superseded_at"]), to_micros(b["archived_at"])
         by = b["superseded_by"]
@@ -88,8 +89,8 @@ class IndexWrites:
         rc["content"][at] = content
         rc["source_id"][at], rc["key"][at] = objects(b["source_id"]), objects(b["key"])
         rc["kind"][at] = rows.kinds.many(kind)
-        rc["ksrc"][at] = rows.kind_sources.many(objects(b["kind_source"]))
-        raw = np.array(rows.threads.many(thread), dtype=np.int32)
+        rc["ksrc"][at] = rows.kind_sources.many(b["kind_source"])
+        raw = rows.threads.many(thread)
         rc["thread"][at] = raw
         rc["occurred"][at], rc["created"][at], rc["superseded"][at], rc["archived"][at] = occ, cre, sup, arc
         rc["superseded_by"][at] = by
@@ -97,20 +98,27 @@ class IndexWrites:
         c["alive"][at] = arc == NAT
         c["archived"][at] = arc != NAT
         c["ns"][at] = ns_codes
-        c["mtype"][at] = [TYPES.index(t) + 1 for t in objects(b["memory_type"])]
-        c["kind"][at] = [KIND_CODE.get(k, 0) if k is not None else 0 for k in kind]
-        c["scope"][at] = self.scopes.many(scope)
+        c["mtype"][at] = per_value(b["memory_type"], lambda t: TYPES.index(t) + 1)
+        c["kind"][at] = per_value(kind, lambda k: KIND_CODE.get(k, 0) if k is not None else 0)
+        c["scope"][at] = scope_codes = self.scopes.many(scope)
         c["salience"][at] = np.asarray(b["salience"], dtype=np.float64)
         c["decay"][at] = np.asarray(b["decay_factor"], dtype=np.float64)
         c["occurred"][at], c["created"][at], c["superseded"][at] = seconds_of(occ), seconds_of(cre), seconds_of(sup)
         c["prefix"][at] = 0  # hashed when first read (prefixes): a recall reads a few hundred, a load writes all
-        tags = objects(b["tags"])
-        for j in np.flatnonzero([t is not None and len(t) > 0 for t in tags]).tolist():
+        tags = b["tags"]
+        if isinstance(tags, np.ma.MaskedArray):  # a load's: NULL where a note has no tags (most notes)
+            maybe = np.flatnonzero(~np.ma.getmaskarray(tags)).tolist()
+            tags = tags.data
+        else:
+            maybe = [j for j, t in enumerate(tags) if t is not None]
+        for j in maybe:
+            if not len(tags[j]):
+                continue
             t = tuple(tags[j])
             i = int(ids[j])
             rows.tags[i], self.tags[i] = t, frozenset(t)
-        # thread keys: the caller's thread in its scope, else the inferred episode (once per note, in id order)
-        keys = self._thread_codes(ids, raw, ns_codes, scope, c["occurred"][at])
+        # thread keys: the caller's thread in its scope, else the inferred episode (codes in id order of first use)
+        keys = self._thread_codes(ids, raw, ns_codes, scope_codes, c["occurred"][at])
         changed_old = self.expander.links.add_sorted(at, ids, keys)
         if text_index:
             if tokens is None:
@@ -139,16 +147,35 @@ class IndexWrites:
 
     def _thread_codes(self, ids: np.ndarray, raw: np.ndarray, ns: np.ndarray, scope: np.ndarray,
                       occurred: np.ndarray) -> np.ndarray:
-        """The ``threads`` code of each note's thread key (``thread_key``), from its raw thread code."""
-        values = self.rows.threads.values
-        nsv = self.namespaces.values
-        keys = [(nsv[n], sc, values[r]) if r else None for n, sc, r in zip(ns.tolist(), scope, raw.tolist())]
-        if self.episodes.gap > 0:  # a Python step per note without a thread, in id order (episodes are stateful)
-            key = self.episodes.key
-            for j in np.flatnonzero(raw == 0).tolist():
-                keys[j] = key(int(ids[j]), nsv[int(ns[j])], scope[j], float(occurred[j]))
-        # codes made in id order of first use, as a live index makes them
-        return np.array(self.threads.many(keys), dtype=np.int32)
+        """The ``threads`` code of each note's thread key (``thread_key``) from its raw thread, namespace and scope
+        codes: the caller's thread in its scope, else the inferred episode. A key is made once per distinct
+        (namespace, scope, thread) of the batch and once per episode, not once a note (a load passes a million),
+        and the codes are created in id order of first use, as a live index makes them."""
+        nsv, scv, tv = self.namespaces.values, self.scopes.values, self.rows.threads.values
+        firsts: list[tuple[int, Any]] = []  # (row of first use, key): the threaded rows' groups, then the episodes
+        has = np.flatnonzero(raw)
+        group = np.zeros(ids.size, dtype=np.int64)
+        if has.size:
+            order = has[np.lexsort((raw[has], scope[has], ns[has]))]  # threaded rows by (ns, scope, thread), then row
+            new = np.r_[True, (np.diff(ns[order]) != 0) | (np.diff(scope[order]) != 0) | (np.diff(raw[order]) != 0)]
+            group[order] = np.cumsum(new) - 1
+            firsts += [(j, (nsv[int(ns[j])], scv[int(scope[j])], tv[int(raw[j])]))  # a group's first row (stable)
+                       for j in order[new].tolist()]
+        groups = len(firsts)
+        bare = np.flatnonzero(raw == 0)
+        episode, episodes, begins = self.episodes.batch(
+            ids[bare], self.scope_group(ns[bare], scope[bare]), lambda g: (nsv[g >> 32], scv[g & 0xFFFFFFFF]),
+            occurred[bare])
+        firsts += zip(bare[begins].tolist(), episodes)
+        code = np.zeros(len(firsts), dtype=np.int32)  # per group, then per episode
+        get = self.threads.get
+        for f in sorted(range(len(firsts)), key=lambda f: firsts[f][0]):
+            code[f] = get(firsts[f][1])
+        out = np.zeros(ids.size, dtype=np.int32)
+        out[has] = code[group[has]]
+        if episodes:
+            out[bare] = np.where(episode >= 0, code[groups + episode], 0)
+        return out
 
     def reinfer_episodes(self) -> None:
         """Infer every thread-less note's episode again, in id order (what a rebuild does), and re-link and

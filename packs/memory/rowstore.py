@@ -14,7 +14,7 @@ an append (the usual write: ids grow) needs. A batch of notes in id order is lin
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -72,10 +72,48 @@ class Codes:
             self.values.append(value)
         return c
 
-    def many(self, values: Any) -> list[int]:
-        """The codes of a sequence of values (created as needed), one dict look-up each."""
-        code, get = self.code, self.get
-        return [code[v] if v in code else get(v) for v in values]
+    def many(self, values: Any) -> np.ndarray:
+        """The int32 codes of a column of values (created as needed, in order of first use)."""
+        return per_value(values, self.get)
+
+
+def per_value(column: Any, fn: Callable[[Any], int], dtype: Any = np.int32) -> np.ndarray:
+    """``fn`` of each value of a column (a sequence, a masked array: NULL is None, or a :class:`Coded` column),
+    ``fn`` called once per distinct value in order of first use — so a :class:`Codes` table creates its codes in
+    the order it would row by row — and the rest a dict look-up a row in C (a load passes a million rows)."""
+    if isinstance(column, Coded):
+        return column.mapped(fn, dtype)
+    values = objects(column).tolist()
+    table = {v: fn(v) for v in dict.fromkeys(values)}
+    return np.fromiter(map(table.__getitem__, values), dtype=dtype, count=len(values))
+
+
+@dataclass(frozen=True, slots=True)
+class Coded:
+    """A column of few distinct values given as positions into them: what a load reads its text columns of few values
+    as (index_mirror.read_columns), so that filling the index costs a look-up per distinct value, not per note, and
+    no Python object per note is made. ``values[0]`` is None (a NULL)."""
+
+    values: np.ndarray  # object array of the distinct values, None first
+    pos: np.ndarray  # int64, a position into ``values`` per row
+
+    def __len__(self) -> int:
+        return int(self.pos.size)
+
+    def __getitem__(self, rows: Any) -> "Coded":  # a slice or an index array: the same values, those rows
+        return Coded(self.values, self.pos[rows])
+
+    def objects(self) -> np.ndarray:
+        return self.values[self.pos]
+
+    def mapped(self, fn: Any, dtype: Any = np.int32) -> np.ndarray:
+        """``fn`` of each row's value, ``fn`` called once per distinct value in order of first use (a ``Codes``
+        table creates its codes in that order, as it would row by row)."""
+        used, first = np.unique(self.pos, return_index=True)
+        table = np.zeros(self.values.size, dtype=dtype)
+        for p in used[np.argsort(first, kind="stable")].tolist():
+            table[p] = fn(self.values[p])
+        return table[self.pos]
 
 
 def to_micros(values: Any) -> np.ndarray:
@@ -116,6 +154,8 @@ def prefix_hash(content: str, chars: int) -> int:
 
 def objects(values: Any) -> np.ndarray:
     """An object array of ``values`` with None where a masked array (a NULL from fetchnumpy) is masked."""
+    if isinstance(values, Coded):
+        return values.objects()
     if isinstance(values, np.ma.MaskedArray):
         out = np.asarray(values.data, dtype=object).copy()
         out[np.ma.getmaskarray(values)] = None

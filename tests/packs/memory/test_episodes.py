@@ -6,6 +6,8 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from store_support import HASHING, T0, Clock
 
 from palimpsest_memory.packs.memory.threads import Episodes
@@ -25,6 +27,47 @@ def test_episode_keys_follow_scope_and_gap():
     assert ep.key(4, "ns", "s", 120.0 + GAP) != a  # a pause longer than the gap starts a new one
     assert ep.key(5, "other", "s", 120.0 + GAP) not in (a, other_scope)  # namespaces never share one
     assert ep.key(6, "ns", "t", 100.0) == other_scope  # notes of scope s in between do not break scope t's
+
+
+WHERE = [("ns", "s"), ("ns", "t"), ("ns", None), ("other", "s")]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.sampled_from(range(len(WHERE))),
+                          st.integers(-60, 60).map(lambda m: 60.0 * m)), max_size=60),  # exactly the gap too
+       st.lists(st.integers(1, 20), max_size=6), st.integers(0, 12))
+def test_a_batch_of_notes_gets_the_episodes_one_at_a_time_would(notes, cuts, late):
+    """``Episodes.batch`` (a load or an ingest batch) infers what ``key`` infers note by note, in any split into
+    batches: pauses longer than the gap either way, scopes interleaved, notes older than their scope's last one."""
+    ids, occurred, where, i, t = [], [], [], 100, 0.0
+    for step, w, dt in notes:
+        i += step
+        t += dt
+        ids.append(i)
+        occurred.append(t)
+        where.append(w)
+    one, many = Episodes(GAP), Episodes(GAP)
+    prior = [(30 + 7 * k, k % len(WHERE), 60.0 * k) for k in range(late)]  # earlier writes, some with ids above
+    for nid, w, occ in prior:
+        one.key(nid, *WHERE[w], occ)
+        many.key(nid, *WHERE[w], occ)
+    expected = [one.key(nid, *WHERE[w], occ) for nid, w, occ in zip(ids, where, occurred)]
+    got: list = []
+    bounds = sorted({0, len(ids), *(c for c in np.cumsum(cuts).tolist() if c < len(ids))})
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        at, keys, firsts = many.batch(np.array(ids[lo:hi], dtype=np.int64), np.array(where[lo:hi], dtype=np.int64),
+                                      lambda g: WHERE[g], np.array(occurred[lo:hi]))
+        got += [keys[k] for k in at.tolist()]
+        assert [at[j] for j in firsts.tolist()] == list(range(len(keys)))  # each episode's first note is its own
+        assert all(at[:j].tolist().count(at[j]) == 0 for j in firsts.tolist())
+    assert got == expected
+    assert many._last == one._last
+
+
+def test_episodes_off_give_no_batch_episodes():
+    at, keys, firsts = Episodes(0.0).batch(np.array([1, 2]), np.array([0, 0]), lambda g: WHERE[g],
+                                           np.array([0.0, 1.0]))
+    assert at.tolist() == [-1, -1] and keys == [] and firsts.size == 0
 
 
 def test_episode_gap_is_measured_between_consecutive_notes_both_ways():

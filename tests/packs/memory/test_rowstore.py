@@ -11,7 +11,7 @@ import pytest
 
 from palimpsest_memory.packs.memory.idrows import IdRows
 from palimpsest_memory.packs.memory.index import MemoryIndex
-from palimpsest_memory.packs.memory.rowstore import NoteRow
+from palimpsest_memory.packs.memory.rowstore import Coded, NoteRow
 from palimpsest_memory.packs.memory.index_mirror import index_digest
 from palimpsest_memory.packs.memory.threads import ThreadLinks
 
@@ -65,7 +65,11 @@ def test_edits_are_read_back_and_a_forgotten_row_is_gone() -> None:
     assert 7 not in ix.rows and len(ix.rows) == 9 and ix.rows.get(7) is None
 
 
-def test_a_batch_of_columns_as_fetchnumpy_gives_them_indexes_as_the_rows() -> None:
+@pytest.mark.parametrize("few", ["objects", "coded"])
+def test_a_batch_of_columns_as_fetchnumpy_gives_them_indexes_as_the_rows(few: str) -> None:
+    """A batch of columns (as a load reads them: NULLs masked; with ``coded``, the text columns of few values as
+    positions, ``rowstore.Coded``) indexes as the same notes given one at a time: the same rows, links, BM25 rows
+    and the same codes, made in the same order (threads given, episodes inferred, in three scopes)."""
     given = rows(60)
     one = index()
     for r in given:  # one at a time, as a live ingest
@@ -87,9 +91,20 @@ def test_a_batch_of_columns_as_fetchnumpy_gives_them_indexes_as_the_rows() -> No
             data = np.empty(len(v), dtype=object)
             data[:] = [None if x is None else (np.array(x, dtype=object) if f == "tags" else x) for x in v]
             batch[f] = np.ma.masked_array(data, mask=[x is None for x in v])
+    if few == "coded":
+        for f in ("memory_type", "kind", "kind_source"):
+            values = np.array([None, *sorted({x for x in cols[f] if x is not None})], dtype=object)  # not in first use
+            batch[f] = Coded(values, np.array([values.tolist().index(x) for x in cols[f]], dtype=np.int64))
     many = index()
     many.add_columns(batch)
     assert index_digest(many) == index_digest(one)
+    for table in ("namespaces", "scopes", "threads"):  # codes made in the same order: the same columns
+        assert getattr(many, table).values == getattr(one, table).values
+    for table in ("threads", "kinds", "kind_sources"):
+        assert getattr(many.rows, table).values == getattr(one.rows, table).values
+    for name in ("thread", "scope", "kind", "mtype", "ns"):
+        assert np.array_equal(many.cols[name][many.slots(many.rows.ids())], one.cols[name][one.slots(one.rows.ids())])
+    assert len({k for k in one.threads.values if isinstance(k, tuple) and k[0] == "~episode"}) >= 2
     assert [many.rows[i] for i in many.rows] == [one.rows[i] for i in one.rows]
     for i in one.rows:
         assert many.neighbours(i) == one.neighbours(i)
