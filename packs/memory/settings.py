@@ -53,8 +53,6 @@ class ContextSettings(BaseModel):
     neighbour_alpha: float = Field(ge=0)
     thread_beta: float = Field(ge=0)
     thread_top: int = Field(ge=1)
-    date_gamma: float = Field(ge=0)
-    speaker_gamma: float = Field(ge=0)
     episode_gap_minutes: float = Field(ge=0)  # notes without a thread: the gap that ends an inferred episode
     information_prior: bool = True  # score × ln(e + Σ idf of a note's own words): content-free turns give way
 

@@ -155,6 +155,15 @@ def test_a_negative_gap_is_a_config_error():
         _runtime(Clock(T0), gap=-1.0)
 
 
+@pytest.mark.parametrize("key", ["speaker_gamma", "date_gamma"])
+def test_a_context_key_recall_never_read_is_refused_by_name(key):
+    """The date and speaker boosts were measured by the bench only (ADR 0008); their keys were config that did
+    nothing, so a config that still sets one is refused and told which key."""
+    memory = {**HASHING["packs"]["memory"], "context": {key: 0.1}}
+    with pytest.raises(errors.ConfigError, match=rf"packs\.memory\.context\.{key}"):
+        open_test_runtime(config={"packs": {"memory": memory}})
+
+
 @pytest.mark.parametrize("snapshot_min", [0, 1_000_000], ids=["snapshot", "rebuild"])
 def test_reopening_infers_the_same_episodes(tmp_path, snapshot_min):
     """A fresh load (from the BM25 snapshot or by re-tokenising) links the same notes as the live index did."""
