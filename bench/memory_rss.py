@@ -6,8 +6,8 @@ For each size a store is built once through the runtime (LoCoMo turns replicated
 ``bench/memory_perf.py`` does, embedded with the default embedder, closed so the full-text snapshot is written).
 Then a fresh process opens it and reports its RSS (``/proc/self/status`` VmRSS, after ``gc.collect()``); another
 fresh process does the same with an empty store. Per note = (RSS of N − RSS of empty) / N. The vectors are the
-float32 matrices the index must hold (4 bytes × dims × models per note); "beyond the vectors" subtracts their
-allocated bytes. ``--profile`` adds tracemalloc's largest allocation sites still alive after the open.
+rows the index must hold — float16, 2 bytes × dims × models per note (ADR 0030), plus the int8 copy a namespace
+under 20,000 rows scans (ADR 0008); "beyond the vectors" subtracts their allocated bytes. ``--profile`` adds tracemalloc's largest allocation sites still alive after the open.
 """
 from __future__ import annotations
 
@@ -107,9 +107,11 @@ def report(rows: list[dict], empty: dict, args: argparse.Namespace) -> str:
         f"{platform.python_version()}, machine load (1-min) {rows[0]['load'][0]:.2f} → {rows[-1]['load'][1]:.2f}.",
         f"Each figure is the median of {args.repeat} fresh processes opening the store (the full-text snapshot restored, as after a clean close);",
         f"an empty store's process is the baseline ({empty['rss_kb'] / 1024:.0f} MB). Per note = (RSS − baseline) / N;",
-        "\"trimmed\" is after `malloc_trim(0)` (memory freed during the open but kept by malloc). Vectors: the float32",
-        "matrices the index holds (default embedder, 256-d: 1,024 bytes a note, plus the 64-d projection past 50,000",
-        "rows); \"beyond the vectors\" subtracts them. Goal (issue 16.14): ≤ 4 KB/note beyond the vectors.", "",
+        "\"trimmed\" is after `malloc_trim(0)` (memory freed during the open but kept by malloc). Vectors: the rows",
+        "the index holds (default embedder, 256-d, float16: 512 bytes a note, ADR 0030; plus the int8 copy, 256 bytes",
+        "and a scale, in a namespace under 20,000 rows); past 20,000 rows the rows are mapped from the snapshot file",
+        "and count whether resident or not. \"Beyond the vectors\" subtracts them. Goal (issue 16.14): ≤ 4 KB/note",
+        "beyond the vectors.", "",
         "| notes | open (s) | RSS (MB) | per note | per note, trimmed | vectors / note | beyond vectors | beyond, trimmed |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
