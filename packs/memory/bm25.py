@@ -210,7 +210,10 @@ class BM25Index(RestoredRows, ScopeGroups):
             for tid, a, b in zip(tid_s[starts].tolist(), starts, ends):
                 rows_of, tfs_of = post_rows[tid], post_tf[tid]
                 if type(rows_of) is not array:  # a restored term's view of the snapshot: appended to its tail
-                    rows_of, tfs_of = self._post_tail.setdefault(tid, (array("i"), array("f")))
+                    tail = self._post_tail.get(tid)
+                    if tail is None:
+                        tail = self._post_tail[tid] = (array("i"), array("f"))
+                    rows_of, tfs_of = tail
                 rows_of.frombytes(row_b[4 * a:4 * b])
                 tfs_of.frombytes(tf_b[4 * a:4 * b])
                 df[tid] += b - a

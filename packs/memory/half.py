@@ -25,14 +25,10 @@ def rows_of(m: np.ndarray) -> np.ndarray:
     return np.asarray(m, dtype=np.float32).astype(ROW)
 
 
-def query_of(q: np.ndarray) -> np.ndarray:
-    """A normalised float32 query as the products take it: one float16 row."""
-    return np.asarray(q, dtype=np.float32).astype(ROW).reshape(1, -1)
-
-
 def cosines(matrix: np.ndarray, q: np.ndarray, rows: np.ndarray | None = None, upto: int = 0) -> np.ndarray:
-    """float32 products of ``q`` (``query_of``) with ``matrix``'s ``rows`` (an index array), or with its first
-    ``upto`` rows when ``rows`` is None, within [-1, 1]."""
+    """float32 products of the normalised query ``q``, rounded to float16 as the rows are, with ``matrix``'s
+    ``rows`` (an index array), or with its first ``upto`` rows when ``rows`` is None, within [-1, 1]."""
+    q = np.asarray(q, dtype=np.float32).astype(ROW).reshape(1, -1)
     count = int(rows.size) if rows is not None else int(upto)
     out = np.empty(count, dtype=np.float32)
     for s in range(0, count, _CHUNK):

@@ -272,7 +272,7 @@ class VectorIndex(GraphRows):
                                 dtype=np.int64)
                 if rows.size == 0:
                     return []
-                sub = half.cosines(self._mat, half.query_of(self._query(qvec)), rows)
+                sub = half.cosines(self._mat, self._query(qvec), rows)
                 keep = np.ones(rows.size, dtype=bool) if min_cosine is None else sub >= min_cosine
                 return self._top(rows[keep], sub[keep], k)
         n = self._n_rows
@@ -296,9 +296,9 @@ class VectorIndex(GraphRows):
             return self._from_int8(scan, q, k, ok, count, min_cosine)
         if count * 4 <= n:  # a narrow filter: score only its rows
             cand = np.flatnonzero(ok)
-            sc = half.cosines(self._mat, half.query_of(q), cand)
+            sc = half.cosines(self._mat, q, cand)
         else:
-            full = half.cosines(self._mat, half.query_of(q), upto=n)
+            full = half.cosines(self._mat, q, upto=n)
             if min_cosine is not None:  # one pass: the allowed rows at or above the cut
                 ok &= full >= min_cosine
             cand = np.flatnonzero(ok)
@@ -331,7 +331,7 @@ class VectorIndex(GraphRows):
                   min_cosine: float | None) -> list[tuple[int, float]]:
         """The top-``k`` of candidate ``rows`` by their exact cosine on the held rows (the graph's and the int8
         scan's candidates alike), dropping cosines below ``min_cosine``."""
-        sc = half.cosines(self._mat, half.query_of(q), rows)
+        sc = half.cosines(self._mat, q, rows)
         if min_cosine is not None:
             keep = sc >= min_cosine
             rows, sc = rows[keep], sc[keep]
@@ -381,5 +381,5 @@ class VectorIndex(GraphRows):
         out = np.zeros(len(ids), dtype=np.float64)
         have = [j for j, r in enumerate(rows) if r is not None]
         if have:
-            out[have] = half.cosines(self._mat, half.query_of(q), np.array([rows[j] for j in have], dtype=np.int64))
+            out[have] = half.cosines(self._mat, q, np.array([rows[j] for j in have], dtype=np.int64))
         return out
