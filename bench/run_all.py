@@ -16,6 +16,10 @@ from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from report import cpu_model  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results"
 BENCHES = [  # (results file, command)
     ("locomo.md", ["bench/locomo.py"]),
@@ -43,8 +47,7 @@ REPORTS = ["goals.md", "house.md", "locomo.md", "embedder_cost.md", "speed.md", 
 
 
 def machine() -> str:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else "?"
+    cpu = cpu_model()
     mem = next((int(ln.split()[1]) // 1024 // 1024 for ln in Path("/proc/meminfo").read_text().splitlines()
                 if ln.startswith("MemTotal")), 0) if Path("/proc/meminfo").exists() else 0
     return (f"{cpu}, {os.cpu_count()} cores, {mem} GiB RAM, {platform.system()} {platform.release()}, "

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import speed_corpus  # noqa: E402
-from report import write_report  # noqa: E402
+from report import cpu_model, write_report  # noqa: E402
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 
@@ -265,7 +265,7 @@ def render(rows: list[dict], cmd: str, when: str) -> list[str]:
 
     lines = [
         "# Speed at every size (issue 18)\n",
-        f"Generated {when} by `{cmd}` on {platform.machine()}, Python "
+        f"Generated {when} by `{cmd}` on {platform.machine()} ({cpu_model()}), Python "
         f"{platform.python_version()}, 2 shared cores (other agents' jobs ran meanwhile: the 1-minute load average "
         "is beside each figure). Default config (WordLlama 256-d, weighted fusion, context signals, limit 10). "
         "Medians over the LoCoMo questions; recall excludes the query embedding (cached); its CPU time (every "
