@@ -2,7 +2,7 @@
 against the vector leg's share of the exact top-200.
 
 Usage: python bench/ann_params.py [--size 1000000] [--configs 16:128,16:96,12:96,16:64,16:128:8] [--dims 256]
-                                  [--out bench/results/ann_params.md]
+                                  [--ivf 1024:20000,2048:20000] [--out bench/results/ann_params.md]
 
 The notes are ``bench/speed_corpus.distinct`` embedded with WordLlama (the default embedder; cached as
 ``/tmp/pal-ann-vectors-<size>.npy``), the queries LoCoMo's first 200 questions. For each ``connectivity:expansion_add``
@@ -15,6 +15,12 @@ product uses (``Ann.search_list``: 2,400 at 1M with the default settings; 2,000 
 top-200 (by score, so ties count) among the 200 best rescored rows. ``--dims 128`` builds the graph over the first
 128 dimensions (WordLlama's Matryoshka prefix), rescored with all 256. Needs ``../shared/data`` (the corpus is
 derived from LoCoMo).
+
+``--ivf nlist:trained_on,…`` measures the other family the issue names, an inverted file (faiss ``IndexIVFFlat``,
+inner product, ``nlist`` k-means centroids trained on the first ``trained_on`` vectors — what a store growing note
+by note would have when it crossed the threshold — then every vector added in the same batches); its rows say
+the insert cost and, for ``nprobe`` 64 / 128 / 256, the share found, the search p50 and the mean share of the rows
+a search compares the query with (faiss's own count), one faiss thread.
 """
 from __future__ import annotations
 
@@ -85,28 +91,78 @@ def run(X: np.ndarray, Q: np.ndarray, size: int, m: int, ef_add: int, dims: int,
     return out
 
 
+def run_ivf(X: np.ndarray, Q: np.ndarray, size: int, nlist: int, trained_on: int) -> dict:
+    """An inverted file over the same vectors, asked for the same 400 rows as the graph."""
+    import faiss
+    faiss.omp_set_num_threads(1)
+    d = X.shape[1]
+    ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
+    ivf.train(np.ascontiguousarray(X[:trained_on], dtype=np.float32))
+    per: list[float] = []
+    for s in range(0, size, 5000):
+        b = np.ascontiguousarray(X[s:s + 5000], dtype=np.float32)
+        c = time.process_time()
+        ivf.add(b)
+        per.append((time.process_time() - c) / len(b) * 1e6)
+    sizes = faiss.vector_to_array(ivf.invlists.get_list_sizes()) if hasattr(ivf.invlists, "get_list_sizes") else \
+        np.array([ivf.invlists.list_size(i) for i in range(nlist)])
+    scores = Q @ np.asarray(X[:size]).T
+    out: dict = {"nlist": nlist, "trained_on": trained_on, "insert_us": float(np.median(per[-20:])),
+                 "largest_list_over_mean": float(sizes.max() / sizes.mean()), "found": {}}
+    for nprobe in (64, 128, 256):
+        ivf.nprobe = nprobe
+        shares, took = [], []
+        faiss.cvar.indexIVF_stats.reset()  # counts the rows each search compares the query with
+        for qi in range(len(Q)):
+            cut = scores[qi][np.argpartition(-scores[qi], 200)[:200]].min()
+            t = time.perf_counter()
+            _, keys = ivf.search(Q[qi:qi + 1].astype(np.float32), 400)
+            took.append(time.perf_counter() - t)
+            keys = keys[0][keys[0] >= 0]
+            best = np.sort(scores[qi][keys])[::-1][:200]
+            shares.append(float(np.mean(best >= cut - 1e-6)) if len(best) else 0.0)
+        scanned = faiss.cvar.indexIVF_stats.ndis / len(Q) / size * 100
+        out["found"][nprobe] = (float(np.mean(shares)) * 100, float(np.median(took)) * 1000, scanned)
+    print(json.dumps(out), flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=int, default=1_000_000)
     ap.add_argument("--configs", default="16:128,16:96,12:96,16:64")
     ap.add_argument("--dims", type=int, default=256)
+    ap.add_argument("--ivf", default="", help="nlist:trained_on,… (faiss IndexIVFFlat; empty: none)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ann_params.md"))
     args = ap.parse_args(argv)
     X, Q = vectors(args.size)
     rows = []
-    for c in args.configs.split(","):
+    for c in filter(None, args.configs.split(",")):  # --configs "" measures only --ivf
         m, ef_add, *threads = map(int, c.split(":"))
         rows.append(run(X, Q, args.size, m, ef_add, args.dims, *threads))
-    lines = ["# HNSW build parameters: insert cost against the leg's share of the exact top-200 (issue 18)", "",
-             f"`python bench/ann_params.py --size {args.size} --configs {args.configs} --dims {args.dims}`", "",
-             ("| M | expansion_add | insert threads | dims | insert CPU µs a note at 100k / full | found at 100k | "
-              "found at full size (search list: share, search p50 ms) |"), "|---:|---:|---:|---:|---|---|---|"]
+    ivfs = [run_ivf(X, Q, args.size, *map(int, c.split(":"))) for c in args.ivf.split(",") if c]
+    ivf_arg = f" --ivf {args.ivf}" if args.ivf else ""
+    lines = ["# ANN build parameters: insert cost against the leg's share of the exact top-200 (issue 18)", "",
+             f"`python bench/ann_params.py --size {args.size} --configs '{args.configs}' --dims {args.dims}{ivf_arg}`",
+             ""]
+    if rows:
+        lines += [("| M | expansion_add | insert threads | dims | insert CPU µs a note at 100k / full | "
+                   "found at 100k | found at full size (search list: share, search p50 ms) |"),
+                  "|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
         at100 = next(iter(r["found"].get(100_000, {}).values()), (float("nan"), 0))
         full = "; ".join(f"{ef}: {f:.2f} %, {ms:.1f}" for ef, (f, ms) in r["found"][args.size].items())
         at100_us = r["insert_us"].get(100_000, float("nan"))
         lines.append(f"| {r['M']} | {r['ef_add']} | {r['threads']} | {r['dims']} | {at100_us:.0f} / "
                      f"{r['insert_us'][args.size]:.0f} | {at100[0]:.2f} % | {full} |")
+    if ivfs:
+        lines += ["", "An inverted file instead (faiss `IndexIVFFlat`, one thread, 400 rows asked as above):", "",
+                  ("| nlist | centroids trained on | largest list / mean | insert CPU µs a note at full size | "
+                   "found at full size (nprobe: share, search p50 ms, rows scanned) |"), "|---:|---:|---:|---:|---|"]
+        for r in ivfs:
+            full = "; ".join(f"{p}: {f:.2f} %, {ms:.1f}, {sc:.0f} %" for p, (f, ms, sc) in r["found"].items())
+            lines.append(f"| {r['nlist']} | {r['trained_on']:,} | {r['largest_list_over_mean']:.1f} | "
+                         f"{r['insert_us']:.0f} | {full} |")
     write_report(args.out, "\n".join(lines) + "\n")
     return 0
 
