@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import speed_corpus  # noqa: E402
-from report import write_report  # noqa: E402
+from report import prepend_report  # noqa: E402
 
 
 def vectors(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             full = "; ".join(f"{p}: {f:.2f} %, {ms:.1f}, {sc:.0f} %" for p, (f, ms, sc) in r["found"].items())
             lines.append(f"| {r['nlist']} | {r['trained_on']:,} | {r['largest_list_over_mean']:.1f} | "
                          f"{r['insert_us']:.0f} | {full} |")
-    write_report(args.out, "\n".join(lines) + "\n")
+    prepend_report(args.out, "\n".join(lines) + "\n")
     return 0
 
 

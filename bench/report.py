@@ -3,6 +3,7 @@ run_all.py assembles into RESULTS.md) and print it; and the percentile in millis
 from __future__ import annotations
 
 import platform
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,22 @@ def write_report(out: str | Path, text: str) -> None:
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text, encoding="utf-8")
     print(text)
+
+
+def prepend_report(out: str | Path, text: str) -> None:
+    """Add a run to a report kept as a log, newest first (speed.md, ann_params.md): their earlier runs carry the
+    figures the goals and ADRs quote, with what was learnt from them written by hand, so a new run (``make bench``
+    runs ``bench/speed.py``) goes under the title as a section of its own instead of replacing the file."""
+    path = Path(out)
+    title, _, body = text.partition("\n")
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if not old.startswith(title + "\n"):
+        write_report(out, text)
+        return
+    when = datetime.now().strftime("%Y-%m-%d %H:%M")
+    run = f"## Run of {when}\n\n{body.strip()}\n"
+    path.write_text(f"{title}\n\n{run}\n{old[len(title) + 1:].lstrip()}", encoding="utf-8")
+    print(f"{title}\n\n{run}")
 
 
 def pct(seconds: list[float], p: float) -> float:

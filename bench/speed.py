@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import speed_corpus  # noqa: E402
-from report import cpu_model, write_report  # noqa: E402
+from report import cpu_model, prepend_report  # noqa: E402
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
            + (" --no-baselines" if args.no_baselines else ""))
     lines = render(rows, cmd, f"{datetime.now():%Y-%m-%d %H:%M}")
     text = "\n".join(lines) + "\n"
-    write_report(args.out, text)
+    prepend_report(args.out, text)
     return 0
 
 
