@@ -10,8 +10,8 @@ import numpy as np
 
 
 def cpu_model() -> str:
-    """The CPU's model name: the shared VM has been moved between hosts (an AMD EPYC until 2026-12-02, an Intel
-    Xeon on 2026-12-03), and a timing means little without it."""
+    """The CPU's model name: the shared VM moves between hosts (an Intel Xeon, then an AMD EPYC, then a Xeon again
+    within 2026-12-01..03, the same code's 1M ingest 1.7x apart), and a timing means little without it."""
     info = Path("/proc/cpuinfo")
     names = [ln.split(":", 1)[1].strip() for ln in info.read_text().splitlines()
              if ln.startswith("model name")] if info.exists() else []
