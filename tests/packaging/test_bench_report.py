@@ -34,6 +34,6 @@ def test_a_missing_file_or_another_title_is_written_whole(tmp_path: Path) -> Non
     assert other.read_text(encoding="utf-8") == "# Speed\n\nGenerated today.\n"
 
 
-def test_the_cpu_model_is_named(tmp_path: Path) -> None:
+def test_the_cpu_model_is_named() -> None:
     name = report.cpu_model()
     assert isinstance(name, str) and name.strip() and name == name.strip()
