@@ -2,7 +2,7 @@
 
 Usage: python bench/locomo.py [--file PATH ...] [--embedder wordllama|minilm|e5] [--out bench/results/locomo.md]
                               [--no-runtime] [--speed N] [--compare e5 ...] [--only-compare] [--embed-cache DIR]
-                              [--coverage-only]
+                              [--coverage-only] [--gap-only]
 
 Every turn of a conversation is one note: content ``"<speaker>: <text>"`` (+ ``" [image: <caption>]"``),
 scope = its conversation, occurred_at = the session date, and thread = its session *or nothing* (an agent that
@@ -487,16 +487,20 @@ def spans(conv: Conversation, ev: list[str]) -> int:
     return len({e.split(":")[0] for e in ev})
 
 
-def evaluate(st: Stores, scheme: Scheme, env, emb, cache, qcache) -> np.ndarray:
-    """Recall@KS of every question, (n_questions, len(KS)), in file order."""
+def evaluate(st: Stores, scheme: Scheme, env, emb, cache, qcache, keep: list | None = None) -> np.ndarray:
+    """Recall@KS of every question, (n_questions, len(KS)), in file order; ``keep``, when given, receives each
+    question's ranking as dia ids (the first ``max(KS)``)."""
     rows = []
     for k, conv in enumerate(st.convs):
         dia = {t.dia: t.id for t in conv.turns}
+        name = {t.id: t.dia for t in conv.turns}
         for j, qa in enumerate(conv.qa):
             qvec = qcache[emb.name][conv.sid][j] if emb is not None else None
             got = retrieve(st, k, scheme, env, qa["q"], qvec, emb, cache)
             ev = {dia[e] for e in qa["ev"]}
             rows.append([1.0 if not ev else len(ev & set(got[:kk])) / len(ev) for kk in KS])
+            if keep is not None:
+                keep.append([name[i] for i in got[:max(KS)]])
     return np.array(rows) * 100
 
 
@@ -732,6 +736,24 @@ def compare_section(path: Path, convs: list[Conversation], st: Stores, new: Sche
     return out
 
 
+def gap_rows(path: Path, convs: list[Conversation], st: Stores, new: Scheme, embs: list, cache, qcache,
+             cats: np.ndarray, span: np.ndarray, runtime: bool) -> list[str]:
+    """The lexical-gap section (bench/locomo_gap.py) for one shared store with `thread`: plain BM25, each
+    embedder's dense leg, the new default and, with ``runtime``, ``memory.recall``."""
+    from locomo_gap import gap_section
+    env, named = (True, True), []
+    for label, scheme, e in [("BM25 plain", BASELINES[0], embs[0]),
+                             *((f"dense dated, `{e.name}`", BASELINES[2], e) for e in embs),
+                             (f"new default (the bench's stages), `{embs[0].name}`", new, embs[0])]:
+        keep: list = []
+        evaluate(st, scheme, env, e, cache, qcache, keep=keep)
+        named.append((label, keep))
+    if runtime:
+        from locomo_runtime import evaluate_runtime
+        named.append(("**memory.recall, new default**", evaluate_runtime(path, convs, now="clock")["rankings"]))
+    return gap_section(convs, cats, span, named, ENVS[env])
+
+
 def coverage_section(st: Stores, new: Scheme, emb, cache, qcache, qconv: np.ndarray, cats: np.ndarray,
                      span: np.ndarray) -> list[str]:
     """Issue 19's coverage mechanisms (``coverage_variants``) against the new default: R@10 and its paired
@@ -799,6 +821,8 @@ def main(argv=None) -> int:
     ap.add_argument("--speed", type=int, default=100_000, help="notes for the episode speed section (0 = skip)")
     ap.add_argument("--runtime", action=argparse.BooleanOptionalAction, default=True,
                     help="also run the product (pal import + memory.recall, old and new default config)")
+    ap.add_argument("--gap-only", action="store_true",
+                    help="only the lexical-gap section (bench/locomo_gap.py), appended to --out as a dated section")
     ap.add_argument("--coverage-only", action="store_true",
                     help="only the coverage section (issue 19's second pass), appended to --out as a dated section")
     args = ap.parse_args(argv)
@@ -846,6 +870,16 @@ def main(argv=None) -> int:
         out += [f"\n## `{path.name}`: {n_q} questions, {sum(len(c.turns) for c in convs)} turns, "
                 f"{len(convs)} conversations ({', '.join(c.sid for c in convs)}); {int((span == 1).sum())} questions "
                 f"with one-session evidence, {int((span >= 2).sum())} spanning sessions\n"]
+        if args.gap_only:
+            sec = [f"\n## Lexical gap, `{path.name}` ({dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')} UTC, "
+                   f"`python bench/locomo.py --gap-only`" + "".join(f" --file {f}" for f in (args.file or []))
+                   + "".join(f" --compare {c}" for c in (args.compare or []))
+                   + ("" if args.runtime else " --no-runtime") + ")\n"]
+            sec += gap_rows(path, convs, st, new, [emb, *others], cache, qcache, cats, span, args.runtime)
+            with open(args.out, "a") as fh:
+                fh.write("\n".join(sec) + "\n")
+            print("\n".join(sec))
+            continue
         if args.coverage_only:
             sec = [f"\n## Coverage mechanisms, `{path.name}` ({dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')} "
                    f"UTC, `python bench/locomo.py --coverage-only`"
@@ -917,12 +951,13 @@ def main(argv=None) -> int:
         for env in [(False, True), (False, False)]:
             out += loco(st, replace(new, name="no crowding", crowding=0.0), grid, env, emb, cache, qcache, qconv)
         out += coverage_section(st, new, emb, cache, qcache, qconv, cats, span)
+        out += gap_rows(path, convs, st, new, [emb, *others], cache, qcache, cats, span, args.runtime)
         out.append(f"\nEvaluation time: {time.perf_counter() - t_start:.1f} s.")
         if args.runtime:
             from bench_runtime_rows import runtime_rows
             out += runtime_rows(path, convs, {s.name: results[(True, True)][s.name] for s in BASELINES[:2]},
                                 cats, span, columns, HEADER)
-    if args.coverage_only:
+    if args.coverage_only or args.gap_only:
         return 0
     if args.speed and not args.only_compare:
         out += speed(load(files[0]), args.speed)

@@ -25,7 +25,8 @@ def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | N
     """Recall@k of ``memory.recall`` over every question (rows in file order under ``"rows"``); ``now`` is
     "clock" or "after" (day after the last turn); ``threads=False`` imports every turn without its ``thread``
     (an agent calling ``memory.remember`` with content, time and scope only). ``prime(rt)``, when given, runs
-    right after the open (bench/locomo.py installs a slow model's vectors, memoised, through it)."""
+    right after the open (bench/locomo.py installs a slow model's vectors, memoised, through it). ``"rankings"``
+    holds each question's returned turns (dia ids, best first)."""
     from palimpsest_memory.packs.memory.importers import parse_locomo
 
     db = Path(tempfile.mkdtemp(prefix="pal-locomo-")) / "locomo.duckdb"
@@ -41,7 +42,7 @@ def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | N
         counts = {"created": res.created}
         ingest_s = time.perf_counter() - t0
         last = {c.scope: max(t.occurred_at for t in c.turns) for c in parsed}
-        rows, lat = [], []
+        rows, lat, rankings = [], [], []
         for conv in convs:
             when = (last[conv.sid] + timedelta(days=1)).isoformat() if now == "after" else None
             for qa in conv.qa:
@@ -56,12 +57,13 @@ def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | N
                     ranking = []
                     print(f"refused: {qa['q']!r}: {exc}")
                 lat.append(time.perf_counter() - t)
+                rankings.append(ranking)
                 ev = set(qa["ev"])
                 rec = [1.0 if not ev else len(ev & set(ranking[:k])) / len(ev) for k in KS]
                 rows.append((qa["cat"], rec))
     overall = np.mean([r for _, r in rows], axis=0) * 100
     per_cat = {c: np.mean([r for cc, r in rows if cc == c], axis=0) * 100 for c in sorted({c for c, _ in rows})}
-    return {"overall": overall, "cat": per_cat, "n": len(rows), "rows": np.array([r for _, r in rows]) * 100, "ingest_notes_per_s": counts["created"] / ingest_s,
+    return {"overall": overall, "cat": per_cat, "n": len(rows), "rows": np.array([r for _, r in rows]) * 100, "rankings": rankings, "ingest_notes_per_s": counts["created"] / ingest_s,
             "recall_p50_ms": statistics.median(lat) * 1000,
             "recall_p95_ms": float(np.percentile(lat, 95)) * 1000, "notes": counts["created"],
             "generated": datetime.now().strftime("%Y-%m-%d %H:%M")}
