@@ -84,7 +84,48 @@ def gap_section(convs: list[Any], cats: np.ndarray, span: np.ndarray, named: lis
         now, bound = word_bound(shared, rankings)
         out.append(f"| {name} | " + " | ".join(f"{now[sel].mean():.1f} / {bound[sel].mean():.1f}" if sel.any() else "–"
                                               for _, sel in groups) + " |")
+    name, rankings = named[-1]
+    for g, sel in groups[1:]:
+        n, rank, above, silent = missed_profile(convs, rankings, sel)
+        out.append(f"- {name}, {g}: {n} word-sharing evidence turns miss the top 10 (median rank {rank:.0f}; a turn "
+                   f"the ranking did not return counts as one place past its end); {100 * above:.0f} % of them match "
+                   f"more of the question's information than the median top-10 note does; the top 10 of these questions "
+                   f"hold on average {silent:.1f} notes that say no query word themselves.")
     return out
+
+
+def missed_profile(convs: list[Any], rankings: list[list[str]], select: np.ndarray) -> tuple[int, float, float, float]:
+    """Of the evidence that shares a word with its question and misses the top 10, over the selected questions:
+    ``(count, median rank (1-based), share whose matched information — Σ idf of the question's terms among the
+    turn's own terms, idf over the turn's conversation — exceeds the median top-10 note's, mean number of top-10
+    notes matching no question term themselves)``."""
+    ranks, above, silent, q = [], [], [], 0
+    for conv in convs:
+        own = {t.dia: set(tokenize(t.content.split(": ", 1)[-1])) for t in conv.turns}
+        df: dict[str, int] = {}
+        for terms in own.values():
+            for w in terms:
+                df[w] = df.get(w, 0) + 1
+        n = len(own)
+        names = {tok for sp in conv.speakers for tok in tokenize(sp)}
+        for qa in conv.qa:
+            ranking, keep = rankings[q], bool(select[q])
+            q += 1
+            if not keep:
+                continue
+            terms = set(tokenize(qa["q"])) - names
+            def info(d: str) -> float:
+                return float(sum(np.log1p((n - df[w] + 0.5) / (df[w] + 0.5)) for w in terms & own.get(d, set())))
+            top = ranking[:TOP]
+            top_info = [info(d) for d in top]
+            missed = [e for e in qa["ev"] if terms & own[e] and e not in top]
+            for e in missed:
+                ranks.append(ranking.index(e) + 1 if e in ranking else len(ranking) + 1)
+                above.append(info(e) > float(np.median(top_info)) if top_info else True)
+                silent.append(sum(x == 0 for x in top_info))
+    if not ranks:
+        return 0, float("nan"), float("nan"), float("nan")
+    return len(ranks), float(np.median(ranks)), float(np.mean(above)), float(np.mean(silent))
 
 
 def word_bound(shared: list[dict[str, bool]], rankings: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:

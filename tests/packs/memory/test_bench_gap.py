@@ -63,3 +63,17 @@ def test_the_section_reports_each_ranking():
     # not); multi-hop is the turtle question alone; no question here is open-domain or spans sessions
     assert bound["nothing"] == "| nothing | 33.3 / 50.0 | 0.0 / 0.0 | – | – |"
     assert bound["perfect"] == "| perfect | 100.0 / 100.0 | 100.0 / 100.0 | – | – |"
+
+
+def test_the_missed_profile_weighs_what_the_missed_turn_and_the_top_ten_match():
+    conv = conversation()
+    filler = [f"D9:{i}" for i in range(10)]  # notes of no turn of this conversation: they match nothing
+    rankings = [[*filler, "D2:2", "D1:1"], ["D1:1"], []]
+    every = np.ones(3, dtype=bool)
+    # only D1:1 shares a word and misses the top 10 (12th); it says "plant" and "garden", the top 10 say nothing
+    assert gap.missed_profile([conv], rankings, every) == (1, 12.0, 1.0, 10.0)
+    # ranked first instead, nothing is missed; a turn not returned counts one place past the ranking's end
+    assert gap.missed_profile([conv], [["D1:1"], [], []], every)[0] == 0
+    assert gap.missed_profile([conv], [filler, [], []], every)[:2] == (1, 11.0)
+    # a question left out of the selection is not counted
+    assert gap.missed_profile([conv], rankings, np.array([False, True, True]))[0] == 0
