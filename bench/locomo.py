@@ -870,22 +870,15 @@ def main(argv=None) -> int:
         out += [f"\n## `{path.name}`: {n_q} questions, {sum(len(c.turns) for c in convs)} turns, "
                 f"{len(convs)} conversations ({', '.join(c.sid for c in convs)}); {int((span == 1).sum())} questions "
                 f"with one-session evidence, {int((span >= 2).sum())} spanning sessions\n"]
-        if args.gap_only:
-            sec = [f"\n## Lexical gap, `{path.name}` ({dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')} UTC, "
-                   f"`python bench/locomo.py --gap-only`" + "".join(f" --file {f}" for f in (args.file or []))
-                   + "".join(f" --compare {c}" for c in (args.compare or []))
-                   + ("" if args.runtime else " --no-runtime") + ")\n"]
-            sec += gap_rows(path, convs, st, new, [emb, *others], cache, qcache, cats, span, args.runtime)
-            with open(args.out, "a") as fh:
-                fh.write("\n".join(sec) + "\n")
-            print("\n".join(sec))
-            continue
-        if args.coverage_only:
-            sec = [f"\n## Coverage mechanisms, `{path.name}` ({dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')} "
-                   f"UTC, `python bench/locomo.py --coverage-only`"
-                   + "".join(f" --file {f}" for f in (args.file or [])) + f", embedder `{emb.name}`, "
-                   f"1-min load {__import__('os').getloadavg()[0]:.1f})\n"]
-            sec += coverage_section(st, new, emb, cache, qcache, qconv, cats, span)
+        if args.gap_only or args.coverage_only:  # one section, appended to the report under a dated title
+            title, flag = ("Lexical gap", "--gap-only") if args.gap_only else ("Coverage mechanisms", "--coverage-only")
+            sec = [f"\n## {title}, `{path.name}` ({dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')} UTC, "
+                   f"`python bench/locomo.py {flag}" + "".join(f" --file {f}" for f in (args.file or []))
+                   + "".join(f" --compare {c}" for c in (args.compare or []) if args.gap_only)
+                   + ("" if args.runtime or not args.gap_only else " --no-runtime")
+                   + f"`, embedder `{emb.name}`, 1-min load {__import__('os').getloadavg()[0]:.1f})\n"]
+            sec += (gap_rows(path, convs, st, new, [emb, *others], cache, qcache, cats, span, args.runtime)
+                    if args.gap_only else coverage_section(st, new, emb, cache, qcache, qconv, cats, span))
             with open(args.out, "a") as fh:
                 fh.write("\n".join(sec) + "\n")
             print("\n".join(sec))
