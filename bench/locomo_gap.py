@@ -91,7 +91,38 @@ def gap_section(convs: list[Any], cats: np.ndarray, span: np.ndarray, named: lis
                    f"the ranking did not return counts as one place past its end); {100 * above:.0f} % of them match "
                    f"more of the question's information than the median top-10 note does; the top 10 of these questions "
                    f"hold on average {silent:.1f} notes that say no query word themselves.")
+    n, beyond, beside, session = gap_reach(convs, shared, rankings)
+    out.append(f"- {name}: of the {n} evidence turns that share no word and miss the top 10, {beyond} are not among "
+               f"the {max((len(r) for r in rankings), default=0)} returned, {beside} sit next to a top-10 note of their "
+               f"thread, and {session} have their thread (session) in the top 10 at all. The context signals lift a "
+               f"matched note's thread and neighbours: they cannot reach the {n - session} whose thread has no note "
+               f"in the top 10.")
     return out
+
+
+def gap_reach(convs: list[Any], shared: list[dict[str, bool]], rankings: list[list[str]]) -> tuple[int, int, int, int]:
+    """Of the evidence turns that share no word with their question and miss the top 10: ``(count, not returned
+    at all, next to a top-10 note of their thread, with any top-10 note in their thread)``."""
+    n = beyond = beside = session = 0
+    q = 0
+    for conv in convs:
+        order = [t.dia for t in conv.turns]
+        thread = {t.dia: t.thread for t in conv.turns}
+        at = {d: i for i, d in enumerate(order)}
+        for _ in conv.qa:
+            ranking, ev = rankings[q], shared[q]
+            q += 1
+            top = set(ranking[:TOP])
+            for e, yes in ev.items():
+                if yes or e in top:
+                    continue
+                n += 1
+                beyond += e not in ranking
+                i = at[e]
+                near = {order[j] for j in (i - 1, i + 1) if 0 <= j < len(order) and thread[order[j]] == thread[e]}
+                beside += bool(near & top)
+                session += any(thread.get(t) == thread[e] for t in top)
+    return n, beyond, beside, session
 
 
 def missed_profile(convs: list[Any], rankings: list[list[str]], select: np.ndarray) -> tuple[int, float, float, float]:

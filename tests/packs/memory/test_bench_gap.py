@@ -15,10 +15,10 @@ _spec.loader.exec_module(gap)
 
 
 def conversation():
-    turns = [NS(dia="D1:1", content="Ines: I planted purple carrots in the garden"),
-             NS(dia="D1:2", content="Tomas: Ines, that sounds lovely"),
-             NS(dia="D2:1", content="Ines: We adopted a turtle last week"),
-             NS(dia="D2:2", content="Tomas: What is the weather like?")]
+    turns = [NS(dia="D1:1", content="Ines: I planted purple carrots in the garden", thread="s1"),
+             NS(dia="D1:2", content="Tomas: Ines, that sounds lovely", thread="s1"),
+             NS(dia="D2:1", content="Ines: We adopted a turtle last week", thread="s2"),
+             NS(dia="D2:2", content="Tomas: What is the weather like?", thread="s2")]
     qa = [{"q": "What did Ines plant in her garden?", "ev": ["D1:1", "D1:2"], "cat": 4},
           {"q": "Which animals does Ines like?", "ev": ["D2:1"], "cat": 1},
           {"q": "What does Tomas say about the weather?", "ev": [], "cat": 5}]
@@ -77,3 +77,16 @@ def test_the_missed_profile_weighs_what_the_missed_turn_and_the_top_ten_match():
     assert gap.missed_profile([conv], [filler, [], []], every)[:2] == (1, 11.0)
     # a question left out of the selection is not counted
     assert gap.missed_profile([conv], rankings, np.array([False, True, True]))[0] == 0
+
+
+def test_the_reach_of_the_gap_evidence_counts_neighbours_and_threads():
+    conv = conversation()
+    shared = gap.shared_word([conv])  # D1:2 and D2:1 share no word with their questions
+    # D1:2 is returned 11th, next to D1:1, ranked first; D2:1 is not returned, its thread not in the top 10
+    filler = [f"D9:{i}" for i in range(9)]
+    assert gap.gap_reach([conv], shared, [["D1:1", *filler, "D1:2"], ["D1:2"], []]) == (2, 1, 1, 1)
+    assert gap.gap_reach([conv], shared, [["D1:1"], ["D1:2"], []]) == (2, 2, 1, 1)  # D1:2 not returned either
+    # D2:2 (D2:1's neighbour, its thread) in the top 10: beside and in its thread, though D2:1 is still not returned
+    assert gap.gap_reach([conv], shared, [["D1:2"], ["D2:2"], []]) == (1, 1, 1, 1)
+    # the next turn of another thread is no neighbour: D1:2 ranked for the turtle question lifts nothing
+    assert gap.gap_reach([conv], shared, [["D1:2"], ["D1:2"], []]) == (1, 1, 0, 0)
