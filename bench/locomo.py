@@ -808,6 +808,14 @@ def coverage_section(st: Stores, new: Scheme, emb, cache, qcache, qconv: np.ndar
     return out
 
 
+def command(args: argparse.Namespace) -> str:
+    """The command line a report was made by, as its header quotes it (the options that change what it holds)."""
+    return ("python bench/locomo.py" + "".join(f" --file {f}" for f in (args.file or []))
+            + "".join(f" --compare {c}" for c in (args.compare or [])) + (" --only-compare" if args.only_compare else "")
+            + ("" if args.runtime else " --no-runtime") + (" --gap-only" if args.gap_only else "")
+            + (" --coverage-only" if args.coverage_only else ""))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", action="append", help="LoCoMo-format file (repeatable; default: the shared dev file)")
@@ -843,10 +851,7 @@ def main(argv=None) -> int:
         e.spec_name = name
         others.append(e)
     out = ["# LoCoMo dialog-level evidence recall (issue 19)\n",
-           f"Generated {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} by `python bench/locomo.py"
-           + "".join(f" --file {f}" for f in (args.file or []))
-           + "".join(f" --compare {c}" for c in (args.compare or [])) + (" --only-compare" if args.only_compare else "")
-           + ("" if args.runtime else " --no-runtime") + f"` (embedder `{emb.name}`), on "
+           f"Generated {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} by `{command(args)}` (embedder `{emb.name}`), on "
            f"{__import__('platform').node()} ({__import__('os').cpu_count()} cores, shared); 1-min load average at the start {__import__('os').getloadavg()[0]:.1f}.\n",
            "Recall@k of a question = the share of its evidence turns among the top k, averaged over questions "
            "(empty evidence counts 1, as in the paper). Category and span columns are R@10; *one session* / "
@@ -871,12 +876,9 @@ def main(argv=None) -> int:
                 f"{len(convs)} conversations ({', '.join(c.sid for c in convs)}); {int((span == 1).sum())} questions "
                 f"with one-session evidence, {int((span >= 2).sum())} spanning sessions\n"]
         if args.gap_only or args.coverage_only:  # one section, appended to the report under a dated title
-            title, flag = ("Lexical gap", "--gap-only") if args.gap_only else ("Coverage mechanisms", "--coverage-only")
+            title = "Lexical gap" if args.gap_only else "Coverage mechanisms"
             sec = [f"\n## {title}, `{path.name}` ({dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M')} UTC, "
-                   f"`python bench/locomo.py {flag}" + "".join(f" --file {f}" for f in (args.file or []))
-                   + "".join(f" --compare {c}" for c in (args.compare or []) if args.gap_only)
-                   + ("" if args.runtime or not args.gap_only else " --no-runtime")
-                   + f"`, embedder `{emb.name}`, 1-min load {__import__('os').getloadavg()[0]:.1f})\n"]
+                   f"`{command(args)}`, embedder `{emb.name}`, 1-min load {__import__('os').getloadavg()[0]:.1f})\n"]
             sec += (gap_rows(path, convs, st, new, [emb, *others], cache, qcache, cats, span, args.runtime)
                     if args.gap_only else coverage_section(st, new, emb, cache, qcache, qconv, cats, span))
             with open(args.out, "a") as fh:

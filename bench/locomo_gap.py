@@ -11,6 +11,7 @@ matches words can reach it".
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,18 +21,52 @@ from palimpsest_memory.packs.memory.text import tokenize
 TOP = 10
 
 
-def shared_word(convs: list[Any]) -> list[dict[str, bool]]:
-    """Per question in file order, ``{evidence dia id: shares an index term with the question}``; the turn's
-    own text (after ``"<speaker>: "``, without the date or the neighbours' words the index adds) and the question's
-    terms minus the speakers' names are compared."""
+@dataclass(frozen=True)
+class Turns:
+    """One conversation's turns as the section compares them: each turn's own index terms (the text after
+    ``"<speaker>: "``, without the date or the neighbours' words the index adds), their order and threads, and the
+    document frequency of each term over the conversation (the idf a scoped recall weighs words by)."""
+    own: dict[str, set[str]]
+    order: list[str]
+    thread: dict[str, Any]
+    df: dict[str, int]
+
+    @classmethod
+    def of(cls, conv: Any) -> "Turns":
+        own = {t.dia: set(tokenize(t.content.split(": ", 1)[-1])) for t in conv.turns}
+        df: dict[str, int] = {}
+        for terms in own.values():
+            for w in terms:
+                df[w] = df.get(w, 0) + 1
+        return cls(own, [t.dia for t in conv.turns], {t.dia: t.thread for t in conv.turns}, df)
+
+    def information(self, terms: set[str], dia: str) -> float:
+        """Σ idf of ``terms`` among the turn's own terms (0 for a turn not of this conversation)."""
+        n = len(self.own)
+        return float(sum(np.log1p((n - self.df[w] + 0.5) / (self.df[w] + 0.5)) for w in terms & self.own.get(dia, set())))
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question: its index terms other than the speakers' names, its evidence, and its conversation's turns."""
+    terms: set[str]
+    evidence: list[str]
+    turns: Turns
+
+
+def asked(convs: list[Any]) -> list[Asked]:
+    """Every question in file order (the order of the rankings and of ``cats``/``span``)."""
     out = []
     for conv in convs:
-        text = {t.dia: t.content.split(": ", 1)[-1] for t in conv.turns}
+        turns = Turns.of(conv)
         names = {tok for sp in conv.speakers for tok in tokenize(sp)}
-        for qa in conv.qa:
-            terms = set(tokenize(qa["q"])) - names
-            out.append({e: bool(terms & set(tokenize(text[e]))) for e in qa["ev"]})
+        out += [Asked(set(tokenize(qa["q"])) - names, qa["ev"], turns) for qa in conv.qa]
     return out
+
+
+def shared_word(questions: list[Asked]) -> list[dict[str, bool]]:
+    """Per question, ``{evidence dia id: shares an index term with the question}``."""
+    return [{e: bool(a.terms & a.turns.own[e]) for e in a.evidence} for a in questions]
 
 
 def gap_counts(shared: list[dict[str, bool]], rankings: list[list[str]], select: np.ndarray) -> tuple[int, int, int, int]:
@@ -54,7 +89,8 @@ def gap_section(convs: list[Any], cats: np.ndarray, span: np.ndarray, named: lis
     """A markdown section: per ranking, the share of the evidence found in the top 10 among the evidence that
     shares a word with its question and among the evidence that does not; overall, multi-hop, open-domain and
     several sessions."""
-    shared = shared_word(convs)
+    questions = asked(convs)
+    shared = shared_word(questions)
     groups = [("all questions", np.ones(cats.size, dtype=bool)), ("multi-hop", cats == 1), ("open-domain", cats == 3),
               ("several sessions", span >= 2)]
     out = [f"\n### The lexical gap: evidence that shares no word with its question ({store})\n",
@@ -86,12 +122,12 @@ def gap_section(convs: list[Any], cats: np.ndarray, span: np.ndarray, named: lis
                                               for _, sel in groups) + " |")
     name, rankings = named[-1]
     for g, sel in groups[1:]:
-        n, rank, above, silent = missed_profile(convs, rankings, sel)
+        n, rank, above, silent = missed_profile(questions, rankings, sel)
         out.append(f"- {name}, {g}: {n} word-sharing evidence turns miss the top 10 (median rank {rank:.0f}; a turn "
                    f"the ranking did not return counts as one place past its end); {100 * above:.0f} % of them match "
                    f"more of the question's information than the median top-10 note does; the top 10 of these questions "
                    f"hold on average {silent:.1f} notes that say no query word themselves.")
-    n, beyond, beside, session = gap_reach(convs, shared, rankings)
+    n, beyond, beside, session = gap_reach(questions, shared, rankings)
     out.append(f"- {name}: of the {n} evidence turns that share no word and miss the top 10, {beyond} are not among "
                f"the {max((len(r) for r in rankings), default=0)} returned, {beside} sit next to a top-10 note of their "
                f"thread, and {session} have their thread (session) in the top 10 at all. The context signals lift a "
@@ -100,60 +136,44 @@ def gap_section(convs: list[Any], cats: np.ndarray, span: np.ndarray, named: lis
     return out
 
 
-def gap_reach(convs: list[Any], shared: list[dict[str, bool]], rankings: list[list[str]]) -> tuple[int, int, int, int]:
+def gap_reach(questions: list[Asked], shared: list[dict[str, bool]],
+              rankings: list[list[str]]) -> tuple[int, int, int, int]:
     """Of the evidence turns that share no word with their question and miss the top 10: ``(count, not returned
     at all, next to a top-10 note of their thread, with any top-10 note in their thread)``."""
     n = beyond = beside = session = 0
-    q = 0
-    for conv in convs:
-        order = [t.dia for t in conv.turns]
-        thread = {t.dia: t.thread for t in conv.turns}
-        at = {d: i for i, d in enumerate(order)}
-        for _ in conv.qa:
-            ranking, ev = rankings[q], shared[q]
-            q += 1
-            top = set(ranking[:TOP])
-            for e, yes in ev.items():
-                if yes or e in top:
-                    continue
-                n += 1
-                beyond += e not in ranking
-                i = at[e]
-                near = {order[j] for j in (i - 1, i + 1) if 0 <= j < len(order) and thread[order[j]] == thread[e]}
-                beside += bool(near & top)
-                session += any(thread.get(t) == thread[e] for t in top)
+    for a, ev, ranking in zip(questions, shared, rankings):
+        order, thread = a.turns.order, a.turns.thread
+        top = set(ranking[:TOP])
+        for e, yes in ev.items():
+            if yes or e in top:
+                continue
+            n += 1
+            beyond += e not in ranking
+            i = order.index(e)
+            near = {order[j] for j in (i - 1, i + 1) if 0 <= j < len(order) and thread[order[j]] == thread[e]}
+            beside += bool(near & top)
+            session += any(thread.get(t) == thread[e] for t in top)
     return n, beyond, beside, session
 
 
-def missed_profile(convs: list[Any], rankings: list[list[str]], select: np.ndarray) -> tuple[int, float, float, float]:
+def missed_profile(questions: list[Asked], rankings: list[list[str]],
+                   select: np.ndarray) -> tuple[int, float, float, float]:
     """Of the evidence that shares a word with its question and misses the top 10, over the selected questions:
     ``(count, median rank (1-based), share whose matched information — Σ idf of the question's terms among the
     turn's own terms, idf over the turn's conversation — exceeds the median top-10 note's, mean number of top-10
     notes matching no question term themselves)``."""
-    ranks, above, silent, q = [], [], [], 0
-    for conv in convs:
-        own = {t.dia: set(tokenize(t.content.split(": ", 1)[-1])) for t in conv.turns}
-        df: dict[str, int] = {}
-        for terms in own.values():
-            for w in terms:
-                df[w] = df.get(w, 0) + 1
-        n = len(own)
-        names = {tok for sp in conv.speakers for tok in tokenize(sp)}
-        for qa in conv.qa:
-            ranking, keep = rankings[q], bool(select[q])
-            q += 1
-            if not keep:
+    ranks, above, silent = [], [], []
+    for a, ranking, keep in zip(questions, rankings, select):
+        if not keep:
+            continue
+        top = ranking[:TOP]
+        top_info = [a.turns.information(a.terms, d) for d in top]
+        for e in a.evidence:
+            if not a.terms & a.turns.own[e] or e in top:
                 continue
-            terms = set(tokenize(qa["q"])) - names
-            def info(d: str) -> float:
-                return float(sum(np.log1p((n - df[w] + 0.5) / (df[w] + 0.5)) for w in terms & own.get(d, set())))
-            top = ranking[:TOP]
-            top_info = [info(d) for d in top]
-            missed = [e for e in qa["ev"] if terms & own[e] and e not in top]
-            for e in missed:
-                ranks.append(ranking.index(e) + 1 if e in ranking else len(ranking) + 1)
-                above.append(info(e) > float(np.median(top_info)) if top_info else True)
-                silent.append(sum(x == 0 for x in top_info))
+            ranks.append(ranking.index(e) + 1 if e in ranking else len(ranking) + 1)
+            above.append(a.turns.information(a.terms, e) > float(np.median(top_info)) if top_info else True)
+            silent.append(sum(x == 0 for x in top_info))
     if not ranks:
         return 0, float("nan"), float("nan"), float("nan")
     return len(ranks), float(np.median(ranks)), float(np.mean(above)), float(np.mean(silent))

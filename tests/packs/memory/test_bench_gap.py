@@ -3,6 +3,7 @@ small made-up conversation."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import SimpleNamespace as NS
 
@@ -11,6 +12,7 @@ import numpy as np
 _spec = importlib.util.spec_from_file_location(
     "locomo_gap", Path(__file__).resolve().parents[3] / "bench" / "locomo_gap.py")
 gap = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = gap  # its dataclasses look their module up while the class is made
 _spec.loader.exec_module(gap)
 
 
@@ -26,7 +28,7 @@ def conversation():
 
 
 def test_a_shared_word_is_an_index_term_of_the_turns_own_text_other_than_a_speakers_name():
-    (plant, garden_q, weather) = gap.shared_word([conversation()])
+    (plant, garden_q, weather) = gap.shared_word(gap.asked([conversation()]))
     # "plant" and "planted" stem alike; D1:2 says "Ines", which is a speaker's name and so does not count
     assert plant == {"D1:1": True, "D1:2": False}
     # "animals" against "turtle": no word in common, the gap the section measures
@@ -36,7 +38,7 @@ def test_a_shared_word_is_an_index_term_of_the_turns_own_text_other_than_a_speak
 
 def test_counts_and_the_bound_follow_the_ranking():
     conv = conversation()
-    shared = gap.shared_word([conv])
+    shared = gap.shared_word(gap.asked([conv]))
     # question 1: its word-sharing turn ranked 12th, its other turn 1st; question 2: its turn not ranked
     filler = [f"D9:{i}" for i in range(20)]
     rankings = [["D1:2", *filler[:10], "D1:1"], filler, []]
@@ -71,22 +73,22 @@ def test_the_missed_profile_weighs_what_the_missed_turn_and_the_top_ten_match():
     rankings = [[*filler, "D2:2", "D1:1"], ["D1:1"], []]
     every = np.ones(3, dtype=bool)
     # only D1:1 shares a word and misses the top 10 (12th); it says "plant" and "garden", the top 10 say nothing
-    assert gap.missed_profile([conv], rankings, every) == (1, 12.0, 1.0, 10.0)
+    assert gap.missed_profile(gap.asked([conv]), rankings, every) == (1, 12.0, 1.0, 10.0)
     # ranked first instead, nothing is missed; a turn not returned counts one place past the ranking's end
-    assert gap.missed_profile([conv], [["D1:1"], [], []], every)[0] == 0
-    assert gap.missed_profile([conv], [filler, [], []], every)[:2] == (1, 11.0)
+    assert gap.missed_profile(gap.asked([conv]), [["D1:1"], [], []], every)[0] == 0
+    assert gap.missed_profile(gap.asked([conv]), [filler, [], []], every)[:2] == (1, 11.0)
     # a question left out of the selection is not counted
-    assert gap.missed_profile([conv], rankings, np.array([False, True, True]))[0] == 0
+    assert gap.missed_profile(gap.asked([conv]), rankings, np.array([False, True, True]))[0] == 0
 
 
 def test_the_reach_of_the_gap_evidence_counts_neighbours_and_threads():
     conv = conversation()
-    shared = gap.shared_word([conv])  # D1:2 and D2:1 share no word with their questions
+    shared = gap.shared_word(gap.asked([conv]))  # D1:2 and D2:1 share no word with their questions
     # D1:2 is returned 11th, next to D1:1, ranked first; D2:1 is not returned, its thread not in the top 10
     filler = [f"D9:{i}" for i in range(9)]
-    assert gap.gap_reach([conv], shared, [["D1:1", *filler, "D1:2"], ["D1:2"], []]) == (2, 1, 1, 1)
-    assert gap.gap_reach([conv], shared, [["D1:1"], ["D1:2"], []]) == (2, 2, 1, 1)  # D1:2 not returned either
+    assert gap.gap_reach(gap.asked([conv]), shared, [["D1:1", *filler, "D1:2"], ["D1:2"], []]) == (2, 1, 1, 1)
+    assert gap.gap_reach(gap.asked([conv]), shared, [["D1:1"], ["D1:2"], []]) == (2, 2, 1, 1)  # D1:2 not returned either
     # D2:2 (D2:1's neighbour, its thread) in the top 10: beside and in its thread, though D2:1 is still not returned
-    assert gap.gap_reach([conv], shared, [["D1:2"], ["D2:2"], []]) == (1, 1, 1, 1)
+    assert gap.gap_reach(gap.asked([conv]), shared, [["D1:2"], ["D2:2"], []]) == (1, 1, 1, 1)
     # the next turn of another thread is no neighbour: D1:2 ranked for the turtle question lifts nothing
-    assert gap.gap_reach([conv], shared, [["D1:2"], ["D1:2"], []]) == (1, 1, 0, 0)
+    assert gap.gap_reach(gap.asked([conv]), shared, [["D1:2"], ["D1:2"], []]) == (1, 1, 0, 0)
