@@ -53,9 +53,24 @@ def vectors(size: int) -> tuple[np.ndarray, np.ndarray]:
     return np.load(cache, mmap_mode="r"), e.embed(speed_corpus.questions()[:200])
 
 
-def found(graph, X: np.ndarray, Q: np.ndarray, n: int, dims: int, ef: int) -> tuple[float, float]:
-    """(share of the exact top-200 found, search p50 ms) over the first ``n`` rows."""
-    scores = Q @ np.asarray(X[:n]).T
+def exact_cuts(X: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:
+    """Per query, the 200th best exact score over the first ``n`` rows: computed once per size, the matrix of
+    every score (200 × 1M floats at full size) is not kept."""
+    cuts = np.empty(len(Q), dtype=np.float32)
+    for s in range(0, len(Q), 50):
+        scores = Q[s:s + 50] @ np.asarray(X[:n]).T
+        cuts[s:s + 50] = -np.partition(-scores, 199, axis=1)[:, 199]
+    return cuts
+
+
+def share_of_top200(X: np.ndarray, q: np.ndarray, cut: float, keys: np.ndarray) -> float:
+    """The share of the exact top-200 (by score, so ties count) among the 200 best of ``keys`` rescored exactly."""
+    best = np.sort(np.asarray(X[np.sort(keys)]) @ q)[::-1][:200]
+    return float(np.mean(best >= cut - 1e-6)) if len(best) else 0.0
+
+
+def found(graph, X: np.ndarray, Q: np.ndarray, cuts: np.ndarray, dims: int, ef: int) -> tuple[float, float]:
+    """(share of the exact top-200 found, search p50 ms); ``cuts`` are the size's ``exact_cuts``."""
     graph.expansion_search = ef
     shares, took = [], []
     for qi in range(len(Q)):
@@ -63,18 +78,12 @@ def found(graph, X: np.ndarray, Q: np.ndarray, n: int, dims: int, ef: int) -> tu
         t = time.perf_counter()
         keys = graph.search(q, 400, threads=1).keys.astype(np.int64)
         took.append(time.perf_counter() - t)
-        shares.append(share_of_top200(scores[qi], keys))
+        shares.append(share_of_top200(X, Q[qi], cuts[qi], keys))
     return float(np.mean(shares)) * 100, float(np.median(took)) * 1000
 
 
-def share_of_top200(scores: np.ndarray, keys: np.ndarray) -> float:
-    """The share of the exact top-200 (by score, so ties count) among the 200 best of ``keys`` rescored exactly."""
-    cut = scores[np.argpartition(-scores, 200)[:200]].min()
-    best = np.sort(scores[keys])[::-1][:200]
-    return float(np.mean(best >= cut - 1e-6)) if len(best) else 0.0
-
-
-def run(X: np.ndarray, Q: np.ndarray, size: int, m: int, ef_add: int, dims: int, threads: int = 1) -> dict:
+def run(X: np.ndarray, Q: np.ndarray, cuts: dict[int, np.ndarray], size: int, m: int, ef_add: int, dims: int,
+        threads: int = 1) -> dict:
     from usearch.index import Index
 
     from palimpsest_memory.packs.memory.vector_graph import Ann
@@ -91,12 +100,12 @@ def run(X: np.ndarray, Q: np.ndarray, size: int, m: int, ef_add: int, dims: int,
         if n in (100_000, size):
             out["insert_us"][n] = float(np.median(per[-20:]))
             efs = [Ann().search_list(n, ask=400)] + ([3000, 4000] if n == size and n >= 1_000_000 else [])
-            out["found"][n] = {ef: found(graph, X, Q, n, dims, ef) for ef in efs}
+            out["found"][n] = {ef: found(graph, X, Q, cuts[n], dims, ef) for ef in efs}
             print(json.dumps(out), flush=True)
     return out
 
 
-def run_ivf(X: np.ndarray, Q: np.ndarray, size: int, nlist: int, trained_on: int) -> dict:
+def run_ivf(X: np.ndarray, Q: np.ndarray, cuts: np.ndarray, size: int, nlist: int, trained_on: int) -> dict:
     """An inverted file over the same vectors, asked for the same 400 rows as the graph."""
     import faiss
     faiss.omp_set_num_threads(1)
@@ -110,7 +119,6 @@ def run_ivf(X: np.ndarray, Q: np.ndarray, size: int, nlist: int, trained_on: int
         ivf.add(b)
         per.append((time.process_time() - c) / len(b) * 1e6)
     sizes = np.array([ivf.invlists.list_size(i) for i in range(nlist)])
-    scores = Q @ np.asarray(X[:size]).T
     out: dict = {"nlist": nlist, "trained_on": trained_on, "insert_us": float(np.median(per[-20:])),
                  "largest_list_over_mean": float(sizes.max() / sizes.mean()), "found": {}}
     for nprobe in (64, 128, 256):
@@ -121,7 +129,7 @@ def run_ivf(X: np.ndarray, Q: np.ndarray, size: int, nlist: int, trained_on: int
             t = time.perf_counter()
             _, keys = ivf.search(Q[qi:qi + 1].astype(np.float32), 400)
             took.append(time.perf_counter() - t)
-            shares.append(share_of_top200(scores[qi], keys[0][keys[0] >= 0]))  # (-1: fewer rows than asked)
+            shares.append(share_of_top200(X, Q[qi], cuts[qi], keys[0][keys[0] >= 0]))  # (-1: fewer rows than asked)
         scanned = faiss.cvar.indexIVF_stats.ndis / len(Q) / size * 100
         out["found"][nprobe] = (float(np.mean(shares)) * 100, float(np.median(took)) * 1000, scanned)
     print(json.dumps(out), flush=True)
@@ -137,11 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ann_params.md"))
     args = ap.parse_args(argv)
     X, Q = vectors(args.size)
+    cuts = {n: exact_cuts(X, Q, n) for n in {min(100_000, args.size), args.size}}  # the sizes `found` is asked at
     rows = []
     for c in filter(None, args.configs.split(",")):  # --configs "" measures only --ivf
         m, ef_add, *threads = map(int, c.split(":"))
-        rows.append(run(X, Q, args.size, m, ef_add, args.dims, *threads))
-    ivfs = [run_ivf(X, Q, args.size, *map(int, c.split(":"))) for c in args.ivf.split(",") if c]
+        rows.append(run(X, Q, cuts, args.size, m, ef_add, args.dims, *threads))
+    ivfs = [run_ivf(X, Q, cuts[args.size], args.size, *map(int, c.split(":"))) for c in args.ivf.split(",") if c]
     ivf_arg = f" --ivf {args.ivf}" if args.ivf else ""
     lines = ["# ANN build parameters: insert cost against the leg's share of the exact top-200 (issue 18)", "",
              f"`python bench/ann_params.py --size {args.size} --configs '{args.configs}' --dims {args.dims}{ivf_arg}`",
