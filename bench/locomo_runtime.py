@@ -63,7 +63,8 @@ def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | N
                 rows.append((qa["cat"], rec))
     overall = np.mean([r for _, r in rows], axis=0) * 100
     per_cat = {c: np.mean([r for cc, r in rows if cc == c], axis=0) * 100 for c in sorted({c for c, _ in rows})}
-    return {"overall": overall, "cat": per_cat, "n": len(rows), "rows": np.array([r for _, r in rows]) * 100, "rankings": rankings, "ingest_notes_per_s": counts["created"] / ingest_s,
+    return {"overall": overall, "cat": per_cat, "n": len(rows), "rows": np.array([r for _, r in rows]) * 100,
+            "rankings": rankings, "ingest_notes_per_s": counts["created"] / ingest_s,
             "recall_p50_ms": statistics.median(lat) * 1000,
             "recall_p95_ms": float(np.percentile(lat, 95)) * 1000, "notes": counts["created"],
             "generated": datetime.now().strftime("%Y-%m-%d %H:%M")}
