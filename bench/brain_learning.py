@@ -111,7 +111,7 @@ def run(args: argparse.Namespace, seed: int) -> dict:
     for rt in (fixed, brain):
         for i in range(0, len(notes), 1000):
             rt.call("memory.remember_many", {"notes": notes[i:i + 1000], "namespace": "bench"})
-    meta = {r[0]: (r[1], r[2]) for r in fixed._con.execute(
+    meta = {r[0]: (r[1], r[2]) for r in fixed.store.con.execute(
         "SELECT id, epoch(occurred_at), salience FROM memory.notes").fetchall()}
     pools: dict[int, list[tuple[int, float]]] = {}
 

@@ -58,9 +58,9 @@ def size(db: Path) -> int:
 
 
 def checkpointed(rt, db: Path) -> int:
-    if "brain" in rt._state:
+    if "brain" in rt.catalog.packs:
         rt.call("brain.flush_serves", {}, internal=True)
-    rt._con.execute("CHECKPOINT")
+    rt.store.con.execute("CHECKPOINT")
     return size(db)
 
 

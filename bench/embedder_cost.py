@@ -82,7 +82,7 @@ def measure(name: str, n_ingest: int, n_recall: int, n_queries: int) -> dict:
         notes, _, _ = corpus(n_ingest)
         db = Path(tempfile.mkdtemp(prefix="pal-embcost-")) / "ingest.duckdb"
         with Runtime.open(db, config=config(name), env=env) as rt:
-            reg = rt._state["memory"].embedders
+            reg = rt.pack_state("memory").embedders
             model = reg.get(name)
             out["model"], out["dim"] = model.name, model.dim
             lat = []
@@ -103,7 +103,7 @@ def measure(name: str, n_ingest: int, n_recall: int, n_queries: int) -> dict:
         notes, _, _ = corpus(n_recall)
         db = Path(tempfile.mkdtemp(prefix="pal-embcost-")) / "recall.duckdb"
         with Runtime.open(db, config=config(name), env=env) as rt:
-            reg = rt._state["memory"].embedders
+            reg = rt.pack_state("memory").embedders
             reg._models[name] = Memo(reg.get(name))
             ingest(rt, notes, batch=5000)
             for q in qs:

@@ -64,7 +64,7 @@ def main() -> int:
         batch_times.append((time.perf_counter() - t, len(facts[i:i + args.batch])))
         created, superseded = created + res.created, superseded + res.superseded
     load = time.perf_counter() - t0
-    rows = rt._con.execute("SELECT count(*) FROM kg.facts").fetchone()[0]
+    rows = rt.store.con.execute("SELECT count(*) FROM kg.facts").fetchone()[0]
     rates = [n / t for t, n in batch_times]
     print(f"assert_facts: {len(facts):,} facts in {load:.1f} s = {len(facts) / load:,.0f} facts/s overall "
           f"(median batch {statistics.median(rates):,.0f}/s, first {rates[0]:,.0f}/s, last {rates[-1]:,.0f}/s); "
@@ -73,7 +73,7 @@ def main() -> int:
     print(f"kg.facts as_of lookup at {rows:,} rows: p50 {p50:.2f} ms, "
           f"p95 {p95:.2f} ms ({args.lookups} lookups, through Runtime.call)")
     # what a reopened runtime pays once: the first kg call of a namespace builds its cache from the store
-    rt._state["kg"].facts.namespaces.clear()
+    rt.pack_state("kg").facts.namespaces.clear()
     t = time.perf_counter()
     rt.call("kg.facts", {"subject": "S0", "predicate": "works_at"})
     print(f"cache rebuild (first call after a reopen): {time.perf_counter() - t:.2f} s")
@@ -91,7 +91,7 @@ def main() -> int:
                               "weight": rng.choice([0.5, 1.0, 2.0])})
             rt.call("kg.link_many", {"links": links})
         edge_load = time.perf_counter() - t0
-        n_edges = rt._con.execute("SELECT count(*) FROM kg.edges").fetchone()[0]
+        n_edges = rt.store.con.execute("SELECT count(*) FROM kg.edges").fetchone()[0]
         times = []
         for _ in range(3):
             t = time.perf_counter()

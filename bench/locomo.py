@@ -708,7 +708,7 @@ def compare_section(path: Path, convs: list[Conversation], st: Stores, new: Sche
             qs = {qa["q"]: qcache[e.name][c.sid][j] for c in convs for j, qa in enumerate(c.qa)}
 
             def prime(rt):  # type: ignore[no-untyped-def]
-                reg = rt._state["memory"].embedders
+                reg = rt.pack_state("memory").embedders
                 reg._models[spec] = Memo(e, docs, qs)
             return prime
         for threads in (True, False):

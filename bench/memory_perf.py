@@ -78,7 +78,7 @@ def run_size(size: int, n_queries: int, batch: int) -> dict:
                 lat.append(time.perf_counter() - t)
             return lat
 
-        embedders = rt._state["memory"].embedders
+        embedders = rt.pack_state("memory").embedders
         embedders._cache.clear()
         cold = timed(lambda q: {"query": q})  # each query embedded once: includes embedding
         warm = timed(lambda q: {"query": q})  # embedding now an LRU hit: excludes it
@@ -87,7 +87,7 @@ def run_size(size: int, n_queries: int, batch: int) -> dict:
                    recall_excl_p95=pct(warm, 95), scoped_p50=pct(scoped, 50), scoped_p95=pct(scoped, 95))
         # the vector leg's prefilter (large scans only) against the exact scan: share of the exact top-200
         # (by score, so ties count) that the leg returned, and the leg's own latency both ways
-        index = rt._state["memory"].index.of("default")  # one index per namespace (ADR 0016)
+        index = rt.pack_state("memory").index.of("default")  # one index per namespace (ADR 0016)
         leg = index.vectors[next(iter(index.vectors))]
         mask = index.allowed(index.mask("default", RecallFilters()))
         found, t_pf, t_ex = [], [], []

@@ -48,7 +48,7 @@ def measure(db: str, profile: bool) -> dict:
     before = rss_kb()
     t = time.perf_counter()
     rt = Runtime.open(db, env=ENV)
-    for (ns,) in rt._con.execute("SELECT DISTINCT namespace FROM memory.notes").fetchall():
+    for (ns,) in rt.store.con.execute("SELECT DISTINCT namespace FROM memory.notes").fetchall():
         rt.hold(ns)  # a namespace's index loads at its first call (ADR 0016): load them all, as before
     open_s = time.perf_counter() - t
     gc.collect()
@@ -58,7 +58,7 @@ def measure(db: str, profile: bool) -> dict:
         out["rss_trimmed_kb"] = rss_kb()
     except OSError:
         out["rss_trimmed_kb"] = out["rss_kb"]
-    indexes = list(rt._state["memory"].index.by_ns.values())
+    indexes = list(rt.pack_state("memory").index.by_ns.values())
     out["notes"] = sum(len(index.rows) for index in indexes)
     out["vector_bytes"] = sum(v._mat.nbytes + (v._int8._rows.nbytes + v._int8._scale.nbytes if v._int8 else 0)
                               for index in indexes for v in index.vectors.values())  # the rows and the scan's int8 copy

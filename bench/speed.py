@@ -92,7 +92,7 @@ def build(corpus: str, size: int, path: Path) -> dict:
             t = time.perf_counter()
             rt.call("memory.remember_many", {"notes": chunk})
             rates.append(len(chunk) / (time.perf_counter() - t))
-        for vi in rt._state["memory"].index.of("default").vectors.values():  # the last batch's graph insert, if running
+        for vi in rt.pack_state("memory").index.of("default").vectors.values():  # the last batch's graph insert, if running
             vi.sync()
         total = time.perf_counter() - t_all
         out.update(ingest_overall=size / total, ingest_cpu=size / (time.process_time() - cpu_all),
@@ -135,7 +135,7 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
     mem = status_mb()
     out.update(rss_1000_mb=mem.get("VmRSS", float("nan")), rss_anon_mb=mem.get("RssAnon", float("nan")),
                rss_file_mb=mem.get("RssFile", float("nan")))
-    state = rt._state["memory"]
+    state = rt.pack_state("memory")
     index, embedders = state.index.of("default"), state.embedders  # one index per namespace (ADR 0016)
     vi = index.vectors[next(iter(index.vectors))]
     mask = index.allowed(index.mask("default", RecallFilters()))

@@ -4,10 +4,10 @@ This is the one path by which in-memory state follows the store (ADR 0015). The 
 :meth:`Followers.committed` once a top-level call (or a subscriber, or a close step) has committed or ended
 read-only; a call that rolled back never gets here, so its changes and events are simply dropped.
 
-On a shared store (PostgreSQL, ADR 0016) the changes come from the change log instead: after its own commit a
-process applies every logged change it has not applied yet, in sequence (commit) order, its own ones from memory
-and other processes' decoded; a listener thread (runtime/listener.py) does the same when another process's
-commit notifies it.
+Every store numbers each commit's changes (ADR 0031). When nobody committed between the last change applied and
+a call's own, its changes are applied from memory. Otherwise (a shared store: PostgreSQL, ADR 0016) the process
+applies every logged change it has not applied yet, in sequence (commit) order, its own ones from memory and other
+processes' decoded; the store's follower thread does the same when another process's commit notifies it.
 """
 from __future__ import annotations
 
@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from palimpsest_memory.runtime import changelog
 from palimpsest_memory.runtime.dispatch import Context, Frame
 from palimpsest_memory.runtime.events import Subscription
-from palimpsest_memory.runtime.listener import ChangeListener
 from palimpsest_memory.runtime.mirror import Change, Mirror, mirrors_of
-from palimpsest_memory.runtime.storage import postgres, rollback_quietly
 
 if TYPE_CHECKING:
     from palimpsest_memory.runtime.engine import Runtime
@@ -37,7 +35,6 @@ class Followers:
         self.seq = 0  # sequence number of the last committed change
         self.mirrors: dict[str, list[tuple[str, Mirror]]] = {}
         self.subscribers: dict[str, list[Subscription]] = {}
-        self._listener: ChangeListener | None = None
         self._reload_pending = False  # shared store: a mirror failed inside a transaction; reload all after it
         # namespaces whose per-namespace mirrors are loaded, least recently used first → the sequence number they
         # were loaded at (they take only changes after it); their estimated sizes; the budget in bytes (0: none)
@@ -58,25 +55,15 @@ class Followers:
         return [(owner, m) for owner, ms in self.mirrors.items() for _, m in ms if m.per_namespace]
 
     def load_all(self) -> None:
-        """Build every process-wide mirror and reload every namespace held. On a shared store all of them read one
-        snapshot, together with the change log's head: the mirrors then hold exactly the changes up to it."""
-        if self._rt.shared:
-            con = self._rt._con
-            con.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try:
-                head = changelog.head(con)
-                frame = Frame(read_only=True, began=True)
-                for owner, mirror in self._everything():
-                    self.load(owner, mirror, frame)
-            finally:
-                rollback_quietly(con)
-            self.seq = head
-            self.held.update(dict.fromkeys(self.held, head))
-            self._reload_pending = False
-        else:
+        """Build every process-wide mirror and reload every namespace held, all from one snapshot read together
+        with the change log's head: the mirrors then hold exactly the changes up to it."""
+        with self._rt.store.snapshot() as head:
+            frame = Frame(read_only=True, began=True)
             for owner, mirror in self._everything():
-                self.load(owner, mirror)
-            self.held.update(dict.fromkeys(self.held, self.seq))
+                self.load(owner, mirror, frame)
+        self.seq = head
+        self.held.update(dict.fromkeys(self.held, head))
+        self._reload_pending = False
         release_freed_memory()
 
     def _everything(self) -> list[tuple[str, Mirror]]:
@@ -100,50 +87,36 @@ class Followers:
             mirror.load(ctx, ns) if mirror.per_namespace else mirror.load(ctx)
         finally:
             if own and frame.began:
-                rollback_quietly(self._rt._con)
+                self._rt.store.rollback_quietly()
 
     # -- namespaces held (ADR 0016: per-namespace mirrors, on demand, under a budget) -----------------------------
     def ensure(self, namespace: str, frame: Frame | None = None) -> None:
         """Make ``namespace`` held (loading its per-namespace mirrors if it is not) and the most recently used.
 
-        Outside a transaction (``frame`` None or not begun) the load reads committed data, on a shared store in a
-        REPEATABLE READ snapshot together with the log's head: the namespace then starts at that sequence number
-        and takes only later changes. Inside a transaction (a nested call into a namespace not held) it reads
-        through that transaction, which has not written the namespace yet; on a shared store it first takes the
-        namespace's lock (shared, unless the call holds it already), so no writer of the namespace is between its
-        commit and the head read."""
+        Outside a transaction (``frame`` None or not begun) the load reads committed data in one snapshot
+        together with the log's head: the namespace then starts at that sequence number and takes only later
+        changes. Inside a transaction (a nested call into a namespace not held) it reads through that
+        transaction, which has not written the namespace yet; it first takes the namespace's lock (shared, unless
+        the call holds it already), so no writer of the namespace is between its commit and the head read."""
         if namespace in self.held:
             self.held.move_to_end(namespace)
             return
         if namespace in self._loading or not self._per_ns():
             return
-        rt = self._rt
-        con = rt._con
+        store = self._rt.store
         self._loading.add(namespace)
         try:
             if frame is not None and frame.began:
-                if rt.shared:
-                    if namespace not in frame.locked:
-                        con.execute("SELECT pg_advisory_xact_lock_shared(?)",
-                                    [postgres.lock_key("ns", namespace)])
-                    head = changelog.head(con)
-                else:
-                    head = self.seq
+                if namespace not in frame.locked:
+                    store.lock_shared("ns", namespace)
+                head = store.head()
                 for owner, mirror in self._per_ns():
                     self._load_one(owner, mirror, namespace, frame)
-            elif rt.shared:
-                con.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                try:
-                    head = changelog.head(con)
+            else:
+                with store.snapshot() as head:
                     snap = Frame(read_only=True, began=True)
                     for owner, mirror in self._per_ns():
                         self._load_one(owner, mirror, namespace, snap)
-                finally:
-                    rollback_quietly(con)
-            else:
-                head = self.seq
-                for owner, mirror in self._per_ns():
-                    self._load_one(owner, mirror, namespace, None)
         except BaseException:
             for _, mirror in self._per_ns():
                 mirror.evict(namespace)
@@ -206,9 +179,7 @@ class Followers:
             self._deliver(frame.events)
 
     def _after_commit(self, frame: Frame) -> None:
-        if not self._rt.shared:
-            self._apply(frame)
-        elif frame.seqs and frame.seqs[0] == self.seq + 1 and not frame.reload and not self._reload_pending:
+        if frame.seqs and frame.seqs[0] == self.seq + 1 and not frame.reload and not self._reload_pending:
             # nobody committed between the last change applied and ours (numbers are drawn under the commit
             # lock, so ours are contiguous): apply ours from memory, no need to read the log back
             changes = [Change(seq, *c) for seq, c in zip(frame.seqs, frame.changes)]
@@ -225,14 +196,13 @@ class Followers:
 
         Returns how many were applied. Outside a transaction, a process that fell behind the pruned part of the
         log (or whose mirror failed to apply) loads every mirror again instead."""
-        rt = self._rt
-        con = rt._con
-        if con is None:
+        store = self._rt.store
+        if store is None:
             return 0
         if self._reload_pending and not in_transaction:
             self.load_all()
         mine = {seq: change for seq, change in zip(own.seqs, own.changes)} if own is not None else {}
-        horizon, rows = changelog.read_after(con, self.seq)
+        horizon, rows = store.changes_after(self.seq)
         if horizon > self.seq:
             if in_transaction:
                 self._reload_pending = True
@@ -248,9 +218,8 @@ class Followers:
                 changes.append(Change(seq, *mine[seq]))
             elif pack in self.mirrors and (ns in self.held or not all(m.per_namespace
                                                                         for _, m in self.mirrors[pack])):
-                assert rt.codec is not None
                 try:
-                    changes.append(Change(seq, pack, ns, kind, rt.codec.decode(data)))
+                    changes.append(Change(seq, pack, ns, kind, store.decode(data)))
                 except Exception:  # noqa: BLE001 - data this process cannot read: rebuild from the tables
                     log.exception("change %d of %s (%s) cannot be decoded; reloading the mirrors", seq, pack, kind)
                     reload = True
@@ -263,26 +232,6 @@ class Followers:
             else:
                 self.load_all()
         return len(changes)
-
-    def listen(self, url: str) -> None:
-        """Start the thread that wakes on other processes' commits and applies them (runtime/listener.py)."""
-        self._listener = ChangeListener(self._rt, url, self.catch_up)
-        self._listener.start()
-
-    def stop(self) -> None:
-        if self._listener is not None:
-            self._listener.stop()
-
-    def _apply(self, frame: Frame) -> None:
-        changes = []
-        for owner, ns, kind, data in frame.changes:
-            self.seq += 1
-            changes.append(Change(self.seq, owner, ns, kind, data))
-        for owner in frame.reload:
-            for _, mirror in self.mirrors.get(owner, ()):
-                self.load(owner, mirror)
-        for owner, mirror in self._feed(changes, frame.reload):
-            self.load(owner, mirror)
 
     def _feed(self, changes: list[Change], skip: set[str]) -> list[tuple[str, Mirror]]:
         """Give each pack's mirrors its changes (in order); returns the mirrors that failed (to be reloaded)."""
@@ -333,17 +282,16 @@ class Followers:
         Returns the finished frame, or None when ``body`` failed (logged, rolled back): a subscriber's or a
         closing mirror's failure never fails anything else."""
         rt = self._rt
-        con = rt._con
         frame = Frame(read_only=False)
         with rt._lock:
             try:
-                if rt.shared and namespace_lock:
+                if namespace_lock:
                     rt.lock_namespace(frame, namespace)
                 body(Context(rt, pack, label, namespace, frame, 0, actor, read_only=False))
                 rt.commit(frame)
             except Exception:  # noqa: BLE001
-                if frame.began:
-                    rollback_quietly(con)
+                if frame.began and rt.store is not None:
+                    rt.store.rollback_quietly()
                 log.exception("%s failed", label)
                 return None
             self._after_commit(frame)

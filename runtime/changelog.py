@@ -1,9 +1,9 @@
 """The change log of a shared store (ADR 0016): every committed change, numbered in commit order, as JSON.
 
-A process that commits on PostgreSQL writes its :class:`~palimpsest_memory.runtime.mirror.Change` records to
-``_palimpsest.changes`` in the same transaction, after taking the commit lock (so sequence numbers follow commit
-order), and notifies the ``palimpsest_changes`` channel. Other processes are woken by the notification and read
-the rows after the last one they applied: the log is the truth, the notification only saves polling.
+The store keeps the log (ADR 0031): a process that commits on PostgreSQL writes its
+:class:`~palimpsest_memory.runtime.mirror.Change` records to ``_palimpsest.changes`` in the same transaction
+(runtime/storage/pg_store.py); other processes read the rows after the last one they applied. This module is the
+part every store shares: how change data travels.
 
 Change data is whatever a pack recorded; :func:`encode`/:func:`decode` carry it as tagged JSON: tuples, dicts
 with any keys, sets, bytes, datetimes, numpy arrays and scalars, and the dataclasses of loaded packs (only classes
@@ -21,12 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from palimpsest_memory.runtime.errors import StorageError
-from palimpsest_memory.runtime.storage.base import META_SCHEMA
-from palimpsest_memory.runtime.storage import rollback_quietly
-from palimpsest_memory.runtime.storage.postgres import COMMIT_LOCK
 
-TABLE = f"{META_SCHEMA}.changes"
-HORIZON = f"{META_SCHEMA}.change_horizon"
 RELOAD = "_reload"  # a change kind of the runtime's own: the pack's mirrors must load again
 
 
@@ -155,55 +150,3 @@ class Codec:
     @staticmethod
     def _key(k: Any) -> Any:
         return tuple(k) if isinstance(k, list) else k
-
-
-# -- the log on PostgreSQL -----------------------------------------------------------------------------------------
-def write(con: Any, codec: Codec, changes: list[tuple[str, str, str, Any]], origin: str, *,
-          durable: bool = True) -> list[int]:
-    """Log the frame's changes in its transaction (call just before COMMIT), in one round trip: the function
-    ``log_changes`` (made with the runtime's tables) takes the commit lock, draws the sequence numbers, inserts the
-    rows and notifies. The commit lock is held until this transaction ends, so sequence numbers follow commit order.
-
-    ``durable=False`` commits asynchronously (``synchronous_commit = off`` for this transaction only): for a frame
-    that wrote no table, whose changes are mirror-only state such as a kept serve. It survives any process's crash;
-    a crash of the database server itself may lose the last fraction of a second of them (ADR 0016)."""
-    texts = [codec.encode(data) for _, _, _, data in changes]  # before any lock: a codec error costs nothing
-    (seqs,) = con.execute(f"SELECT {META_SCHEMA}.log_changes(?::VARCHAR[], ?::VARCHAR[], ?::VARCHAR[], "
-                          "?::VARCHAR[], ?, ?)", [[c[0] for c in changes], [c[1] for c in changes],
-                                                  [c[2] for c in changes], texts, origin, durable]).fetchone()
-    return [int(x) for x in seqs]
-
-
-def head(con: Any) -> int:
-    """The newest committed sequence number (0 for an empty log)."""
-    return int(con.execute(f"SELECT coalesce(max(seq), 0) FROM {TABLE}").fetchone()[0])
-
-
-def read_after(con: Any, seq: int) -> tuple[int, list[tuple[int, str, str, str, str, str]]]:
-    """(pruned-through horizon, rows after ``seq`` in order), in one round trip."""
-    got = con.execute(f"SELECT h.horizon, c.seq, c.pack, c.namespace, c.kind, c.data, c.origin FROM "
-                      f"(SELECT coalesce(max(seq), 0) AS horizon FROM {HORIZON}) h LEFT JOIN LATERAL "
-                      f"(SELECT * FROM {TABLE} WHERE seq > ? ORDER BY seq) c ON true ORDER BY c.seq",
-                      [seq]).fetchall()
-    return int(got[0][0]), [tuple(r[1:]) for r in got if r[1] is not None]
-
-
-def prune(con: Any, hours: float | None) -> None:
-    """Drop rows older than ``hours`` (every row: ``None``, after a forget, ADR 0018) and remember the newest
-    dropped: a process behind it reloads its mirrors instead of catching up."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(f"SELECT pg_advisory_xact_lock({COMMIT_LOCK})")
-        if hours is None:
-            cut = con.execute(f"SELECT max(seq) FROM {TABLE}").fetchone()[0]
-        else:
-            cut = con.execute(f"SELECT max(seq) FROM {TABLE} WHERE committed_at < (now() AT TIME ZONE 'UTC') - "
-                              "make_interval(secs => ?)", [hours * 3600.0]).fetchone()[0]
-        if cut is not None:
-            con.execute(f"DELETE FROM {TABLE} WHERE seq <= ?", [cut])
-            con.execute(f"DELETE FROM {HORIZON}")
-            con.execute(f"INSERT INTO {HORIZON} VALUES (?)", [cut])
-        con.execute("COMMIT")
-    except BaseException:
-        rollback_quietly(con)
-        raise

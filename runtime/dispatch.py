@@ -74,7 +74,7 @@ class Context:
         self.settings = runtime._settings.get(pack)
         self.state = runtime._state[pack]
         self.read_only = read_only
-        self.db = Database(runtime._con, read_only=read_only, verb=verb, frame=frame)
+        self.db = Database(runtime.store, read_only=read_only, verb=verb, frame=frame)
         self.log = runtime._loggers[pack]
         # (when, its length in seconds, the setting that set it): the call's, or a tighter one of ``deadline``
         self._deadline = (frame.deadline, runtime.deadline_seconds, "runtime.deadline_seconds")

@@ -17,7 +17,8 @@ from palimpsest_memory.runtime.aftercommit import Followers
 from palimpsest_memory.runtime.config import load_config, pack_settings
 from palimpsest_memory.runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
                               utc_now, validate_params)
-from palimpsest_memory.runtime.errors import ConfigError, InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError
+from palimpsest_memory.runtime.errors import (ConfigError, InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError,
+                                             StoreUnavailable)
 from palimpsest_memory.runtime.loader import discover, load_packs
 from palimpsest_memory.runtime.mirror import Change, Mirror
 from palimpsest_memory.runtime.pack import Pack, VerbSpec
@@ -60,13 +61,12 @@ class Runtime:
         self._loggers: dict[str, logging.Logger] = {}
         self._tunables_mirror = _Tunables()
         self._tunables = self._tunables_mirror.values  # (namespace, actor or '*', pack, name) -> value
-        self._con: Any = None
-        self.shared = False  # a store other processes write too (PostgreSQL): changes go through the change log
+        self.store: storage.Store | None = None  # the one seam to the backend (ADR 0031)
         self.origin = uuid.uuid4().hex  # this runtime's name in the change log
-        self.codec: changelog.Codec | None = None
         self.clock: Callable[[], Any] = utc_now
         self.followers = Followers(self)
         self.deadline_seconds = 0.0  # runtime.deadline_seconds, read at open
+        self.max_staleness_seconds = 0.0  # runtime.max_staleness_seconds, read at open (0: no bound)
         self._traced = True  # until open has seen which dispatch implementations are installed
 
     # -- opening -------------------------------------------------------------------------------------------
@@ -96,6 +96,11 @@ class Runtime:
         rt_cfg = rt.config.get("runtime", {})
         rt.default_namespace = check_namespace(str(rt_cfg.get("default_namespace", "default")), "runtime")
         rt.deadline_seconds = float(rt_cfg["deadline_seconds"])
+        rt.max_staleness_seconds = float(rt_cfg.get("max_staleness_seconds", 0))
+        if not math.isfinite(rt.max_staleness_seconds) or rt.max_staleness_seconds < 0:
+            raise ConfigError(f"config: runtime.max_staleness_seconds must be 0 (no bound) or a positive number of "
+                              f"seconds, got {rt.max_staleness_seconds!r}",
+                              details={"key": "runtime.max_staleness_seconds"})
         budget = float(rt_cfg.get("mirror_budget_mb", 0))
         if not math.isfinite(budget) or budget < 0:
             raise ConfigError(f"config: runtime.mirror_budget_mb must be 0 (no limit) or a positive number of MB, "
@@ -115,24 +120,21 @@ class Runtime:
             for sub in pack.subscriptions:
                 rt.followers.add_subscription(sub)
         target = str(path if path is not None else rt_cfg.get("database", ":memory:"))
-        rt.path = storage.describe(target)  # printable: a URL loses its credentials
-        rt._con = storage.connect(target, checkpoint_threshold=rt_cfg.get("checkpoint_threshold"),
-                                  env={**os.environ, **(env or {})})
-        rt.shared = storage.is_shared(rt._con)
+        store = rt.store = storage.open_store(target, checkpoint_threshold=rt_cfg.get("checkpoint_threshold"),
+                                              env={**os.environ, **(env or {})})
+        rt.path = store.location  # printable: an absolute path, or a URL without its credentials
         try:
-            idempotency.ensure_table(rt._con)
-            idempotency.prune(rt._con, rt.clock(), float(rt_cfg["idempotency_hours"]))
+            idempotency.ensure_table(store.con)
+            idempotency.prune(store.con, rt.clock(), float(rt_cfg["idempotency_hours"]))
             for pack in rt.catalog.packs.values():
-                storage.migrate(rt._con, pack.name, pack.migrations)
-            if rt.shared:
-                rt.codec = changelog.Codec(type(s).__module__.rpartition(".")[0] or type(s).__module__
-                                           for s in rt._state.values() if s is not None)
-                changelog.prune(rt._con, float(rt_cfg["change_log_hours"]))
+                storage.migrate(store.con, pack.name, pack.migrations)
+            store.prepare(changelog.Codec(type(s).__module__.rpartition(".")[0] or type(s).__module__
+                                          for s in rt._state.values() if s is not None),
+                          float(rt_cfg["change_log_hours"]))
             rt.followers.load_all()
-            storage.seal(rt._con)
-            storage.opened(rt._con)
-            if rt.shared:
-                rt.followers.listen(target)
+            store.seal()
+            store.opened()
+            store.follow(rt._wake)
             # with no tracing wrapper installed, a call goes straight to the handler: pluggy's hook machinery
             # costs more than a nested sub-handler's own work (a recall makes several)
             rt._traced = len(rt._pm.hook.palimpsest_dispatch.get_hookimpls()) > 1
@@ -142,14 +144,33 @@ class Runtime:
         return rt
 
     def close(self) -> None:
-        if self._con is not None:
+        if self.store is not None:
             # mirrors write what they keep only in memory (the brain's pending serves) while the store is open;
             # each runs on its own, so one that cannot flush neither keeps the database open nor stops the others
             self.followers.close_all()
             with self._lock:
-                self.followers.stop()
-                self._con.close()
-                self._con = None
+                self.store.close()
+                self.store = None
+
+    def _wake(self) -> bool:
+        """Another process may have committed (the store's follower thread): catch up under the lock. False once
+        the runtime is closed (the thread then stops)."""
+        with self._lock:
+            if self.store is None:
+                return False
+            self.followers.catch_up()
+            return True
+
+    def describe_store(self) -> dict[str, Any]:
+        """What ``pal info`` shows of the store: backend, location (no secrets), size in bytes, server."""
+        with self._lock:
+            return self._require_open().describe()
+
+    def pack_state(self, pack: str) -> Any:
+        """The in-memory state of a loaded pack (its mirrors): for tools and tests that look inside a pack."""
+        if pack not in self._state:
+            raise PalimpsestError(f"no loaded pack named {pack!r}")
+        return self._state[pack]
 
     def __enter__(self) -> "Runtime":
         return self
@@ -162,7 +183,7 @@ class Runtime:
         return self.catalog.verbs(include_subhandlers=include_subhandlers)
 
     def schema_versions(self) -> dict[str, int]:
-        return storage.schema_versions(self._require_open())
+        return storage.schema_versions(self._require_open().con)
 
     # -- calling -------------------------------------------------------------------------------------------
     def call(self, verb: str, params: dict[str, Any] | BaseModel | None = None, *,
@@ -199,49 +220,67 @@ class Runtime:
         ns = check_namespace(named or namespace or self.default_namespace, verb)
         key = idempotency.check_key(idempotency_key, verb) if spec.writes else None
         with self._lock:
-            con = self._require_open()
-            self.followers.ensure(ns)  # its mirrors, loaded at the namespace's first call (ADR 0016)
-            digest = idempotency.call_hash(verb, ns, who, model) if key else ""
-            if key and not self.shared:
-                stored = idempotency.replay(con, key, verb, digest)
-                if stored is not None:
-                    return spec.result_model.model_validate_json(stored)
-            if self.shared and consistency == "strong":
-                self.followers.catch_up()
+            store = self._require_open()
             frame = Frame(read_only=not spec.writes,  # its transaction begins at the first statement
                           deadline=time.monotonic() + self.deadline_seconds if self.deadline_seconds else None)
             try:
-                if self.shared and spec.writes:
-                    # one writer per namespace at a time, its mirrors caught up under the lock (ADR 0016)
+                self._fresh(verb)
+                self.followers.ensure(ns)  # its mirrors, loaded at the namespace's first call (ADR 0016)
+                digest = idempotency.call_hash(verb, ns, who, model) if key else ""
+                if consistency == "strong":
+                    self.followers.catch_up()
+                if spec.writes:
+                    # one writer per namespace at a time, its mirrors caught up under the lock (ADR 0016); the key
+                    # is looked up under it, so two processes never both run the same keyed call
                     self.lock_namespace(frame, ns, key)
                     if key:
-                        stored = idempotency.replay(con, key, verb, digest)
+                        stored = idempotency.replay(store.con, key, verb, digest)
                         if stored is not None:
-                            storage.rollback_quietly(con)
+                            if frame.began:
+                                store.rollback_quietly()
                             return spec.result_model.model_validate_json(stored)
                 result = self._dispatch(CallInfo(spec, model, ns, None, 0, frame, self, who))
                 if key:  # with the call's own writes, so the key commits exactly when they do
-                    if not frame.began:
-                        storage.begin(con, read_only=False)
-                        frame.began = True
-                    idempotency.remember(con, key, verb, digest, result, self.clock())
+                    self._begin(frame)
+                    idempotency.remember(store.con, key, verb, digest, result, self.clock())
                 if frame.began and frame.read_only:
-                    con.execute("ROLLBACK")  # belt and braces: nothing an assertive verb did may persist
+                    store.rollback_quietly()  # belt and braces: nothing an assertive verb did may persist
                 else:
                     self.commit(frame)
             except BaseException as exc:
                 if frame.began:
-                    storage.rollback_quietly(con)
+                    store.rollback_quietly()
                 if isinstance(exc, storage.DB_ERRORS):
-                    raise StorageError(f"transaction failed: {exc}", verb=verb) from exc
+                    raise storage.base.store_error(f"transaction failed: {exc}", exc, verb) from exc
                 raise
             self.followers.committed(frame)
             self.followers.trim(ns)
-            if frame.erase:  # a forget: the deleted rows' bytes must leave the file (ADR 0018)
-                compact.compact(self)
+            if frame.erase:  # a forget: the deleted rows' bytes must leave the files (ADR 0018)
+                compact.erase_bytes(self)
             if frame.backup_to is not None:
-                compact.backup(self, frame.backup_to)
+                store.backup(frame.backup_to)
             return result
+
+    def _fresh(self, verb: str) -> None:
+        """Never answer from a view older than ``runtime.max_staleness_seconds``: catch up first, and when the
+        store cannot be read, fail with a retryable StoreUnavailable rather than answer silently stale."""
+        behind = time.monotonic() - self._require_open().read_at()
+        if not self.max_staleness_seconds or behind <= self.max_staleness_seconds:
+            return
+        try:
+            self.followers.catch_up()
+        except storage.DB_ERRORS as exc:
+            raise StoreUnavailable(
+                f"this process has not read the store's changes for {behind:.0f} s (more than "
+                f"runtime.max_staleness_seconds = {self.max_staleness_seconds:g}) and cannot read them now: {exc}",
+                verb=verb, details={"retryable": True, "reason": "stale", "behind_seconds": round(behind, 1),
+                                    "retry_after_seconds": round(float(getattr(exc, "retry_after", 0.0)), 2)},
+            ) from None
+
+    def _begin(self, frame: Frame) -> None:
+        if not frame.began:
+            self._require_open().begin(read_only=False)
+            frame.began = True
 
     def hold(self, namespace: str) -> None:
         """Load ``namespace``'s per-namespace mirrors now, as its first call would (ADR 0016); a no-op when held."""
@@ -262,48 +301,26 @@ class Runtime:
                                                                    if key else []))
 
     def serialise(self, frame: Frame, name: str) -> None:
-        """Shared store: take the store-wide lock ``name`` until ``frame``'s transaction ends, then apply what
-        other processes committed before it was granted (``Context.serialise``). A single-process store already
-        runs one call at a time under the runtime's lock: nothing to do."""
-        if self.shared and name not in frame.locked:
-            self._xact_locks(frame, [(name, "named", name)])
+        """Take the store-wide lock ``name`` until ``frame``'s transaction ends, then apply what other processes
+        committed before it was granted (``Context.serialise``). A store only this process writes already runs one
+        call at a time under the runtime's lock: the store takes nothing then."""
+        self._xact_locks(frame, [(name, "named", name)])
 
     def _xact_locks(self, frame: Frame, locks: list[tuple[str, str, str]]) -> None:
-        """Begin ``frame``'s write transaction, take each ``(label, kind, name)`` advisory lock it does not hold
-        yet (``frame.locked`` keeps the labels: a namespace's own name, or "<kind> <name>"; names of namespaces
-        hold no space), then catch up with the change log under them."""
-        con = self._require_open()
-        if not frame.began:
-            storage.begin(con, read_only=False)
-            frame.began = True
-        for label, kind, name in locks:
-            if label not in frame.locked:
-                con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key(kind, name)])
-                frame.locked.add(label)
-        self.followers.catch_up(in_transaction=True)
+        """Take each ``(label, kind, name)`` lock ``frame`` does not hold yet (``frame.locked`` keeps the labels:
+        a namespace's own name, or "<kind> <name>"; names of namespaces hold no space) until its transaction
+        ends; when the store took them, catch up with what other processes committed before they were granted."""
+        if self._require_open().lock_for_write(frame, locks):
+            self.followers.catch_up(in_transaction=True)
 
     def commit(self, frame: Frame) -> None:
-        """Commit a writing frame; on a shared store its changes go to the change log in the same transaction."""
-        con = self._require_open()
-        if self.shared and (frame.changes or frame.reload):
-            logged = frame.changes + [(p, self.default_namespace, changelog.RELOAD, None) for p in sorted(frame.reload)]
-            assert self.codec is not None
-            if not frame.began and not frame.erase:
-                # nothing but recorded changes, no table written (a kept serve): the log write is a transaction
-                # by itself, one round trip instead of BEGIN, write, COMMIT, and needs no fsync (ADR 0016)
-                frame.seqs = changelog.write(con, self.codec, logged, self.origin, durable=False)
-                return
-            if not frame.began:
-                storage.begin(con, read_only=False)
-                frame.began = True
-            frame.seqs = changelog.write(con, self.codec, logged, self.origin)
+        """Commit a writing frame with its changes logged in the same transaction (the store numbers them)."""
+        store = self._require_open()
         if frame.erase:  # erased text must not survive in a stored idempotent result either
-            if not frame.began:
-                storage.begin(con, read_only=False)
-                frame.began = True
-            idempotency.forget_results(con)
-        if frame.began:
-            con.execute("COMMIT")
+            self._begin(frame)
+            idempotency.forget_results(store.con)
+        logged = frame.changes + [(p, self.default_namespace, changelog.RELOAD, None) for p in sorted(frame.reload)]
+        frame.seqs = store.commit(frame.began, logged, self.origin)
 
     @staticmethod
     def check_actor(actor: str | None) -> str | None:
@@ -317,7 +334,7 @@ class Runtime:
                 f"{ctx.verb} is read-only and cannot call {spec.act.value} verb {verb}", verb=ctx.verb)
         model = validate_params(spec, params, trusted=True)
         ns = check_namespace(getattr(model, "namespace", None) or namespace, verb)
-        if self.shared and spec.writes and not frame.read_only and ns not in frame.locked:
+        if spec.writes and not frame.read_only and ns not in frame.locked:
             self.lock_namespace(frame, ns)
         self.followers.ensure(ns, frame)
         if depth >= 32:
@@ -371,10 +388,10 @@ class Runtime:
         )
         frame_changes(ctx).append((RUNTIME_OWNER, ctx.namespace, "tunable", (key, float(value))))
 
-    def _require_open(self) -> Any:
-        if self._con is None:
+    def _require_open(self) -> storage.Store:
+        if self.store is None:
             raise StorageError("the runtime is closed")
-        return self._con
+        return self.store
 
 
 CONSISTENCY = ("eventual", "strong")

@@ -115,6 +115,17 @@ class StorageError(PalimpsestError):
     http_status = 500
 
 
+class StoreUnavailable(StorageError):
+    """The store cannot be reached now (a PostgreSQL server restarting, a network cut), or this process's view of
+    it is older than ``runtime.max_staleness_seconds``. Retryable: the same process succeeds once the store is back
+    (it reconnects by itself, with backoff). ``details.retryable`` is true; ``details.retry_after_seconds`` says
+    when the next reconnect is due. A write that failed this way at COMMIT has an unknown outcome
+    (``details.outcome == "unknown"``): retry it with the same idempotency key."""
+
+    code = "store_unavailable"
+    http_status = 503
+
+
 class DeadlineExceeded(PalimpsestError):
     """A call ran past its deadline and was stopped; nothing it did was kept."""
 
@@ -133,7 +144,8 @@ class InternalError(PalimpsestError):
 
 ALL_ERRORS: tuple[type[PalimpsestError], ...] = (
     PalimpsestError, InvalidParams, LimitExceeded, NotFound, VerbNotFound, Conflict, Forbidden,
-    ReadOnlyViolation, PackUnavailable, PackLoadError, ConfigError, StorageError, DeadlineExceeded, InternalError,
+    ReadOnlyViolation, PackUnavailable, PackLoadError, ConfigError, StorageError, StoreUnavailable, DeadlineExceeded,
+    InternalError,
 )
 
 

@@ -73,28 +73,9 @@ class ImportResult(BaseModel):
 
 
 # -- for packs ----------------------------------------------------------------------------------------------------
-# PostgreSQL's information_schema names (udt_name for arrays) → the DuckDB type words the SQL below is written in
-_PG_TYPES = {"character varying": "VARCHAR", "text": "VARCHAR", "bytea": "BLOB", "double precision": "DOUBLE",
-             "real": "FLOAT", "timestamp without time zone": "TIMESTAMP", "timestamp with time zone": "TIMESTAMPTZ",
-             "jsonb": "JSON", "json": "JSON"}
-_PG_ARRAYS = {"_varchar": "VARCHAR[]", "_text": "VARCHAR[]", "_int8": "BIGINT[]", "_int4": "INTEGER[]",
-              "_int2": "SMALLINT[]", "_float8": "DOUBLE[]", "_float4": "FLOAT[]", "_bool": "BOOLEAN[]"}
-
-
 def _columns(ctx: "Context", table: str) -> list[tuple[str, str]]:
     """The table's ``(column, type)`` in order; the type as DuckDB spells it on either backend."""
-    schema, name = table.split(".")
-    rows = ctx.db.query("SELECT column_name, data_type, udt_name FROM information_schema.columns "
-                        "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position", [schema, name])
-    if ctx.db.dialect != "postgres":
-        return [(c, t.upper()) for c, t, _ in rows]
-    out = []
-    for c, t, udt in rows:
-        kind = _PG_ARRAYS.get(udt) if t == "ARRAY" else _PG_TYPES.get(t, t.upper())
-        if kind is None:
-            raise StorageError(f"{table}.{c}: array type {udt} is not carried by the export format")
-        out.append((c, kind))
-    return out
+    return ctx.db.columns(table)
 
 
 def _out(value: Any, kind: str) -> Any:

@@ -35,13 +35,7 @@ HEAD = len(MARK) + 16  # the marker and the write's tag, at the start of the fil
 
 def folder(ctx: Context) -> Path | None:
     """The folder beside a DuckDB store file for snapshot bytes, None when the bytes stay in the row."""
-    if ctx.db.dialect != "duckdb":
-        return None
-    got = ctx.db.query("SELECT path FROM duckdb_databases() WHERE database_name = current_database()")
-    path = got[0][0] if got else None
-    if not path or path == ":memory:":
-        return None
-    return Path(str(path) + ".index")
+    return ctx.db.files_beside(".index")
 
 
 def _stem(namespace: str) -> str:

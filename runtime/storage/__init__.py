@@ -1,10 +1,12 @@
-"""Storage behind one seam (ADR 0004, ADR 0016): a DuckDB file (embedded, one process) or a PostgreSQL database
-(``postgresql://`` URL, many processes). One schema per pack, numbered migrations, guarded handles.
+"""Storage behind one seam (ADR 0004, ADR 0016, ADR 0031): a :class:`~palimpsest_memory.runtime.storage.store.Store`
+is a DuckDB file (embedded, one process) or a PostgreSQL database (``postgresql://`` URL, many processes). Nothing
+outside this package asks which; one schema per pack, numbered migrations, guarded handles.
 
-- :mod:`palimpsest_memory.runtime.storage.base`: migrations, the statement guard and the :class:`Database` handle every verb gets;
-- :mod:`palimpsest_memory.runtime.storage.duck`: the DuckDB connection, its meta tables and :func:`seal`;
-- :mod:`palimpsest_memory.runtime.storage.postgres`: the PostgreSQL connection and the change log's tables;
-- :mod:`palimpsest_memory.runtime.storage.pg_dialect`: pack SQL (DuckDB's dialect) as PostgreSQL's.
+- :mod:`~palimpsest_memory.runtime.storage.store`: the seam (:class:`Store`) and what both backends share of it;
+- :mod:`~palimpsest_memory.runtime.storage.duck_store`: the file, with :mod:`.duck` (connection, meta tables);
+- :mod:`~palimpsest_memory.runtime.storage.pg_store`: the database, with :mod:`.postgres` (connection that comes
+  back, meta tables), :mod:`.pg_follow` (listener, heartbeat) and :mod:`.pg_dialect` (pack SQL as PostgreSQL's);
+- :mod:`~palimpsest_memory.runtime.storage.base`: migrations, the statement guard and the :class:`Database` handle.
 """
 from __future__ import annotations
 
@@ -13,41 +15,55 @@ from typing import Any, Mapping
 
 from palimpsest_memory.runtime.storage import duck, postgres
 from palimpsest_memory.runtime.storage.base import (DB_ERRORS, DIALECTS, META_SCHEMA, READ_ONLY_STATEMENTS, BackendError,
-                                  Database, TransactionFrame, begin, dialect_of, discover_migrations, migrate,
+                                  Database, TransactionFrame, dialect_of, discover_migrations, migrate,
                                   rollback_quietly, schema_versions, statement_kinds)
 from palimpsest_memory.runtime.storage.duck import CATALOG, migrate_meta
+from palimpsest_memory.runtime.storage.postgres import ConnectionLost
+from palimpsest_memory.runtime.storage.store import Store, reachable_from_here
 
 __all__ = [
-    "CATALOG", "DB_ERRORS", "DIALECTS", "META_SCHEMA", "READ_ONLY_STATEMENTS", "BackendError",
-    "Database", "TransactionFrame", "begin", "connect", "describe", "dialect_of", "discover_migrations", "is_shared",
-    "migrate", "migrate_meta", "opened", "rollback_quietly", "schema_versions", "seal", "statement_kinds",
+    "CATALOG", "DB_ERRORS", "DIALECTS", "META_SCHEMA", "READ_ONLY_STATEMENTS", "BackendError", "ConnectionLost",
+    "Database", "Store", "TransactionFrame", "describe", "dialect_of", "discover_migrations", "is_file", "live_servers",
+    "migrate", "migrate_meta", "open_store", "reachable_from_here", "rollback_quietly", "schema_versions",
+    "statement_kinds",
 ]
 
 
-def connect(target: str | Path, *, checkpoint_threshold: str | None = None,
-            env: Mapping[str, str] | None = None) -> Any:
+def is_file(target: str | Path) -> bool:
+    """Whether ``target`` names a store file (or ``:memory:``) rather than a database server's URL."""
+    return not postgres.is_url(str(target))
+
+
+def open_store(target: str | Path, *, checkpoint_threshold: str | None = None,
+               env: Mapping[str, str] | None = None) -> Store:
     """Open (creating if needed) the store: a ``postgresql://`` URL, a DuckDB file path, or ``":memory:"``."""
     if postgres.is_url(str(target)):
-        return postgres.connect(str(target), env or {})
-    return duck.connect(target, checkpoint_threshold=checkpoint_threshold)
+        from palimpsest_memory.runtime.storage.pg_store import PgStore
+
+        return PgStore(str(target), env or {})
+    from palimpsest_memory.runtime.storage.duck_store import DuckStore
+
+    return DuckStore(str(target), checkpoint_threshold=checkpoint_threshold)
 
 
 def describe(target: str | Path) -> str:
-    """The store's name as it may be shown: a URL without credentials, or the path."""
-    return postgres.redact(str(target)) if postgres.is_url(str(target)) else str(target)
+    """The store's name as it may be shown, without opening it: a URL without credentials, or the full path."""
+    if postgres.is_url(str(target)):
+        return postgres.redact(str(target))
+    from palimpsest_memory.runtime.storage.duck_store import resolve
+
+    return resolve(str(target))
 
 
-def is_shared(con: Any) -> bool:
-    """Whether other processes may write the same store (its changes then reach the mirrors through the log)."""
-    return dialect_of(con) == "postgres"
+def live_servers(target: str | Path, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The running servers that announced themselves for this store and can be reached from here (newest first),
+    found without opening it: beside a file, or in a database's ``_palimpsest.servers``."""
+    if postgres.is_url(str(target)):
+        from palimpsest_memory.runtime.storage import pg_store
 
+        found = pg_store.live_servers(str(target), env or {})
+    else:
+        from palimpsest_memory.runtime.storage import duck_store
 
-def seal(con: Any) -> None:
-    if dialect_of(con) == "duckdb":
-        duck.seal(con)
-
-
-def opened(con: Any) -> None:
-    """The runtime finished opening (migrations, mirror loads)."""
-    if dialect_of(con) == "postgres":
-        postgres.opened(con)
+        found = duck_store.live_servers(str(target))
+    return [s for s in found if reachable_from_here(s)]

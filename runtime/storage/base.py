@@ -9,7 +9,7 @@ from typing import Any, Iterable, Protocol, Sequence
 
 import duckdb
 
-from palimpsest_memory.runtime.errors import ReadOnlyViolation, StorageError
+from palimpsest_memory.runtime.errors import ReadOnlyViolation, StorageError, StoreUnavailable
 from palimpsest_memory.runtime.pack import MIGRATION_FILE
 
 # NNN_title.sql is portable SQL; NNN_title.<dialect>.sql beside it replaces it on that backend (ADR 0016).
@@ -25,6 +25,16 @@ SEQUENCE_CALL = re.compile(r"\b(?:nextval|setval)\s*\(", re.IGNORECASE)
 
 class BackendError(Exception):
     """A failure reported by a non-DuckDB backend (its driver's message, credentials removed)."""
+
+
+def store_error(message: str, exc: BaseException, verb: str | None) -> StorageError:
+    """The typed error of a failed statement: retryable StoreUnavailable when the connection was lost."""
+    if getattr(exc, "lost_connection", False):
+        unknown = bool(getattr(exc, "outcome_unknown", False))
+        return StoreUnavailable(message, verb=verb, details={
+            "retryable": True, "retry_after_seconds": round(float(getattr(exc, "retry_after", 0.0)), 2),
+            "outcome": "unknown" if unknown else "rolled_back"})
+    return StorageError(message, verb=verb)
 
 
 DB_ERRORS: tuple[type[BaseException], ...] = (duckdb.Error, BackendError)
@@ -147,15 +157,6 @@ def statement_kinds(sql: str, verb: str) -> tuple[str, ...]:
     return kinds
 
 
-def begin(con: Any, *, read_only: bool) -> None:
-    """BEGIN on any backend; on PostgreSQL a read-only call's transaction is READ ONLY (the server refuses writes
-    as well as the guard)."""
-    if read_only and dialect_of(con) == "postgres":
-        con.execute("BEGIN TRANSACTION READ ONLY")
-    else:
-        con.execute("BEGIN TRANSACTION")
-
-
 class TransactionFrame(Protocol):
     """What a :class:`Database` needs of the call it serves: whether its transaction has begun."""
 
@@ -172,21 +173,38 @@ class Database:
     ``dialect`` says which backend runs it, for the rare statement that must differ.
     """
 
-    def __init__(self, con: Any, *, read_only: bool, verb: str, frame: "TransactionFrame | None" = None) -> None:
-        self._con = con
+    def __init__(self, store: Any, *, read_only: bool, verb: str, frame: "TransactionFrame | None" = None) -> None:
+        self._store = store
+        self._con = store.con
         self.read_only = read_only
         self._verb = verb
         self._frame = frame
-        self.dialect = dialect_of(con)
+        self.dialect = store.backend
 
     def _begin(self) -> None:
         """Open the call's transaction at its first statement (the runtime commits or rolls back if it began)."""
         if self._frame is not None and not self._frame.began:
             try:
-                begin(self._con, read_only=self.read_only)
+                self._store.begin(read_only=self.read_only)
             except DB_ERRORS as exc:
-                raise StorageError(f"cannot start a transaction: {exc}", verb=self._verb) from None
+                raise store_error(f"cannot start a transaction: {exc}", exc, self._verb) from None
             self._frame.began = True
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        """``(column, type)`` of ``schema.table`` in order, the type as DuckDB spells it on either backend."""
+        schema, name = table.split(".")
+        rows = self.query("SELECT column_name, data_type, udt_name FROM information_schema.columns "
+                          "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position", [schema, name])
+        if self.dialect != "postgres":
+            return [(c, t.upper()) for c, t, _ in rows]
+        from palimpsest_memory.runtime.storage.pg_dialect import duckdb_type
+
+        return [(c, duckdb_type(table, c, t, udt)) for c, t, udt in rows]
+
+    def files_beside(self, suffix: str) -> Path | None:
+        """A folder beside the store's file for derived data (``<file><suffix>``), None when the store is not a
+        file (in memory, or a database server): the data then stays in the rows."""
+        return self._store.files_beside(suffix)
 
     def _guard(self, sql: str) -> None:
         kinds = statement_kinds(sql, self._verb)
@@ -204,7 +222,7 @@ class Database:
         try:
             self._con.execute(sql, params) if params is not None else self._con.execute(sql)
         except DB_ERRORS as exc:
-            raise StorageError(f"query failed: {exc}", verb=self._verb) from exc
+            raise store_error(f"query failed: {exc}", exc, self._verb) from exc
         return self
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> "Database":
@@ -213,7 +231,7 @@ class Database:
         try:
             self._con.executemany(sql, list(rows))
         except DB_ERRORS as exc:
-            raise StorageError(f"query failed: {exc}", verb=self._verb) from exc
+            raise store_error(f"query failed: {exc}", exc, self._verb) from exc
         return self
 
     def fetchall(self) -> list[tuple[Any, ...]]:

@@ -166,3 +166,21 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     return value
+
+
+# PostgreSQL's information_schema names (udt_name for arrays) → the DuckDB type words pack SQL is written in
+_PG_TYPES = {"character varying": "VARCHAR", "text": "VARCHAR", "bytea": "BLOB", "double precision": "DOUBLE",
+             "real": "FLOAT", "timestamp without time zone": "TIMESTAMP", "timestamp with time zone": "TIMESTAMPTZ",
+             "jsonb": "JSON", "json": "JSON"}
+_PG_ARRAYS = {"_varchar": "VARCHAR[]", "_text": "VARCHAR[]", "_int8": "BIGINT[]", "_int4": "INTEGER[]",
+              "_int2": "SMALLINT[]", "_float8": "DOUBLE[]", "_float4": "FLOAT[]", "_bool": "BOOLEAN[]"}
+
+
+def duckdb_type(table: str, column: str, data_type: str, udt_name: str) -> str:
+    """A PostgreSQL column's type as DuckDB spells it (what the export format carries)."""
+    from palimpsest_memory.runtime.errors import StorageError
+
+    kind = _PG_ARRAYS.get(udt_name) if data_type == "ARRAY" else _PG_TYPES.get(data_type, data_type.upper())
+    if kind is None:
+        raise StorageError(f"{table}.{column}: array type {udt_name} is not carried by the export format")
+    return kind

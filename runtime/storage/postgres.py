@@ -8,8 +8,10 @@ Credentials come from the URL or libpq's ``PG*`` variables and never appear in a
 from __future__ import annotations
 
 import hashlib
+import os
 from decimal import Decimal
-from typing import Any, Iterable, Mapping, Sequence
+import time
+from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
@@ -22,6 +24,18 @@ URL_SCHEMES = ("postgresql://", "postgres://")
 OPEN_LOCK = 0x70616C_0001  # session advisory lock held while a process creates or migrates the schema
 COMMIT_LOCK = 0x70616C_0002  # transaction advisory lock: change-log sequence numbers are taken in commit order
 CHANNEL = "palimpsest_changes"  # LISTEN/NOTIFY channel: a wake-up only, the change log is the truth
+DEFAULT_CONNECT_TIMEOUT = 10  # seconds, when neither the URL nor PGCONNECT_TIMEOUT says (libpq's own default: none)
+RECONNECT_FIRST, RECONNECT_MAX = 0.2, 5.0  # seconds between reconnect attempts: doubling from the first to the max
+# SQLSTATE classes of a lost connection: 08 connection exception; 57P01-57P03 the server shut down or is starting
+LOST_SQLSTATES = ("08", "57P01", "57P02", "57P03")
+
+
+class ConnectionLost(BackendError):
+    """The connection went away (server restart, network); retryable once the server is back."""
+
+    lost_connection = True  # how base.store_error tells it from other backend errors without importing this
+    outcome_unknown = False
+    retry_after = 0.0
 
 
 def is_url(target: str) -> bool:
@@ -69,23 +83,86 @@ class PgConnection:
 
     dialect = "postgres"
 
-    def __init__(self, raw: Any, url: str, secrets: list[str]) -> None:
+    def __init__(self, raw: Any, url: str, secrets: list[str], reconnect: "Callable[[], Any] | None" = None) -> None:
         self.raw = raw
         self.url = redact(url)
         self._secrets = secrets
         self._cur: Any = None
         self._rows: list[tuple[Any, ...]] | None = None
+        # Coming back after a lost connection (ADR 0031): the connection is marked lost when the server went away;
+        # the transaction it carried is gone (the server rolled it back). The next statement that starts anew
+        # (BEGIN, or one outside a transaction) reconnects, at most once per backoff step (0.2 s doubling to 5 s);
+        # before that, or when the server is still down, it fails at once with ConnectionLost (retryable).
+        self._reconnect = reconnect
+        self.lost = False
+        self.in_transaction = False
+        self._backoff = RECONNECT_FIRST
+        self._next_try = 0.0
+        self.reconnects = 0
 
     def scrub(self, text: str) -> str:
         for s in self._secrets:
             text = text.replace(s, "***")
         return text
 
-    def _fail(self, exc: Exception) -> BackendError:
+    def _fail(self, exc: Exception, sql: str = "") -> BackendError:
         msg = self.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        sqlstate = getattr(exc, "sqlstate", None)
+        if self.raw.closed or self.raw.broken or (sqlstate or "").startswith(LOST_SQLSTATES):
+            was_committing = sql.lstrip().upper().startswith("COMMIT")
+            self._lose()
+            lost = ConnectionLost(f"the connection to {self.url} was lost ({msg})"
+                                  + ("; the commit's outcome is unknown" if was_committing else
+                                     "; the transaction was rolled back"))
+            lost.outcome_unknown = was_committing
+            return lost
         err = BackendError(msg)
-        err.sqlstate = getattr(exc, "sqlstate", None)  # type: ignore[attr-defined]
+        err.sqlstate = sqlstate  # type: ignore[attr-defined]
         return err
+
+    def _lose(self) -> None:
+        self.lost = True  # in_transaction stays as it was: the caller's ROLLBACK ends the lost transaction
+        self._next_try = 0.0  # the first reconnect may be tried at once
+        try:
+            self.raw.close()
+        except Exception:  # noqa: BLE001 - it is gone already
+            pass
+
+    def _come_back(self) -> None:
+        """Reconnect now if the backoff allows, else raise ConnectionLost saying when."""
+        now = time.monotonic()
+        if self._reconnect is None:
+            raise ConnectionLost(f"the connection to {self.url} is closed")
+        if now < self._next_try:
+            err = ConnectionLost(f"the database {self.url} is unreachable; the next reconnect is in "
+                                 f"{self._next_try - now:.1f} s")
+            err.retry_after = self._next_try - now
+            raise err
+        try:
+            self.raw = self._reconnect()
+        except StorageError as exc:
+            self._next_try = now + self._backoff
+            err = ConnectionLost(f"the database {self.url} is unreachable ({exc.message}); retrying in "
+                                 f"{self._backoff:.1f} s")
+            err.retry_after = self._backoff
+            self._backoff = min(self._backoff * 2, RECONNECT_MAX)
+            raise err from None
+        self.lost, self._backoff = False, RECONNECT_FIRST
+        self.reconnects += 1
+
+    def _track(self, sql: str) -> bool:
+        """Before a statement on a lost connection: a ROLLBACK ends the lost transaction (True: nothing to send);
+        any other statement of that transaction fails (its earlier statements are gone, and running the rest
+        outside it would commit half a call); a statement that starts anew reconnects first."""
+        if not self.lost:
+            return False
+        if sql.lstrip()[:8].upper().startswith("ROLLBACK"):
+            self.in_transaction = False
+            return True
+        if self.in_transaction:
+            raise ConnectionLost(f"the connection to {self.url} was lost; the transaction was rolled back")
+        self._come_back()
+        return False
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> "PgConnection":
         import psycopg
@@ -93,10 +170,18 @@ class PgConnection:
         t = translate(sql, params is not None)
         text, values = t.bind(params)
         self._rows = None
+        if self._track(sql):
+            self._cur = None
+            return self
         try:
             self._cur = self.raw.execute(text, values, prepare=False)
         except psycopg.Error as exc:
-            raise self._fail(exc) from None
+            raise self._fail(exc, sql) from None
+        word = sql.lstrip()[:8].upper()
+        if word.startswith("BEGIN"):
+            self.in_transaction = True
+        elif word.startswith(("COMMIT", "ROLLBACK")):
+            self.in_transaction = False
         return self
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> "PgConnection":
@@ -107,12 +192,13 @@ class PgConnection:
         self._rows = None
         if not batch:
             return self
+        self._track(sql)
         try:
             cur = self.raw.cursor()
             cur.executemany(batch[0][0], [v for _, v in batch])
             self._cur = cur
         except psycopg.Error as exc:
-            raise self._fail(exc) from None
+            raise self._fail(exc, sql) from None
         return self
 
     @property
@@ -133,7 +219,7 @@ class PgConnection:
                 try:
                     self._rows = self._cur.fetchall()
                 except psycopg.Error as exc:
-                    raise self._fail(exc) from None
+                    raise self._fail(exc, "") from None
         return self._rows
 
     def fetchall(self) -> list[tuple[Any, ...]]:
@@ -213,6 +299,9 @@ CREATE TABLE IF NOT EXISTS {META_SCHEMA}.changes (
     data TEXT NOT NULL, origin VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'));
 CREATE TABLE IF NOT EXISTS {META_SCHEMA}.change_horizon (seq BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS changes_committed_idx ON {META_SCHEMA}.changes (committed_at);
+CREATE TABLE IF NOT EXISTS {META_SCHEMA}.servers (
+    id VARCHAR PRIMARY KEY, pid INTEGER NOT NULL, host VARCHAR NOT NULL, kind VARCHAR NOT NULL, url VARCHAR,
+    started_at TIMESTAMP NOT NULL, heartbeat_at TIMESTAMP NOT NULL);
 CREATE OR REPLACE FUNCTION {META_SCHEMA}.log_changes(p text[], n text[], k text[], d text[], o text, durable boolean)
     RETURNS bigint[] LANGUAGE plpgsql AS $$
     DECLARE s bigint[];
@@ -231,18 +320,20 @@ CREATE OR REPLACE FUNCTION {META_SCHEMA}.jarr(j text) RETURNS text[] LANGUAGE sq
 """
 
 
-def connect(url: str, env: Mapping[str, str]) -> PgConnection:
-    """Connect (libpq reads ``PG*`` variables for whatever the URL leaves out), create the runtime's tables and
-    hold the open lock until :func:`opened` (so two processes never migrate at once)."""
+def raw_connect(url: str, secrets: list[str], **kwargs: Any) -> Any:
+    """A psycopg connection in autocommit, configured as the runtime reads results; every libpq parameter of
+    the URL and of the ``PG*`` environment applies (``connect_timeout`` defaults to 10 s only when neither says)."""
     try:
         import psycopg
+        from psycopg.conninfo import conninfo_to_dict
     except ImportError:
         raise StorageError("a postgresql:// database needs the postgres extra: pip install 'palimpsest-memory[postgres]'",
                            details={"database": redact(url), "reason": "missing_extra"}) from None
-    secrets = secrets_of(url, env)
     safe = redact(url)
     try:
-        raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        if "connect_timeout" not in conninfo_to_dict(url) and not os.environ.get("PGCONNECT_TIMEOUT"):
+            kwargs.setdefault("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+        raw = psycopg.connect(url, autocommit=True, **kwargs)
     except psycopg.Error as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         for s in secrets:
@@ -255,15 +346,34 @@ def connect(url: str, env: Mapping[str, str]) -> PgConnection:
             msg = msg.replace(s, "***")
         raise StorageError(f"cannot connect to PostgreSQL database {safe}: {type(exc).__name__}: {msg}",
                            details={"database": safe}) from None
-    con = PgConnection(raw, url, secrets)
     try:
         _configure(raw)
+    except psycopg.Error as exc:
+        raw.close()
+        raise StorageError(f"cannot prepare PostgreSQL database {safe}: {exc}", details={"database": safe}) from None
+    return raw
+
+
+# the runtime's tables exist in their current layout: a role that may not create them (ADR 0031: roles) opens
+META_CURRENT = (f"SELECT to_regclass('{META_SCHEMA}.servers') IS NOT NULL AND to_regprocedure("
+                f"'{META_SCHEMA}.log_changes(text[],text[],text[],text[],text,boolean)') IS NOT NULL")
+
+
+def connect(url: str, env: Mapping[str, str]) -> PgConnection:
+    """Connect (libpq reads ``PG*`` variables for whatever the URL leaves out), create the runtime's tables and
+    hold the open lock until :func:`opened` (so two processes never migrate at once)."""
+    secrets = secrets_of(url, env)
+    safe = redact(url)
+    raw = raw_connect(url, secrets)
+    con = PgConnection(raw, url, secrets, reconnect=lambda: raw_connect(url, secrets))
+    try:
         version = raw.info.server_version
         if version < 160000:
             raise StorageError(f"PostgreSQL {version // 10000} is too old: palimpsest needs PostgreSQL 16 or newer",
                                details={"database": safe, "server_version": version})
         con.execute(f"SELECT pg_advisory_lock({OPEN_LOCK})")
-        con.execute(META_DDL)
+        if not con.execute(META_CURRENT).fetchone()[0]:
+            con.execute(META_DDL)
     except BackendError as exc:
         con.close()
         raise StorageError(f"cannot prepare PostgreSQL database {safe}: {exc}", details={"database": safe}) from None

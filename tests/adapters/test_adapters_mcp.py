@@ -206,7 +206,7 @@ def test_a_server_bound_to_an_actor_refuses_calls_naming_another(tmp_path):
 
     try:
         run(scenario)
-        assert rt._con.execute("SELECT count(*) FROM brain.bindings").fetchone() == (0,)  # bob bound nothing
+        assert rt.store.con.execute("SELECT count(*) FROM brain.bindings").fetchone() == (0,)  # bob bound nothing
     finally:
         rt.close()
 

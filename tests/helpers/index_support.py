@@ -7,4 +7,4 @@ from typing import Any
 
 def held_index(rt: Any, namespace: str = "default") -> Any:
     rt.hold(namespace)
-    return rt._state["memory"].index.of(namespace)
+    return rt.pack_state("memory").index.of(namespace)

@@ -24,6 +24,6 @@ class Clock:
 
 def snapshot(rt: Any) -> dict[str, list]:
     """Every row of every table of every schema: what "writes nothing" is checked against."""
-    tables = rt._con.execute("SELECT schema_name, table_name FROM duckdb_tables() ORDER BY 1, 2").fetchall()
-    return {f"{s}.{t}": sorted(map(repr, rt._con.execute(f'SELECT * FROM "{s}"."{t}"').fetchall()))
+    tables = rt.store.con.execute("SELECT schema_name, table_name FROM duckdb_tables() ORDER BY 1, 2").fetchall()
+    return {f"{s}.{t}": sorted(map(repr, rt.store.con.execute(f'SELECT * FROM "{s}"."{t}"').fetchall()))
             for s, t in tables}

@@ -72,7 +72,7 @@ def diff_checksums(before: dict, after: dict) -> list[str]:
 def memory_fingerprint(rt: Any) -> tuple:
     """What the memory pack holds in memory (indexes, graph) and the runtime's tunables: a rejected call must
     leave these alone too (they change only in ``on_commit``)."""
-    st = rt._state.get("memory")
+    st = rt.pack_state("memory") if "memory" in rt.catalog.packs else None
     if st is None:
         return (dict(rt._tunables),)
     graph = st.graph
@@ -96,7 +96,7 @@ def migration_problems(rt: Any) -> list[str]:
         for version, name, sql in storage.discover_migrations(pack.migrations):
             expected[(pack.name, version)] = (name, hashlib.sha256(sql.encode()).hexdigest())
     got = {(p, v): (n, c) for p, v, n, c in
-           rt._con.execute("SELECT pack, version, name, checksum FROM _palimpsest.migrations").fetchall()}
+           rt.store.con.execute("SELECT pack, version, name, checksum FROM _palimpsest.migrations").fetchall()}
     out = [f"migration {k} recorded as {got.get(k)}, shipped as {expected.get(k)}"
            for k in sorted(set(got) | set(expected)) if got.get(k) != expected.get(k)]
     versions = rt.schema_versions()
@@ -163,7 +163,7 @@ def integrity_problems(rt: Any) -> list[str]:
             f"WHERE v.note_id = n.id AND v.model = '{model}')")
     out = []
     for what, sql in checks.items():
-        (n,) = rt._con.execute(sql).fetchone()
+        (n,) = rt.store.con.execute(sql).fetchone()
         if n:
             out.append(f"{what}: {n} row(s)")
     return out
@@ -172,7 +172,7 @@ def integrity_problems(rt: Any) -> list[str]:
 def _namespace_problems(rt: Any, index: Any, namespace: str) -> list[str]:
     from palimpsest_memory.packs.memory.vectors import l2_normalize
 
-    con = rt._con
+    con = rt.store.con
     rows = con.execute("SELECT id, namespace, archived_at IS NOT NULL FROM memory.notes WHERE namespace = ? "
                        "ORDER BY id", [namespace]).fetchall()
     out: list[str] = []
@@ -211,9 +211,9 @@ def index_problems(rt: Any, graph_edges: bool = True) -> list[str]:
     """The memory indexes agree with the tables: every note is in the BM25 index and carries its namespace and
     state in the column store, every stored vector is loaded (normalised, bit-identical), nothing extra; and
     (``graph_edges``) the memory graph holds exactly the active note-to-note edges of ``kg.edges``."""
-    st = rt._state["memory"]
+    st = rt.pack_state("memory")
     graph = st.graph
-    con = rt._con
+    con = rt.store.con
     out: list[str] = []
     spaces = [r[0] for r in con.execute("SELECT DISTINCT namespace FROM memory.notes ORDER BY 1").fetchall()]
     for ns in spaces:  # the index is held per namespace, loaded at a namespace's first call (ADR 0016)
@@ -446,7 +446,7 @@ def acked_problems(rt: Any, acked: Acked) -> list[str]:
     out = []
     if acked.notes:
         ids = sorted(acked.notes)
-        got = {r[0]: r[1:] for r in rt._con.execute(
+        got = {r[0]: r[1:] for r in rt.store.con.execute(
             "SELECT id, namespace, key, content FROM memory.notes WHERE id IN (SELECT unnest(?::BIGINT[]))",
             [ids]).fetchall()}
         for nid in ids:
@@ -456,7 +456,7 @@ def acked_problems(rt: Any, acked: Acked) -> list[str]:
     if acked.facts:
         ids = sorted(acked.facts)
         got: dict[int, set] = {}
-        for fid, ns, s, p, o in rt._con.execute(
+        for fid, ns, s, p, o in rt.store.con.execute(
                 "SELECT DISTINCT fact_id, namespace, subject_name, predicate, object_text FROM kg.facts "
                 "WHERE fact_id IN (SELECT unnest(?::BIGINT[]))", [ids]).fetchall():
             got.setdefault(fid, set()).add((ns, (s, p, o)))
@@ -472,12 +472,12 @@ def atomicity_problems(rt: Any, chain: str) -> list[str]:
     """Each ingest call is all or nothing: a batch's notes are all there or none is, and its fact assertions
     (one source row each) come in whole batches."""
     out = []
-    for b, n in rt._con.execute(
+    for b, n in rt.store.con.execute(
             "SELECT split_part(key, ':', 2)::INT AS b, count(*) FROM memory.notes WHERE key LIKE ? GROUP BY b",
             [f"{chain}:%"]).fetchall():
         if n != NOTES_PER_BATCH:
             out.append(f"notes batch {b}: {n} of {NOTES_PER_BATCH} notes stored (half-written call)")
-    for b, n in rt._con.execute(
+    for b, n in rt.store.con.execute(
             "SELECT split_part(source_id, ':', 3)::INT AS b, count(*) FROM kg.fact_sources WHERE source_id LIKE ? "
             "GROUP BY b", [f"src:{chain}:%"]).fetchall():
         if n % FACTS_PER_BATCH:
@@ -505,7 +505,7 @@ def verify_store(db: Path, chain: str, acked: Acked, rng: random.Random, fresh_s
         return [f"the store does not open: {type(exc).__name__}: {exc}"]
     try:
         problems = migration_problems(rt)
-        if schema_shape(rt._con) != fresh_shape:
+        if schema_shape(rt.store.con) != fresh_shape:
             problems.append("tables/columns differ from a freshly migrated store")
         problems += integrity_problems(rt) + index_problems(rt) + acked_problems(rt, acked)
         problems += atomicity_problems(rt, chain)
@@ -520,7 +520,7 @@ def fresh_schema_shape() -> list[tuple]:
     from palimpsest_memory.runtime import Runtime
 
     with Runtime.open(":memory:", config=HASHING, env=ISOLATED_ENV) as rt:
-        return schema_shape(rt._con)
+        return schema_shape(rt.store.con)
 
 
 def run_chain(workdir: Path, chain: str, runs: int, seed: int, *, max_delay: float = 0.25, fork: bool = True,
@@ -848,7 +848,7 @@ class FuzzOracle:
         self.stats = FuzzStats()
 
     def _state(self) -> tuple:
-        return table_checksums(self.rt._con), memory_fingerprint(self.rt)
+        return table_checksums(self.rt.store.con), memory_fingerprint(self.rt)
 
     def call(self, verb: str, params: Any) -> None:
         from palimpsest_memory.runtime.errors import InternalError, PalimpsestError, StorageError

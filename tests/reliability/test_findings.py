@@ -27,11 +27,11 @@ def rt(make_pal_runtime):
 
 
 def rejected_cleanly(rt, verb, params, code="invalid_params"):
-    before = table_checksums(rt._con), memory_fingerprint(rt)
+    before = table_checksums(rt.store.con), memory_fingerprint(rt)
     with pytest.raises(errors.PalimpsestError) as info:
         rt.call(verb, params)
     assert info.value.code == code, f"{verb} raised {info.value.code}: {info.value}"
-    assert (table_checksums(rt._con), memory_fingerprint(rt)) == before
+    assert (table_checksums(rt.store.con), memory_fingerprint(rt)) == before
     return info.value
 
 
@@ -184,7 +184,7 @@ def test_a_full_batch_may_mention_more_entities_than_one_kg_call_takes(make_pal_
     res = rt.call("memory.remember_many", {"notes": [{"content": f"Alice moved Orion to Postgres, step {i}"}
                                                      for i in range(1100)]})
     assert res.created == 1100
-    (n,) = rt._con.execute("SELECT count(*) FROM kg.edges WHERE relation = 'mentions'").fetchone()
+    (n,) = rt.store.con.execute("SELECT count(*) FROM kg.edges WHERE relation = 'mentions'").fetchone()
     assert n == 3300
 
 

@@ -40,7 +40,7 @@ CLOCK = lambda: __import__("datetime").datetime(2026, 3, 9, 12, 0, 0)  # noqa: E
 def fresh_runtime() -> Runtime:
     rt = Runtime.open(":memory:", config=HASHING, env=ISOLATED_ENV, clock=CLOCK)
     for seq, base in BASES.items():
-        rt._con.execute(f"DROP SEQUENCE {seq}; CREATE SEQUENCE {seq} START {base}")
+        rt.store.con.execute(f"DROP SEQUENCE {seq}; CREATE SEQUENCE {seq} START {base}")
     return rt
 
 
@@ -48,7 +48,7 @@ def owners(rt: Runtime) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
     """(kind, id) → namespace for every id of every kind, and recall id → namespace. Kinds have their own
     sequences, so one number can be a note of one namespace and an entity of another: the kind is in the key."""
     rt.call("brain.flush_serves", {}, internal=True)  # the brain keeps recent serves in memory (ADR 0010)
-    q = rt._con.execute
+    q = rt.store.con.execute
     ids: dict[tuple[str, int], str] = {}
     for kind, sql in (("note", "SELECT id, namespace FROM memory.notes"),
                       ("entity", "SELECT id, namespace FROM kg.entities"),
@@ -151,7 +151,7 @@ def apply_writes(rt: Runtime, plan: dict) -> None:
 
 def probe_hints(rt: Runtime):
     rt.call("brain.flush_serves", {}, internal=True)  # so the probes draw on every recall id, not just flushed ones
-    q = rt._con.execute
+    q = rt.store.con.execute
     return default_hints(
         [r[0] for r in q("SELECT id FROM memory.notes").fetchall()],
         [r[0] for r in q("SELECT recall_id FROM brain.serves").fetchall()],
@@ -171,7 +171,7 @@ def test_no_verb_returns_or_touches_another_namespaces_data(plan, data):
     try:
         apply_writes(rt, plan)
         hints = probe_hints(rt)
-        sums = namespace_checksums(rt._con)
+        sums = namespace_checksums(rt.store.con)
         id_owner, recall_owner = owners(rt)
         strategies: dict = {}
         for _ in range(PROBES):
@@ -189,12 +189,12 @@ def test_no_verb_returns_or_touches_another_namespaces_data(plan, data):
             except Exception as exc:  # only a pinned known issue may escape untyped (test_fuzz checks the rest)
                 assert explain_failure(verb, exc), f"{verb} raised {type(exc).__name__}: {exc}"
                 result = None
-            after = namespace_checksums(rt._con)
+            after = namespace_checksums(rt.store.con)
             assert others(after, ns) == others(sums, ns), f"{verb} in {ns} changed another namespace"
             if after != sums or (result is not None and spec.writes):
                 new_owner, recall_owner = owners(rt)
                 # owners() flushes the brain's pending serves, of every namespace: the next baseline is after it
-                sums = namespace_checksums(rt._con)
+                sums = namespace_checksums(rt.store.con)
                 # an id that still exists keeps its namespace (a forget may remove ids; none may move)
                 assert all(new_owner.get(k, v) == v for k, v in id_owner.items()), f"{verb} moved an id"
                 id_owner = new_owner
@@ -224,8 +224,8 @@ def test_the_probe_sees_the_other_namespaces(make_pal_runtime):
         assert res.results and not leaks(res.model_dump(), "ns-a", numbers, recall_owner, set(), set())
         assert leaks(res.model_dump(), "ns-b", numbers, recall_owner, set(), set())  # as seen from ns-b: a leak
         # same key, same sentence in three namespaces: three notes, not one replayed
-        assert rt._con.execute("SELECT count(DISTINCT id) FROM memory.notes WHERE key = 'k0'").fetchone()[0] == 3
-        b_note = rt._con.execute("SELECT id FROM memory.notes WHERE namespace = 'ns-b' LIMIT 1").fetchone()[0]
+        assert rt.store.con.execute("SELECT count(DISTINCT id) FROM memory.notes WHERE key = 'k0'").fetchone()[0] == 3
+        b_note = rt.store.con.execute("SELECT id FROM memory.notes WHERE namespace = 'ns-b' LIMIT 1").fetchone()[0]
         got = rt.call("memory.get", {"ids": [b_note]}, namespace="ns-a")
         assert got.notes == [] and got.missing == [b_note]
     finally:

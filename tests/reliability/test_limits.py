@@ -115,7 +115,7 @@ def test_cap_is_enforced_with_a_clear_error_and_writes_nothing(make_pal_runtime,
     _, cfg, setup, verb, params, message, loc = case
     rt = make_pal_runtime(config=cfg)
     ids = setup(rt) if setup else []
-    before = table_checksums(rt._con), memory_fingerprint(rt)
+    before = table_checksums(rt.store.con), memory_fingerprint(rt)
     with pytest.raises(errors.LimitExceeded) as info:
         rt.call(verb, params(ids))
     err = info.value
@@ -123,7 +123,7 @@ def test_cap_is_enforced_with_a_clear_error_and_writes_nothing(make_pal_runtime,
     assert err.code == "limit_exceeded" and err.http_status == 413 and err.exit_code == 2
     assert err.verb == verb
     assert err.details["errors"][0]["loc"] == loc
-    assert (table_checksums(rt._con), memory_fingerprint(rt)) == before
+    assert (table_checksums(rt.store.con), memory_fingerprint(rt)) == before
 
 
 def test_caps_at_exactly_the_limit_are_accepted(make_pal_runtime):
@@ -233,14 +233,14 @@ def jumping_clock(monkeypatch):
 def test_recall_past_its_deadline_is_stopped_and_records_nothing(make_pal_runtime, jumping_clock):
     rt = make_pal_runtime(config=recall_deadline(5))
     notes(rt, 5)
-    before = table_checksums(rt._con), memory_fingerprint(rt)
+    before = table_checksums(rt.store.con), memory_fingerprint(rt)
     with pytest.raises(errors.DeadlineExceeded) as info:
         rt.call("memory.recall", {"query": "Postgres Orion"})
     err = info.value
     assert err.code == "deadline_exceeded" and err.http_status == 504
     assert "memory.recall ran past its 5 ms deadline (packs.memory.recall_deadline_ms) during embed" == err.message
     assert err.details == {"deadline_seconds": 0.005, "setting": "packs.memory.recall_deadline_ms", "during": "embed"}
-    assert (table_checksums(rt._con), memory_fingerprint(rt)) == before  # not even the brain's serve ledger
+    assert (table_checksums(rt.store.con), memory_fingerprint(rt)) == before  # not even the brain's serve ledger
 
 
 def test_recall_deadline_reaches_explain(make_pal_runtime, jumping_clock):

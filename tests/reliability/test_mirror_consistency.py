@@ -180,6 +180,6 @@ def test_every_built_in_pack_declares_typed_state_with_mirrors(tmp_path) -> None
     try:
         for pack in ("kg", "memory", "brain"):
             assert rt.followers.mirrors[pack], f"pack {pack} declares no mirrors"
-            assert type(rt._state[pack]).__module__ == f"palimpsest_memory.packs.{pack}.state"
+            assert type(rt.pack_state(pack)).__module__ == f"palimpsest_memory.packs.{pack}.state"
     finally:
         rt.close()

@@ -28,11 +28,11 @@ def test_nan_and_infinity_are_refused_anywhere_in_params_not_stored_as_null(rt, 
 
 def test_reembed_with_an_unknown_model_is_the_callers_error_and_changes_nothing(rt) -> None:  # type: ignore[no-untyped-def]
     rt.call("memory.remember", {"content": "a note"})
-    before = rt._con.execute("SELECT count(*) FROM memory.vectors").fetchone()
+    before = rt.store.con.execute("SELECT count(*) FROM memory.vectors").fetchone()
     with pytest.raises(errors.InvalidParams, match="no embedder named 'nope'") as err:
         rt.call("memory.reembed", {"model": "nope"})
     assert err.value.exit_code == 2 and "hashing" in err.value.details["known"]
-    assert rt._con.execute("SELECT count(*) FROM memory.vectors").fetchone() == before
+    assert rt.store.con.execute("SELECT count(*) FROM memory.vectors").fetchone() == before
 
 
 def test_a_token_file_is_read_and_an_empty_or_missing_one_is_a_config_error(tmp_path) -> None:  # type: ignore[no-untyped-def]

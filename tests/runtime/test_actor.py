@@ -97,7 +97,7 @@ def test_tunables_resolve_actor_then_namespace_then_default_and_survive_reopen(t
         assert rt.call("owner.read", actor="alice").weight == 0.5
     with open_rt(db) as rt:
         assert rt.call("owner.read", actor="alice").weight == 0.5
-        assert rt._con.execute("SELECT count(*) FROM _palimpsest.tunables").fetchone() == (0,)
+        assert rt.store.con.execute("SELECT count(*) FROM _palimpsest.tunables").fetchone() == (0,)
 
 
 def test_actor_is_inherited_by_nested_calls_and_event_subscribers() -> None:
@@ -106,7 +106,7 @@ def test_actor_is_inherited_by_nested_calls_and_event_subscribers() -> None:
         assert rt.call("tuner.relay", actor="alice").model_dump() == {"actor": "alice", "weight": 0.8}
         rt.call("owner.read", actor="alice")
         rt.call("owner.read")
-        assert rt._state["tuner"].heard_for == ["alice", "alice", None]  # the relay's nested read published too
+        assert rt.pack_state("tuner").heard_for == ["alice", "alice", None]  # the relay's nested read published too
 
 
 @pytest.mark.parametrize("bad", ["", "*", "has space", "a" * 129, "-dash", "tab\t", 7])
@@ -117,7 +117,7 @@ def test_a_bad_actor_is_invalid_params_and_nothing_is_written(bad) -> None:  # t
         assert err.value.details["errors"][0]["loc"] == ["actor"]
         with pytest.raises(errors.InvalidParams, match="actor"):  # set_tunable checks the actor it is given too
             rt.call("tuner.set", {"value": 0.2, "actor": bad})
-        assert rt._con.execute("SELECT count(*) FROM _palimpsest.tunables").fetchone() == (0,)
+        assert rt.store.con.execute("SELECT count(*) FROM _palimpsest.tunables").fetchone() == (0,)
         assert rt._tunables == {}
 
 
@@ -154,7 +154,7 @@ def test_a_store_with_the_first_tunables_layout_is_upgraded_in_place(tmp_path) -
         assert rt.call("owner.read", namespace="team").weight == 0.75
         rt.call("tuner.set", {"value": 0.6, "actor": "alice"})
         assert rt.call("owner.read", actor="alice").weight == 0.6
-        rows = rt._con.execute("SELECT namespace, actor, value FROM _palimpsest.tunables ORDER BY ALL").fetchall()
+        rows = rt.store.con.execute("SELECT namespace, actor, value FROM _palimpsest.tunables ORDER BY ALL").fetchall()
         assert rows == [("default", "*", 0.25), ("default", "alice", 0.6), ("team", "*", 0.75)]
     with open_rt(db) as rt:  # upgraded once: opening again changes nothing
         assert rt.call("owner.read", actor="alice").weight == 0.6

@@ -60,7 +60,7 @@ def test_a_call_past_its_deadline_is_stopped_typed_and_keeps_nothing(tmp_path) -
         with pytest.raises(errors.DeadlineExceeded, match="0.1 s deadline") as err:
             rt.call("slow.work", {"loops": 100})
         assert err.value.exit_code == 6 and err.value.http_status == 504
-        assert rt._con.execute("SELECT count(*) FROM slow.t").fetchone() == (0,)
+        assert rt.store.con.execute("SELECT count(*) FROM slow.t").fetchone() == (0,)
         assert rt.call("slow.work", {"loops": 2}).loops == 2  # a short call is unaffected, and the next one too
 
 
@@ -75,7 +75,7 @@ def test_a_tighter_deadline_stops_the_call_in_its_own_unit_and_keeps_nothing(tmp
             rt.call("slow.tight", {"loops": 100, "within_ms": 50})
         assert err.value.message.startswith("slow.tight ran past its 50 ms deadline (packs.slow.within_ms) during loop ")
         assert err.value.details["setting"] == "packs.slow.within_ms" and err.value.details["deadline_seconds"] == 0.05
-        assert rt._con.execute("SELECT count(*) FROM slow.t").fetchone() == (0,)
+        assert rt.store.con.execute("SELECT count(*) FROM slow.t").fetchone() == (0,)
 
 
 def test_the_call_deadline_is_back_after_the_block(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -54,10 +54,10 @@ def test_invalid_result_is_an_internal_error_and_rolls_back(rt) -> None:  # type
 
 def test_assertive_verb_cannot_write_and_store_is_unchanged(rt) -> None:  # type: ignore[no-untyped-def]
     rt.call("store.add", {"text": "x"})
-    before = rt._con.execute("SELECT list(text ORDER BY text) FROM store.rows").fetchone()
+    before = rt.store.con.execute("SELECT list(text ORDER BY text) FROM store.rows").fetchone()
     with pytest.raises(errors.ReadOnlyViolation, match="INSERT"):
         rt.call("store.sneaky_count")
-    assert rt._con.execute("SELECT list(text ORDER BY text) FROM store.rows").fetchone() == before
+    assert rt.store.con.execute("SELECT list(text ORDER BY text) FROM store.rows").fetchone() == before
 
 
 def test_assertive_verb_cannot_call_a_commissive_verb(rt) -> None:  # type: ignore[no-untyped-def]
@@ -174,7 +174,7 @@ def _no_transaction_open(rt) -> bool:  # type: ignore[no-untyped-def]
     import duckdb
 
     try:
-        rt._con.execute("COMMIT")  # DuckDB refuses COMMIT when no transaction is active
+        rt.store.con.execute("COMMIT")  # DuckDB refuses COMMIT when no transaction is active
     except duckdb.Error as exc:
         return "no transaction is active" in str(exc)
     return False

@@ -13,6 +13,7 @@ EXPECTED = {  # code, exit code, HTTP status: changing any of these breaks users
     "Forbidden": ("forbidden", 4, 403), "ReadOnlyViolation": ("read_only_violation", 4, 403),
     "PackUnavailable": ("pack_unavailable", 5, 503), "PackLoadError": ("pack_load_error", 5, 500),
     "ConfigError": ("config_error", 5, 500), "StorageError": ("storage_error", 6, 500),
+    "StoreUnavailable": ("store_unavailable", 6, 503),
     "DeadlineExceeded": ("deadline_exceeded", 6, 504), "InternalError": ("internal", 1, 500),
 }
 

@@ -16,7 +16,7 @@ def rows(rt) -> int:  # type: ignore[no-untyped-def]
 
 
 def keys(rt) -> int:  # type: ignore[no-untyped-def]
-    return rt._con.execute("SELECT count(*) FROM _palimpsest.idempotency").fetchone()[0]
+    return rt.store.con.execute("SELECT count(*) FROM _palimpsest.idempotency").fetchone()[0]
 
 
 @pytest.fixture

@@ -152,13 +152,13 @@ def rt(tmp_path):  # type: ignore[no-untyped-def]
 
 
 def mirror(rt) -> RowsMirror:  # type: ignore[no-untyped-def]
-    return rt._state["mir"].rows
+    return rt.pack_state("mir").rows
 
 
 def test_state_is_the_declared_type_and_mirrors_load_at_open(tmp_path) -> None:
     db = tmp_path / "m.duckdb"
     with open_test_runtime(mirrored_pack(tmp_path), path=str(db)) as rt:
-        assert isinstance(rt._state["mir"], StoreState) and mirror(rt).loads == 1
+        assert isinstance(rt.pack_state("mir"), StoreState) and mirror(rt).loads == 1
         rt.call("mir.add", {"text": "a"})
     with open_test_runtime(mirrored_pack(tmp_path), path=str(db)) as rt:
         assert mirror(rt).rows == {"default": ["a", "written at close"]}

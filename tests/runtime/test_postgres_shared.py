@@ -42,12 +42,12 @@ def url(pal_postgres):  # type: ignore[no-untyped-def]
 
 def head(rt) -> int:  # type: ignore[no-untyped-def]
     with rt._lock:  # the follower thread uses the connection too, under the runtime's lock
-        return changelog.head(rt._con)
+        return rt.store.head()
 
 
 def sql(rt, query: str) -> list[tuple]:  # type: ignore[no-untyped-def]
     with rt._lock:
-        return rt._con.execute(query).fetchall()
+        return rt.store.con.execute(query).fetchall()
 
 
 def wait_for(check, seconds: float = 20.0):  # type: ignore[no-untyped-def]
@@ -101,14 +101,14 @@ def test_assertive_verbs_run_in_read_only_transactions(url) -> None:  # type: ig
     from palimpsest_memory.runtime import storage
 
     with open_test_runtime(path=url) as rt, rt._lock:
-        con = rt._con
-        storage.begin(con, read_only=True)
+        con = rt.store.con
+        rt.store.begin(read_only=True)
         try:
             with pytest.raises(storage.BackendError, match="read-only transaction"):
                 con.execute("INSERT INTO _palimpsest.tunables VALUES ('n', '*', 'p', 'x', 1, NULL, now())")
         finally:
             storage.rollback_quietly(con)
-        db = storage.Database(con, read_only=True, verb="test.read")
+        db = storage.Database(rt.store, read_only=True, verb="test.read")
         with pytest.raises(errors.ReadOnlyViolation):
             db.execute("DELETE FROM _palimpsest.tunables")
         assert con.execute("SELECT count(*) FROM _palimpsest.tunables").fetchone() == (0,)
@@ -234,11 +234,11 @@ def _commit_order(rt) -> list[str]:  # type: ignore[no-untyped-def]
     seen: set[str] = set()
     order = []
     with rt._lock:
-        rows = changelog.read_after(rt._con, 0)[1]
+        rows = rt.store.changes_after(0)[1]
     for _seq, pack, _ns, kind, data, _origin in rows:
         if pack != "kg":
             continue
-        change = rt.codec.decode(data)
+        change = rt.store.decode(data)
         new = {row[5] for rows in change.timelines.values() for row in rows} - seen
         assert len(new) <= 1, new
         order += sorted(new)
@@ -321,7 +321,7 @@ def test_a_late_loaded_namespace_sees_commits_before_and_after_its_load_once(url
         got = b.call("memory.recall", {"query": "lark note", "limit": 20}, namespace="late", consistency="strong")
         ids = [h.note.id for h in got.results]
         assert sorted(ids) == sorted(before + more + after) and len(ids) == len(set(ids))
-        index = b._state["memory"].index.of("late")
+        index = b.pack_state("memory").index.of("late")
         assert len(index.rows) == 7 and len(index.bm25) == 7
         assert [f.object for f in b.call("kg.facts", {"subject": "Ada"}, namespace="late").facts] == ["Rome"]
         with open_test_runtime(path=url) as fresh:
@@ -356,6 +356,6 @@ def test_a_nested_call_into_a_namespace_not_held_loads_it_under_its_lock(url) ->
     with open_test_runtime(kg, memory, brain, pack, path=url) as a, open_test_runtime(path=url) as other:
         other.call("memory.remember", {"content": "committed before the load"}, namespace="elsewhere")
         a.call("cross.copy_note", {"content": "copied across namespaces"})
-        index = a._state["memory"].index.of("elsewhere")
+        index = a.pack_state("memory").index.of("elsewhere")
         assert sorted(r.content for r in index.rows.values()) == ["committed before the load",
                                                                    "copied across namespaces"]

@@ -13,7 +13,7 @@ def test_migrations_applied_in_order_and_recorded(tmp_path) -> None:  # type: ig
     (pack.migrations / "002_more.sql").write_text("ALTER TABLE store.rows ADD COLUMN n INTEGER DEFAULT 0;")
     with Runtime.open(":memory:", packs=[pack], env=ENV) as rt:
         assert rt.schema_versions() == {"store": 2}
-        cols = [r[0] for r in rt._con.execute("DESCRIBE store.rows").fetchall()]
+        cols = [r[0] for r in rt.store.con.execute("DESCRIBE store.rows").fetchall()]
         assert cols == ["text", "n"]
 
 
@@ -56,7 +56,7 @@ def test_failing_migration_is_rolled_back_and_named(tmp_path) -> None:  # type: 
     (pack.migrations / "002_broken.sql").unlink()
     with Runtime.open(db, packs=[pack], env=ENV) as rt:
         assert rt.schema_versions() == {"store": 1}
-        tables = {r[0] for r in rt._con.execute(
+        tables = {r[0] for r in rt.store.con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'store'").fetchall()}
         assert tables == {"rows"}
 
@@ -76,7 +76,7 @@ def test_schema_per_pack(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with Runtime.open(":memory:", packs=[store_pack(tmp_path, "one"), store_pack(tmp_path, "two")], env=ENV) as rt:
         rt.call("one.add", {"text": "a"})
         assert (rt.call("one.count").n, rt.call("two.count").n) == (1, 0)
-        schemas = {r[0] for r in rt._con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
+        schemas = {r[0] for r in rt.store.con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
         assert {"one", "two", "_palimpsest"} <= schemas
 
 

@@ -61,7 +61,7 @@ def test_bad_tunables_are_refused_and_nothing_changes(target, value, match) -> N
         with pytest.raises(errors.InvalidParams, match=match):
             rt.call("tuner.set", {"target": target, "value": value})
         assert rt.call("owner.read").n == 500
-        assert rt._con.execute("SELECT count(*) FROM _palimpsest.tunables").fetchone() == (0,)
+        assert rt.store.con.execute("SELECT count(*) FROM _palimpsest.tunables").fetchone() == (0,)
 
 
 def test_read_only_verbs_cannot_set_tunables() -> None:

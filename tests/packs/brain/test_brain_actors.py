@@ -76,7 +76,7 @@ def test_rebinding_and_unbinding_leave_no_stale_actor_weights(make_pal_runtime):
     # bob unbound: his own rows are gone, he ranks with the namespace's weights
     res = rt.call("brain.unbind", {"actor": "bob"})
     assert (res.actor, res.was, res.now) == ("bob", "topical", "default")
-    rows = rt._con.execute("SELECT count(*) FROM _palimpsest.tunables WHERE actor = 'bob'").fetchone()
+    rows = rt.store.con.execute("SELECT count(*) FROM _palimpsest.tunables WHERE actor = 'bob'").fetchone()
     assert rows == (0,)
     assert weights_used(rt, actor="bob") == weights_used(rt)
     assert state_of(rt, "bob").profile == "default"
@@ -108,11 +108,11 @@ def test_serves_are_recorded_for_the_actor_and_its_profile_and_feedback_credits_
     rt.call("brain.profile", {"name": "recent", "actor": "alice"})
     for_alice = recall(rt, actor="alice").recall_id  # the recall_served subscriber runs for alice too
     for_nobody = recall(rt).recall_id
-    kept = rt._state["brain"].serves.pending
+    kept = rt.pack_state("brain").serves.pending
     assert (kept[for_alice].actor, kept[for_alice].profile) == ("alice", "recent")
     assert (kept[for_nobody].actor, kept[for_nobody].profile) == (None, "default")
     assert rt.call("brain.flush_serves", {}, internal=True).flushed == 2
-    rows = {r: (a, p) for r, a, p in rt._con.execute("SELECT recall_id, actor, profile FROM brain.serves").fetchall()}
+    rows = {r: (a, p) for r, a, p in rt.store.con.execute("SELECT recall_id, actor, profile FROM brain.serves").fetchall()}
     assert rows == {for_alice: ("alice", "recent"), for_nobody: (None, "default")}
     # feedback on alice's recall, given without any actor, credits the profile that served her
     res = rt.call("brain.feedback", {"recall_id": for_alice, "note_id": fresh, "signal": "useful"})
@@ -165,8 +165,8 @@ def test_a_store_from_before_actor_projections_is_migrated(tmp_path):
     shutil.copy(brain.migrations / "001_brain.sql", first)
     db = tmp_path / "pal.duckdb"
     with open_test_runtime(config=HASHING, clock=Clock(NOW), path=str(db)) as rt:  # memory and kg as they are
-        rt._con.execute("DROP SCHEMA brain CASCADE; DELETE FROM _palimpsest.migrations WHERE pack = 'brain'")
-    con = storage.connect(db)
+        rt.store.con.execute("DROP SCHEMA brain CASCADE; DELETE FROM _palimpsest.migrations WHERE pack = 'brain'")
+    con = storage.open_store(db).con
     storage.migrate(con, "brain", first)
     con.execute("INSERT INTO brain.projections VALUES ('default', 'default', 0.6, 0.3, 0.1, false, ?)", [NOW])
     con.execute("INSERT INTO brain.serves VALUES ('r1', 'default', 'q', ?, '{}')", [NOW])
@@ -176,4 +176,4 @@ def test_a_store_from_before_actor_projections_is_migrated(tmp_path):
         assert rt.call("brain.state").projected == {"relevance": 0.6, "salience": 0.3, "temporal": 0.1}
         assert rt.call("brain.state", {"actor": "alice"}).projected == {"relevance": 0.6, "salience": 0.3,
                                                                          "temporal": 0.1}
-        assert rt._con.execute("SELECT recall_id, actor, profile FROM brain.serves").fetchall() == [("r1", None, None)]
+        assert rt.store.con.execute("SELECT recall_id, actor, profile FROM brain.serves").fetchall() == [("r1", None, None)]

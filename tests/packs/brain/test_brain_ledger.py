@@ -15,7 +15,7 @@ def flush(rt) -> int:
 
 
 def stored(rt) -> list[str]:
-    return [r[0] for r in rt._con.execute("SELECT recall_id FROM brain.serves ORDER BY served_at, recall_id")
+    return [r[0] for r in rt.store.con.execute("SELECT recall_id FROM brain.serves ORDER BY served_at, recall_id")
             .fetchall()]
 
 
@@ -31,7 +31,7 @@ def test_recall_stays_read_only_and_the_breakdown_is_only_returned_when_asked(ma
     asked = recall(rt, include_breakdown=True)
     assert all(h.breakdown is not None for h in asked.results)
     assert flush(rt) == 2
-    rows = rt._con.execute("SELECT recall_id, note_id, rank, relevance, effective_salience, recency "
+    rows = rt.store.con.execute("SELECT recall_id, note_id, rank, relevance, effective_salience, recency "
                            "FROM brain.serve_items ORDER BY recall_id, rank").fetchall()
     served = {rid: [(n, rk) for r, n, rk, *_ in rows if r == rid] for rid in (plain.recall_id, asked.recall_id)}
     assert served[plain.recall_id] == [(relevant, 0), (fresh, 1)]
@@ -55,7 +55,7 @@ def test_serves_are_written_in_batches_and_feedback_finds_them_before(make_pal_r
     assert res.state.feedback_events == 1 and stored(rt) == []
     third = recall(rt).recall_id  # the third fills the buffer: all three are written in one transaction
     assert sorted(stored(rt)) == sorted([first, second, third])
-    n = rt._con.execute("SELECT count(*) FROM brain.serve_items").fetchone()[0]
+    n = rt.store.con.execute("SELECT count(*) FROM brain.serve_items").fetchone()[0]
     assert n == 6
     fourth = recall(rt).recall_id
     assert fourth not in stored(rt) and flush(rt) == 1 and fourth in stored(rt) and flush(rt) == 0
@@ -74,8 +74,8 @@ def test_close_writes_the_pending_serves_and_a_crash_loses_them(tmp_path):
         rt.call("brain.feedback", {"recall_id": kept, "note_id": fresh, "signal": "useful"})
         lost = recall(rt).recall_id
         before = snapshot(rt)
-        rt._con.close()  # the process dies: no close hook runs
-        rt._con = None
+        rt.store.con.close()  # the process dies: no close hook runs
+        rt.store.con = None
     with open_test_runtime(config=every(64), path=db, clock=Clock(NOW)) as rt:
         assert stored(rt) == [kept]
         with pytest.raises(errors.NotFound, match="unknown"):
@@ -144,7 +144,7 @@ def test_old_serves_expire_and_are_pruned_at_the_next_write(make_pal_runtime, wr
     res = rt.call("brain.flush_serves", {}, internal=True)
     assert (res.flushed, res.pruned) == (1, 1)  # written and deleted, or dropped before it was ever written
     assert stored(rt) == [new]
-    assert rt._con.execute("SELECT count(*) FROM brain.serve_items WHERE recall_id = ?", [old]).fetchone() == (0,)
+    assert rt.store.con.execute("SELECT count(*) FROM brain.serve_items WHERE recall_id = ?", [old]).fetchone() == (0,)
 
 
 def bounded(flush_every: int, keep: int) -> dict:
@@ -153,7 +153,7 @@ def bounded(flush_every: int, keep: int) -> dict:
 
 
 def stored_in(rt, namespace: str) -> list[str]:
-    return [r[0] for r in rt._con.execute("SELECT recall_id FROM brain.serves WHERE namespace = ? ORDER BY seq",
+    return [r[0] for r in rt.store.con.execute("SELECT recall_id FROM brain.serves WHERE namespace = ? ORDER BY seq",
                                           [namespace]).fetchall()]
 
 
@@ -169,7 +169,7 @@ def test_the_ledger_keeps_the_newest_serves_of_each_namespace_up_to_its_bound(ma
     flush(rt)
     assert stored_in(rt, "default") == mine[-3:]  # oldest dropped first
     assert stored_in(rt, "other") == theirs  # another namespace's serves do not count against this one's
-    assert rt._con.execute("SELECT count(*) FROM brain.serve_items").fetchone() == (10,)  # 5 serves × 2 notes
+    assert rt.store.con.execute("SELECT count(*) FROM brain.serve_items").fetchone() == (10,)  # 5 serves × 2 notes
     for rid in mine[:4]:
         with pytest.raises(errors.NotFound, match="unknown") as caught:
             rt.call("brain.feedback", {"recall_id": rid, "note_id": relevant, "signal": "useful"})
@@ -209,7 +209,7 @@ def test_a_serve_keeps_what_feedback_needs_and_not_the_query(make_pal_runtime):
     rid = rt.call("memory.recall", {"query": secret, "now": NOW.isoformat()}).recall_id
     flush(rt)
     assert not any(secret in row for rows in snapshot(rt).values() for row in rows)
-    (row,) = rt._con.execute("SELECT note_ids, relevance_weight, salience_weight, temporal_weight FROM brain.serves "
+    (row,) = rt.store.con.execute("SELECT note_ids, relevance_weight, salience_weight, temporal_weight FROM brain.serves "
                              "WHERE recall_id = ?", [rid]).fetchall()
     assert row == ([relevant, fresh], 0.7, 0.2, 0.1)
 
@@ -229,8 +229,8 @@ def test_the_old_ledger_is_converted_and_feedback_on_its_serves_works(tmp_path):
     db = tmp_path / "pal.duckdb"
     with open_test_runtime(config=HASHING, clock=Clock(NOW), path=str(db)) as rt:
         relevant, fresh = pair(rt)
-        rt._con.execute("DROP SCHEMA brain CASCADE; DELETE FROM _palimpsest.migrations WHERE pack = 'brain'")
-    con = storage.connect(db)
+        rt.store.con.execute("DROP SCHEMA brain CASCADE; DELETE FROM _palimpsest.migrations WHERE pack = 'brain'")
+    con = storage.open_store(db).con
     storage.migrate(con, "brain", old)
     con.execute("INSERT INTO brain.serves VALUES ('new', 'default', 'q', ?, "
                 "'{\"relevance\": 0.6, \"salience\": 0.3, \"temporal\": 0.1}', 'alice', 'default')",
@@ -241,15 +241,15 @@ def test_the_old_ledger_is_converted_and_feedback_on_its_serves_works(tmp_path):
     con.close()
     with open_test_runtime(config=HASHING, clock=Clock(NOW), path=str(db)) as rt:
         assert rt.schema_versions()["brain"] == 3
-        rows = rt._con.execute("SELECT recall_id, seq, actor, note_ids, relevance_weight, recency FROM brain.serves "
+        rows = rt.store.con.execute("SELECT recall_id, seq, actor, note_ids, relevance_weight, recency FROM brain.serves "
                                "ORDER BY seq").fetchall()
         assert rows == [("old", 1, None, [relevant], 0.0, [0.5]), ("new", 2, "alice", [relevant, fresh], 0.6, [0.0, 0.99])]
         res = rt.call("brain.feedback", {"recall_id": "new", "note_id": fresh, "signal": "useful"})
         expected = post.credit({"relevance": [0.9, 0.2], "effective_salience": [0.1, 0.9], "recency": [0.0, 0.99]}, 1,
                                {"relevance": 0.6, "salience": 0.3, "temporal": 0.1})
         assert res.credit == expected and res.profile == "default"
-        assert rt._con.execute("SELECT note_id, rank FROM brain.serve_items WHERE recall_id = 'new' ORDER BY rank"
+        assert rt.store.con.execute("SELECT note_id, rank FROM brain.serve_items WHERE recall_id = 'new' ORDER BY rank"
                                ).fetchall() == [(relevant, 0), (fresh, 1)]
         recall(rt)  # the next serves follow the converted ones
         flush(rt)
-        assert rt._con.execute("SELECT max(seq) FROM brain.serves").fetchone() == (3,)
+        assert rt.store.con.execute("SELECT max(seq) FROM brain.serves").fetchone() == (3,)

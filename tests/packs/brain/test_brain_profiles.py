@@ -98,13 +98,13 @@ def test_replaying_the_event_log_rebuilds_the_same_state(make_pal_runtime):
     res = rt.call("brain.replay")
     assert res.matches and res.events == 62 and res.replayed == res.stored
     # the same fold, done here from the raw rows, gives the stored numbers bit for bit
-    rows = rt._con.execute("SELECT kind, payload FROM brain.events WHERE profile = 'default' ORDER BY seq").fetchall()
+    rows = rt.store.con.execute("SELECT kind, payload FROM brain.events WHERE profile = 'default' ORDER BY seq").fetchall()
     state, n = post.replay((k, json.loads(p)) for k, p in rows)
     stored = rt.call("brain.state").state
     assert n == stored.feedback_events == 29
     assert {c: (p.alpha, p.beta) for c, p in stored.posteriors.items()} == state
     # and a tampered cache is detected
-    rt._con.execute("UPDATE brain.posteriors SET alpha = alpha + 1 WHERE component = 'salience'")
+    rt.store.con.execute("UPDATE brain.posteriors SET alpha = alpha + 1 WHERE component = 'salience'")
     assert not rt.call("brain.replay").matches
 
 
@@ -123,7 +123,7 @@ def test_without_the_brain_recall_uses_the_configured_defaults(make_pal_runtime)
     assert recall(rt).results[0].breakdown is None
     with pytest.raises(errors.PalimpsestError):
         rt.call("brain.state")
-    schemas = {r[0] for r in rt._con.execute("SELECT schema_name FROM duckdb_schemas()").fetchall()}
+    schemas = {r[0] for r in rt.store.con.execute("SELECT schema_name FROM duckdb_schemas()").fetchall()}
     assert "brain" not in schemas
     # the memory config still rules: other defaults are used as they are
     tuned = make_pal_runtime(config={"packs": {"memory": {"embedder": "hashing", "score_weights": {
@@ -136,5 +136,5 @@ def test_state_and_replay_are_read_only(make_pal_runtime):
     rt = make_pal_runtime(config=HASHING, clock=Clock(NOW))
     rt.call("brain.state", {"profile": "default", "events": 10})
     rt.call("brain.replay", {"profile": "default"})
-    assert rt._con.execute("SELECT count(*) FROM brain.events").fetchone() == (0,)
-    assert rt._con.execute("SELECT count(*) FROM brain.posteriors").fetchone() == (0,)
+    assert rt.store.con.execute("SELECT count(*) FROM brain.events").fetchone() == (0,)
+    assert rt.store.con.execute("SELECT count(*) FROM brain.posteriors").fetchone() == (0,)

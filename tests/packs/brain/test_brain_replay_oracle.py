@@ -51,7 +51,7 @@ def test_the_stored_state_is_the_independent_fold_of_the_event_log(make_pal_runt
                                    "source": rng.choice(["explicit", "implicit"])})
         if i == 50:
             rt.call("brain.reset")
-    rows = rt._con.execute("SELECT kind, payload FROM brain.events WHERE profile = 'default' "
+    rows = rt.store.con.execute("SELECT kind, payload FROM brain.events WHERE profile = 'default' "
                            "ORDER BY seq").fetchall()
     events = [(k, json.loads(p)) for k, p in rows]
     assert [k for k, _ in events].count("feedback") == 80 and [k for k, _ in events][0] == "init"

@@ -19,7 +19,7 @@ def fresh_digests(rt) -> dict:
 
 
 def live_digests(rt) -> dict:
-    st = rt._state["brain"]
+    st = rt.pack_state("brain")
     return {"serves": st.serves.digest(), "bindings": st.bindings.digest()}
 
 
@@ -33,10 +33,10 @@ def test_bindings_follow_binds_and_unbinds_and_equal_a_fresh_load(make_pal_runti
     for verb, params in steps:
         rt.call(verb, params)
         assert live_digests(rt) == fresh_digests(rt)
-    assert rt._state["brain"].bindings.profiles == {("default", "alice"): "recent"}
+    assert rt.pack_state("brain").bindings.profiles == {("default", "alice"): "recent"}
     rid = recall(rt, actor="alice").recall_id
-    assert rt._state["brain"].serves.pending[rid].profile == "recent"
-    assert rt._state["brain"].serves.pending[recall(rt, actor="carol").recall_id].profile == "default"
+    assert rt.pack_state("brain").serves.pending[rid].profile == "recent"
+    assert rt.pack_state("brain").serves.pending[recall(rt, actor="carol").recall_id].profile == "default"
 
 
 class Name(BaseModel):
@@ -64,12 +64,12 @@ def test_a_rolled_back_binding_changes_no_mirror(make_pal_runtime):
     rt = make_pal_runtime(failing_pack(), discover=True, config=HASHING, clock=Clock(NOW))
     pair(rt)
     rid = recall(rt).recall_id
-    before = dict(rt._state["brain"].bindings.profiles), dict(rt._state["brain"].serves.pending)
+    before = dict(rt.pack_state("brain").bindings.profiles), dict(rt.pack_state("brain").serves.pending)
     with pytest.raises(Exception):
         rt.call("binder.bind_then_fail", {"name": "recent"})
-    assert (dict(rt._state["brain"].bindings.profiles), dict(rt._state["brain"].serves.pending)) == before
-    assert rt._state["brain"].serves.pending[rid].profile == "default"
-    assert rt._con.execute("SELECT count(*) FROM brain.bindings").fetchone() == (0,)
+    assert (dict(rt.pack_state("brain").bindings.profiles), dict(rt.pack_state("brain").serves.pending)) == before
+    assert rt.pack_state("brain").serves.pending[rid].profile == "default"
+    assert rt.store.con.execute("SELECT count(*) FROM brain.bindings").fetchone() == (0,)
 
 
 def test_a_failed_flush_keeps_the_serves_pending(make_pal_runtime, monkeypatch):
@@ -81,10 +81,10 @@ def test_a_failed_flush_keeps_the_serves_pending(make_pal_runtime, monkeypatch):
     first = recall(rt).recall_id
     monkeypatch.setattr(ledger, "flush", lambda ctx: (_ for _ in ()).throw(OSError("disk full")))
     second = recall(rt).recall_id  # the subscriber's flush fails: logged, rolled back, nothing forgotten
-    assert list(rt._state["brain"].serves.pending) == [first]  # the failed subscriber's own serve is lost
+    assert list(rt.pack_state("brain").serves.pending) == [first]  # the failed subscriber's own serve is lost
     monkeypatch.undo()
     assert rt.call("brain.flush_serves", {}, internal=True).flushed == 1
-    assert rt._state["brain"].serves.pending == {} and second
+    assert rt.pack_state("brain").serves.pending == {} and second
 
 
 def test_the_brain_uses_none_of_the_old_after_commit_paths():

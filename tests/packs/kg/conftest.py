@@ -32,6 +32,6 @@ def kg(make_pal_runtime, clock):
 
 
 def counts(rt) -> dict[str, int]:
-    con = rt._con
+    con = rt.store.con
     return {t: con.execute(f"SELECT count(*) FROM kg.{t}").fetchone()[0]
             for t in ("entities", "entity_keys", "facts", "fact_sources", "edges", "predicates", "centrality")}

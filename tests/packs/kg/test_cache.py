@@ -72,7 +72,7 @@ def swallow_then_write(params: ProbeParams, ctx: Context) -> ProbeResult:
 
 
 def _state(rt):
-    return rt._state["kg"]
+    return rt.pack_state("kg")
 
 
 def _cache(rt, ns: str = "default"):
@@ -95,14 +95,14 @@ def assert_cache_matches_store(rt, ns: str = "default") -> None:
     assert_mirrors_equal_a_fresh_load(rt)
     c = _cache(rt, ns)
     cached = sorted(((sid, *r) for sid, rows in c.subjects.items() for r in rows), key=lambda r: (r[0], r[2]))
-    stored = sorted(rt._con.execute(f"SELECT {LOAD_COLUMNS} FROM kg.facts WHERE namespace = ? AND retracted_at IS "
+    stored = sorted(rt.store.con.execute(f"SELECT {LOAD_COLUMNS} FROM kg.facts WHERE namespace = ? AND retracted_at IS "
                                     "NULL", [ns]).fetchall(), key=lambda r: (r[0], r[2]))
     assert cached == stored
-    keys = rt._con.execute("SELECT k.key, e.id, e.name FROM kg.entity_keys k JOIN kg.entities e ON e.id = "
+    keys = rt.store.con.execute("SELECT k.key, e.id, e.name FROM kg.entity_keys k JOIN kg.entities e ON e.id = "
                            "k.entity_id WHERE k.namespace = ?", [ns]).fetchall()
     assert c.keys == {k: i for k, i, _ in keys}
     assert c.names == {i: n for _, i, n in keys}
-    assert c.cards == dict(rt._con.execute("SELECT name, cardinality FROM kg.predicates WHERE namespace = ?",
+    assert c.cards == dict(rt.store.con.execute("SELECT name, cardinality FROM kg.predicates WHERE namespace = ?",
                                            [ns]).fetchall())
 
 

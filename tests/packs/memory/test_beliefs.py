@@ -60,10 +60,10 @@ def test_history_lists_every_version_with_the_supersedes_chain(rt, three):
 
 def test_the_history_is_append_only(rt, clock):
     upsert(rt, "k", "first value of k")
-    rows_v1 = rt._con.execute("SELECT * FROM memory.belief_versions").fetchall()
+    rows_v1 = rt.store.con.execute("SELECT * FROM memory.belief_versions").fetchall()
     clock.now = T0 + timedelta(days=1)
     upsert(rt, "k", "second value of k")
-    rows = rt._con.execute("SELECT * FROM memory.belief_versions ORDER BY version").fetchall()
+    rows = rt.store.con.execute("SELECT * FROM memory.belief_versions ORDER BY version").fetchall()
     assert rows[0] == rows_v1[0] and len(rows) == 2  # version 1's row untouched, version 2 appended
 
 

@@ -37,7 +37,7 @@ def seed(rt):  # type: ignore[no-untyped-def]
 def reference(rt, f: dict) -> list[int]:  # type: ignore[no-untyped-def]
     """The same filters, read plainly from memory.get of every note."""
     everything = rt.call("memory.get", {"ids": list(range(1, 200))}).notes
-    archived = {r[0] for r in rt._con.execute("SELECT id FROM memory.notes WHERE archived_at IS NOT NULL").fetchall()}
+    archived = {r[0] for r in rt.store.con.execute("SELECT id FROM memory.notes WHERE archived_at IS NOT NULL").fetchall()}
     out = []
     for n in everything:
         tags = set(n.tags)

@@ -53,7 +53,7 @@ def other_answers(rt) -> dict:  # type: ignore[no-untyped-def]
     call = lambda verb, p: rt.call(verb, p, namespace="team:b").model_dump(mode="json")  # noqa: E731
     return {"recall": call("memory.recall", {"query": "bees"}), "list": call("memory.list", {"limit": 100}),
             "tombstones": call("memory.tombstones", {}), "facts": call("kg.facts", {"include_superseded": True}),
-            "kg_tombstones": rt._con.execute("SELECT ref, reason FROM kg.tombstones WHERE namespace = 'team:b' "
+            "kg_tombstones": rt.store.con.execute("SELECT ref, reason FROM kg.tombstones WHERE namespace = 'team:b' "
                                              "ORDER BY ref").fetchall()}
 
 

@@ -113,7 +113,7 @@ def test_recall_with_e5_finds_a_paraphrase_the_words_miss(make_pal_runtime):
                                     "include_breakdown": True})
     assert res.embedder == "e5" and res.results[0].note.id == dog
     assert res.results[0].breakdown.vector_match > 0
-    dim = rt._con.execute("SELECT DISTINCT model FROM memory.vectors").fetchall()
+    dim = rt.store.con.execute("SELECT DISTINCT model FROM memory.vectors").fetchall()
     assert dim == [("e5",)]
 
 

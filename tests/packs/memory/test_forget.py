@@ -71,7 +71,7 @@ def test_forgotten_text_leaves_the_store_and_the_file_bytes(tmp_path) -> None:
         tomb = rt.call("memory.tombstones", {}).tombstones
         assert [(t.note_id, t.reason, t.actor) for t in tomb] == [(sid, "user asked", "ada")]
         assert rt.call("memory.edges", {"memory_id": 1, "direction": "both"}).edges == []
-        served = rt._con.execute("SELECT list_has(note_ids, ?) FROM brain.serves", [sid]).fetchall()
+        served = rt.store.con.execute("SELECT list_has(note_ids, ?) FROM brain.serves", [sid]).fetchall()
         assert served and not any(r[0] for r in served)
         new = remember(rt, "written after the forget")
         assert new > sid + 1  # ids are never reused, compaction kept the sequence
@@ -120,7 +120,7 @@ def test_facts_only_the_note_grounded_are_erased_and_shared_ones_lose_the_link(r
     assert [f.object for f in hist] == ["Lisbon"]  # Paris is gone from history, not just retracted
     likes = rt.call("kg.resolve", {"subject": "Ann", "predicate": "likes"}).evidence
     assert [(e.fact.fact_id, e.sources) for e in likes] == [(tea, [f"m:{b}"])]
-    assert rt._con.execute("SELECT count(*) FROM kg.claims WHERE object_text = 'Paris'").fetchone()[0] == 0
+    assert rt.store.con.execute("SELECT count(*) FROM kg.claims WHERE object_text = 'Paris'").fetchone()[0] == 0
     assert [t.ref for t in rt.call("kg.tombstones", {}).tombstones] == [f"f:{res.facts[0]}"]
 
 
@@ -139,7 +139,7 @@ def test_kg_forget_an_entity_erases_its_facts_names_and_edges(rt) -> None:
     assert [f.object for f in rt.call("kg.facts", {"subject": "Bob"}).facts] == ["Acme"]
     bob = rt.call("kg.entity", {"name": "Bob"}).entity.id
     assert rt.call("kg.detect_entities", {"text": "Quentin and Q met Bob"}).entity_ids == [bob]
-    assert rt._con.execute("SELECT count(*) FROM kg.entity_keys WHERE text IN ('Q', 'Quentin')").fetchone()[0] == 0
+    assert rt.store.con.execute("SELECT count(*) FROM kg.entity_keys WHERE text IN ('Q', 'Quentin')").fetchone()[0] == 0
 
 
 def test_forgetting_a_namespace_erases_it_and_only_it(rt) -> None:

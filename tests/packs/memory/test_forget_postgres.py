@@ -50,7 +50,7 @@ def test_forgotten_text_leaves_the_postgres_data_files(pal_postgres) -> None:
         assert any(f.startswith("base/") for f in before), before  # the test can fail: the text is in the tables
         rt.call("memory.forget", {"ids": [sid], "reason": "asked"})
         assert rt.call("memory.get", {"ids": [sid]}).missing == [sid]
-        changes = rt._con.execute("SELECT count(*) FROM _palimpsest.changes").fetchone()[0]
+        changes = rt.store.con.execute("SELECT count(*) FROM _palimpsest.changes").fetchone()[0]
         assert changes == 0  # the change log (which carried the text) was pruned through its head
         admin(pal_postgres, "CHECKPOINT")
         left = [f for f in files_holding(data, SECRET) if not f.startswith("pg_wal/")]

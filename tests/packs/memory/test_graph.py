@@ -137,7 +137,7 @@ def test_a_bad_link_in_a_batch_writes_nothing_and_is_never_walked(rt):
                                                {"source_id": a, "target_id": 777, "relation": "supports"}]})
     assert info.value.details["errors"][0]["loc"] == ["links", 1, "target_id"]
     assert snapshot(rt) == before
-    assert rt._state["memory"].graph.incident("default", a) == []  # the rolled-back edge is not in the mirror
+    assert rt.pack_state("memory").graph.incident("default", a) == []  # the rolled-back edge is not in the mirror
     assert rt.call("memory.edges", {"memory_id": a}).edges == []
 
 
@@ -200,7 +200,7 @@ def test_edges_survive_a_reopen(tmp_path):
         r.call("memory.centrality", {})
     with open_test_runtime(config=HASHING, path=path) as r:
         r.hold("default")  # a namespace's mirrors load at its first call (ADR 0016)
-        g = r._state["memory"].graph
+        g = r.pack_state("memory").graph
         assert [g.edges[e][1:4] for e in g.incident("default", a)] == [(a, b, "supports")]
         assert g.centrality["default"][b] == 1.0
         hit = r.call("memory.walk", {"query": "alpha note", "seeds": 1, "min_similarity": -1}).results
@@ -329,7 +329,7 @@ def test_hubs_outrank_leaves_and_contradicts_adds_nothing(rt):
     second = {n.note_id: n.score for n in rt.call("memory.centrality", {"top": 100}).top}
     assert lone not in second  # …add no centrality at all
     assert second == pytest.approx(scores)  # nor change anyone else's
-    stored = dict(rt._con.execute("SELECT note_id, score FROM memory.centrality").fetchall())
+    stored = dict(rt.store.con.execute("SELECT note_id, score FROM memory.centrality").fetchall())
     assert stored == pytest.approx(second)
 
 
@@ -343,5 +343,5 @@ def test_centrality_is_per_namespace(rt):
     assert {n.note_id for n in one.top} == {a, b}
     two = rt.call("memory.centrality", {}, namespace="two")
     assert {n.note_id for n in two.top} == {x, y}
-    rows = rt._con.execute("SELECT namespace, note_id FROM memory.centrality ORDER BY 1, 2").fetchall()
+    rows = rt.store.con.execute("SELECT namespace, note_id FROM memory.centrality ORDER BY 1, 2").fetchall()
     assert rows == [("one", a), ("one", b), ("two", x), ("two", y)]

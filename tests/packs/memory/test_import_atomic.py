@@ -37,7 +37,7 @@ def write_lines(path: Path, lines: list) -> Path:
 
 
 def counts(rt) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    return {t: rt._con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+    return {t: rt.store.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
 
 
 def import_file(rt, path: Path, **extra):  # type: ignore[no-untyped-def]

@@ -160,7 +160,7 @@ def test_import_conversations_registers_speakers_and_is_idempotent(tmp_path, mak
     again = import_conversations(rt, convs, "jsonl", None)
     assert again.pop("note_ids") == ids  # the replays return the stored notes
     assert again == {"conversations": 2, "created": 0, "replayed": 4}
-    assert rt._con.execute("SELECT count(*) FROM memory.notes").fetchone()[0] == 4
+    assert rt.store.con.execute("SELECT count(*) FROM memory.notes").fetchone()[0] == 4
     people = {e.name for e in rt.call("kg.entities", {"kind": "person"}).entities}
     assert people == {"Ada", "Bob", "Cy"}
     hit = rt.call("memory.recall", {"query": "ferry Zanzibar"}).results[0].note
@@ -228,7 +228,7 @@ def test_locomo_first_conversation_imports_and_answers(make_pal_runtime, locomo_
                   if k.startswith("session_") and not k.endswith("date_time"))
     assert counts == {"conversations": 1, "created": n_turns, "replayed": 0}
     assert len(note_ids) == n_turns
-    row = rt._con.execute("SELECT content, scope, thread, occurred_at, key FROM memory.notes WHERE source_id = 'D1:1'"
+    row = rt.store.con.execute("SELECT content, scope, thread, occurred_at, key FROM memory.notes WHERE source_id = 'D1:1'"
                           ).fetchone()
     first_turn = raw["conversation"]["session_1"][0]
     assert row == (f"{first_turn['speaker']}: {first_turn['text']}", raw["sample_id"], "session_1",

@@ -115,7 +115,7 @@ def test_a_budget_of_one_namespace_still_answers_every_namespace(target) -> None
 
 
 def events(rt: Any) -> dict[str, int]:
-    return dict(rt._con.execute("SELECT namespace, count(*) FROM brain.events WHERE kind = 'feedback' GROUP BY namespace").fetchall())
+    return dict(rt.store.con.execute("SELECT namespace, count(*) FROM brain.events WHERE kind = 'feedback' GROUP BY namespace").fetchall())
 
 
 def test_close_writes_each_changed_namespace_snapshot_and_reopen_restores_it(target) -> None:  # type: ignore[no-untyped-def]
@@ -127,20 +127,20 @@ def test_close_writes_each_changed_namespace_snapshot_and_reopen_restores_it(tar
         kept = digests(rt)
     with open_test_runtime(config=cfg, discover=True, path=target) as rt:
         held = ["empty", *SPACES]  # the order does not matter to the digests
-        rows = rt._con.execute("SELECT namespace, notes FROM memory.index_snapshot WHERE id = 1 "
+        rows = rt.store.con.execute("SELECT namespace, notes FROM memory.index_snapshot WHERE id = 1 "
                                "ORDER BY namespace").fetchall()
         assert rows == [(ns, 6) for ns in SPACES]
         for ns in held:
             rt.hold(ns)
             if ns in SPACES:
-                assert not rt._state["memory"].index.of(ns).dirty  # restored from its own snapshot
+                assert not rt.pack_state("memory").index.of(ns).dirty  # restored from its own snapshot
         assert digests(rt) == kept
-        saved = rt._con.execute("SELECT max(saved_at) FROM memory.index_snapshot").fetchall()
+        saved = rt.store.con.execute("SELECT max(saved_at) FROM memory.index_snapshot").fetchall()
     with open_test_runtime(config=cfg, discover=True, path=target) as rt:  # nothing changed: nothing rewritten
         for ns in SPACES:
             rt.hold(ns)
     with open_test_runtime(config=cfg, discover=True, path=target) as rt:
-        assert rt._con.execute("SELECT max(saved_at) FROM memory.index_snapshot").fetchall() == saved
+        assert rt.store.con.execute("SELECT max(saved_at) FROM memory.index_snapshot").fetchall() == saved
 
 
 def test_an_evicted_namespace_is_snapshotted_before_it_is_dropped(target) -> None:  # type: ignore[no-untyped-def]
@@ -148,10 +148,10 @@ def test_an_evicted_namespace_is_snapshotted_before_it_is_dropped(target) -> Non
                                                                     "index_snapshot_min_notes": 1}}}
     with open_test_runtime(config=cfg, discover=True, path=target) as rt:
         rt.call("memory.remember", {"content": "first namespace note"}, namespace="ns-a")
-        assert rt._con.execute("SELECT count(*) FROM memory.index_snapshot").fetchall() == [(0,)]
+        assert rt.store.con.execute("SELECT count(*) FROM memory.index_snapshot").fetchall() == [(0,)]
         rt.call("memory.remember", {"content": "second namespace note"}, namespace="ns-b")  # evicts ns-a
         assert rt.held_namespaces() == ["ns-b"]
-        assert rt._con.execute("SELECT namespace FROM memory.index_snapshot WHERE id = 1").fetchall() == [("ns-a",)]
+        assert rt.store.con.execute("SELECT namespace FROM memory.index_snapshot WHERE id = 1").fetchall() == [("ns-a",)]
 
 
 def test_a_bad_budget_is_a_config_error() -> None:

@@ -21,7 +21,7 @@ from index_support import held_index
 def fresh_digests(rt: Any) -> dict[str, Any]:
     """Each memory mirror's digest after a fresh ``load`` from the store, beside the live state."""
     out = {}
-    for name, mirror in ((n, getattr(rt._state["memory"], n)) for n in ("embedders", "index", "graph")):
+    for name, mirror in ((n, getattr(rt.pack_state("memory"), n)) for n in ("embedders", "index", "graph")):
         fresh = type(mirror)()
         rt.followers.load("memory", fresh)
         out[name] = fresh.digest()
@@ -29,7 +29,7 @@ def fresh_digests(rt: Any) -> dict[str, Any]:
 
 
 def live_digests(rt: Any) -> dict[str, Any]:
-    st = rt._state["memory"]
+    st = rt.pack_state("memory")
     return {"embedders": st.embedders.digest(), "index": st.index.digest(), "graph": st.graph.digest()}
 
 
@@ -38,7 +38,7 @@ def note(rt: Any, text: str, ns: str = "default", **kw: Any) -> int:
 
 
 def graph_edges(rt: Any) -> dict[int, tuple]:
-    return dict(rt._state["memory"].graph.edges)
+    return dict(rt.pack_state("memory").graph.edges)
 
 
 def test_mirrors_equal_a_fresh_load_after_random_mixed_writes(make_pal_runtime):
@@ -87,10 +87,10 @@ def test_mirrors_equal_a_fresh_load_after_random_mixed_writes(make_pal_runtime):
         except errors.PalimpsestError:
             pass  # e.g. a supersession conflict or cycle: refused and rolled back, which is part of the mix
     rt.call("memory.reembed", {})
-    assert rt._state["memory"].graph.edges, "the mix made note edges"
+    assert rt.pack_state("memory").graph.edges, "the mix made note edges"
     assert live_digests(rt) == fresh_digests(rt)
     for ns in notes:  # token lists are cached for one batch only (bags re-tokenise a neighbour when they need it)
-        assert not rt._state["memory"].index.of(ns).expander._tokens
+        assert not rt.pack_state("memory").index.of(ns).expander._tokens
 
 
 class WriteThenFailParams(Params):
@@ -133,7 +133,7 @@ def test_a_bare_kg_link_reaches_the_graph_once_and_an_update_moves_its_weight(ma
     rt = make_pal_runtime(config=HASHING)
     a, b = note(rt, "Orion uses Postgres"), note(rt, "Postgres is strict")
     first = rt.call("kg.link", {"src": f"m:{a}", "dst": f"m:{b}", "relation": "supports", "weight": 2.0}).edge
-    g = rt._state["memory"].graph
+    g = rt.pack_state("memory").graph
     assert g.edges == {first.id: ("default", a, b, "supports", 2.0)}
     again = rt.call("memory.link", {"source_id": a, "target_id": b, "relation": "supports", "weight": 0.5})
     assert again.edge.id == first.id and not again.created
@@ -151,7 +151,7 @@ def test_the_graph_holds_only_note_edges_of_a_note_relation(make_pal_runtime):
     a, b = note(rt, "Orion ships today"), note(rt, "another note")  # a mentions Orion: an m: → e: edge
     rt.call("kg.link", {"src": f"m:{a}", "dst": f"m:{b}", "relation": "mentions"})
     rt.call("kg.link", {"src": f"m:{b}", "dst": f"e:{ent}", "relation": "supports"})
-    assert rt._state["memory"].graph.edges == {}
+    assert rt.pack_state("memory").graph.edges == {}
     assert live_digests(rt) == fresh_digests(rt)
 
 
@@ -164,11 +164,11 @@ def test_the_graph_reloads_through_kg_list_edges_in_every_namespace(tmp_path):
             for x, y in zip(ids, ids[1:]):  # more edges than one kg.list_edges page holds
                 rt.call("memory.link", {"source_id": x, "target_id": y, "relation": "related_to", "namespace": ns})
         rt.call("memory.centrality", {"namespace": "work"})
-        before = rt._state["memory"].graph.digest()
+        before = rt.pack_state("memory").graph.digest()
     with open_test_runtime(config=HASHING, path=path) as rt:
         rt.hold("default")
         rt.hold("work")  # held in the order the writer's first calls held them
-        g = rt._state["memory"].graph
+        g = rt.pack_state("memory").graph
         assert g.digest() == before
         assert {v[0] for v in g.edges.values()} == {"default", "work"} and len(g.edges) == 8
         assert g.centrality["work"]

@@ -383,8 +383,8 @@ def test_lifecycle_columns_are_honoured_on_reopen(tmp_path, clock):
         new = remember(rt, "Orion database is Postgres")
         gone = remember(rt, "Orion database archived note")
     with open_test_runtime(config=HASHING, path=db, clock=clock) as rt:
-        rt._con.execute("UPDATE memory.notes SET superseded_by = ?, superseded_at = ? WHERE id = ?", [new, T0, old])
-        rt._con.execute("UPDATE memory.notes SET archived_at = ? WHERE id = ?", [T0, gone])
+        rt.store.con.execute("UPDATE memory.notes SET superseded_by = ?, superseded_at = ? WHERE id = ?", [new, T0, old])
+        rt.store.con.execute("UPDATE memory.notes SET archived_at = ? WHERE id = ?", [T0, gone])
     with open_test_runtime(config=HASHING, path=db, clock=clock) as rt:
         assert ids(rt, "Orion database") == [new]
         assert set(ids(rt, "Orion database", include_superseded=True)) == {old, new}
@@ -431,7 +431,7 @@ def test_cjk_queries_go_to_the_cjk_embedder_when_one_is_configured(make_pal_runt
     rt = make_pal_runtime(config={"packs": {"memory": {"embedder": "hashing", "cjk_embedder": "wordllama"}}})
     zh = remember(rt, "我们决定把数据库迁移到新的服务器上")
     en = remember(rt, "We moved the database to a new server")
-    models = rt._con.execute("SELECT model, count(*) FROM memory.vectors GROUP BY model ORDER BY model").fetchall()
+    models = rt.store.con.execute("SELECT model, count(*) FROM memory.vectors GROUP BY model ORDER BY model").fetchall()
     assert models == [("hashing", 2), ("wordllama", 2)]  # every note is embedded with both
     res = recall(rt, "数据库迁移")
     assert res.embedder == "wordllama" and res.results[0].note.id == zh
@@ -450,7 +450,7 @@ def test_reembed_after_a_model_change(tmp_path, clock):
         res = rt.call("memory.reembed", {})
         assert (res.model, res.embedded) == ("wordllama", 2)  # every namespace's notes
         assert ids(rt, "automobile", fusion="vector_only")[0] == car  # usable right after the call
-        models = rt._con.execute("SELECT model, count(*) FROM memory.vectors GROUP BY 1 ORDER BY 1").fetchall()
+        models = rt.store.con.execute("SELECT model, count(*) FROM memory.vectors GROUP BY 1 ORDER BY 1").fetchall()
         assert models == [("hashing", 2), ("wordllama", 2)]
     with open_test_runtime(config=WORDLLAMA, path=db, clock=clock) as rt:
         assert ids(rt, "automobile", fusion="vector_only")[0] == car  # and after a reopen

@@ -27,7 +27,7 @@ def _remember(rt, texts, thread="t1", start=0):  # type: ignore[no-untyped-def]
 
 
 def _index(rt):  # type: ignore[no-untyped-def]
-    return rt._state["memory"].index.of("default")
+    return rt.pack_state("memory").index.of("default")
 
 
 def _information(rt, query):  # type: ignore[no-untyped-def]

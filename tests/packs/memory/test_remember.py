@@ -26,13 +26,13 @@ def rt(make_pal_runtime):
 
 
 def counts(rt) -> tuple[int, int]:
-    notes = rt._con.execute("SELECT count(*) FROM memory.notes").fetchone()[0]
-    vectors = rt._con.execute("SELECT count(*) FROM memory.vectors").fetchone()[0]
+    notes = rt.store.con.execute("SELECT count(*) FROM memory.notes").fetchone()[0]
+    vectors = rt.store.con.execute("SELECT count(*) FROM memory.vectors").fetchone()[0]
     return notes, vectors
 
 
 def stored_content(rt, note_id: int) -> str:
-    return rt._con.execute("SELECT content FROM memory.notes WHERE id = ?", [note_id]).fetchone()[0]
+    return rt.store.con.execute("SELECT content FROM memory.notes WHERE id = ?", [note_id]).fetchone()[0]
 
 
 def recall_ids(rt, query: str, **kw) -> list[int]:
@@ -93,7 +93,7 @@ def test_explicit_salience_and_decay_win(rt, memory_type):
     note = rt.call("memory.remember", {"content": "explicit", "memory_type": memory_type,
                                        "salience": 0.77, "decay_factor": 0.123}).note
     assert (note.salience, note.decay_factor) == (0.77, 0.123)
-    row = rt._con.execute("SELECT salience, decay_factor FROM memory.notes WHERE id = ?", [note.id]).fetchone()
+    row = rt.store.con.execute("SELECT salience, decay_factor FROM memory.notes WHERE id = ?", [note.id]).fetchone()
     assert row == (0.77, 0.123)
 
 
@@ -265,7 +265,7 @@ def test_kind_is_classified_from_the_content(rt, content, kind):
     note = rt.call("memory.remember", {"content": content}).note
     assert note.kind == kind
     assert note.kind_source == "classifier"
-    assert rt._con.execute("SELECT kind, kind_source FROM memory.notes WHERE id = ?",
+    assert rt.store.con.execute("SELECT kind, kind_source FROM memory.notes WHERE id = ?",
                            [note.id]).fetchone() == (kind, "classifier")
 
 
@@ -376,7 +376,7 @@ def test_failure_after_the_insert_rolls_back_rows_vectors_edges_and_index(make_p
             {"content": "Zanzibar harbour plans"},
             {"content": "Zanzibar ferry timetable, which is long enough to fail detection"}]})
     assert counts(rt) == (0, 0)
-    assert rt._con.execute("SELECT count(*) FROM kg.edges").fetchone()[0] == 0
+    assert rt.store.con.execute("SELECT count(*) FROM kg.edges").fetchone()[0] == 0
     assert recall_ids(rt, "Zanzibar harbour") == []
     ok = rt.call("memory.remember", {"content": "Zanzibar harbour"}).note
     assert recall_ids(rt, "Zanzibar harbour") == [ok.id]

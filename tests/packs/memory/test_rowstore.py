@@ -179,7 +179,7 @@ def test_a_store_reopened_holds_each_note_as_its_row_reads(tmp_path) -> None:
     with open_test_runtime(config=HASHING, path=db) as rt:
         for ns in ("default", "other"):
             index = held_index(rt, ns)
-            stored = {r[0]: NoteRow(*r) for r in rt._con.execute(
+            stored = {r[0]: NoteRow(*r) for r in rt.store.con.execute(
                 f"SELECT {FULL_COLUMNS} FROM memory.notes WHERE namespace = ?", [ns]).fetchall()}
             held = {i: index.rows[i] for i in index.rows}
             assert held == {i: NoteRow(**{**{f: getattr(r, f) for f in NoteRow.__slots__}, "tags": list(r.tags)})

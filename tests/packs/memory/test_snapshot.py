@@ -36,12 +36,12 @@ def answers(rt) -> dict:  # type: ignore[no-untyped-def]
 
 def snapshot_row(rt, upto: int = 1):  # type: ignore[no-untyped-def]
     """The BM25 snapshot's (notes, max_id); with ``upto=999`` the graphs' too (rows 1000 and up: the vectors)."""
-    return rt._con.execute("SELECT notes, max_id FROM memory.index_snapshot WHERE id <= ? ORDER BY id",
+    return rt.store.con.execute("SELECT notes, max_id FROM memory.index_snapshot WHERE id <= ? ORDER BY id",
                            [upto]).fetchall()
 
 
 def vector_rows(rt):  # type: ignore[no-untyped-def]
-    return rt._con.execute("SELECT notes, max_id FROM memory.index_snapshot WHERE id >= 1000 ORDER BY id").fetchall()
+    return rt.store.con.execute("SELECT notes, max_id FROM memory.index_snapshot WHERE id >= 1000 ORDER BY id").fetchall()
 
 
 def test_a_restart_restores_the_index_and_answers_as_before(tmp_path) -> None:
@@ -56,7 +56,7 @@ def test_a_restart_restores_the_index_and_answers_as_before(tmp_path) -> None:
         assert not index.dirty and not index.expander._tokens  # restored: nothing was tokenised
         assert answers(rt) == before
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
-        rt._con.execute("DELETE FROM memory.index_snapshot")
+        rt.store.con.execute("DELETE FROM memory.index_snapshot")
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
         assert held_index(rt).dirty  # rebuilt from the notes
         assert answers(rt) == before
@@ -76,7 +76,7 @@ def test_notes_added_after_a_restore_expand_their_thread_neighbours_like_a_rebui
         assert snapshot_row(rt)[0][0] == 52 and not held_index(rt).dirty
         assert answers(rt) == live
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
-        rt._con.execute("DELETE FROM memory.index_snapshot")
+        rt.store.con.execute("DELETE FROM memory.index_snapshot")
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
         assert answers(rt) == live
 
@@ -95,7 +95,7 @@ def test_a_snapshot_that_does_not_match_is_ignored_and_the_index_rebuilt(tmp_pat
         config["packs"]["memory"]["bm25_k1"] = 2.0
     elif spoil == "corrupt":
         with open_test_runtime(config=NO_SNAP, path=db) as rt:
-            rt._con.execute("UPDATE memory.index_snapshot SET data = 'not a numpy archive'::BLOB")
+            rt.store.con.execute("UPDATE memory.index_snapshot SET data = 'not a numpy archive'::BLOB")
     else:  # one bit of a weight in the file beside the store: the archive still parses, its CRC-32 does not match
         from palimpsest_memory.packs.memory.snapshot_files import HEAD
         (path,) = (tmp_path / "pal.duckdb.index").glob("*-1-*.bin")
@@ -110,7 +110,7 @@ def test_a_snapshot_that_does_not_match_is_ignored_and_the_index_rebuilt(tmp_pat
         assert held_index(rt).dirty  # rebuilt, and will be saved again at close
         got = answers(rt)
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
-        rt._con.execute("DELETE FROM memory.index_snapshot")
+        rt.store.con.execute("DELETE FROM memory.index_snapshot")
     with open_test_runtime(config=config, path=db) as rt:
         assert answers(rt) == got
 
@@ -147,7 +147,7 @@ def test_one_failing_close_hook_does_not_stop_the_others(tmp_path, monkeypatch, 
     rt.close()
     monkeypatch.undo()
     with open_test_runtime(config=SNAP, path=db) as rt:
-        served = rt._con.execute("SELECT count(*) FROM brain.serves WHERE recall_id = ?", [recall_id]).fetchone()
+        served = rt.store.con.execute("SELECT count(*) FROM brain.serves WHERE recall_id = ?", [recall_id]).fetchone()
         assert (snapshot_row(rt) == []) == (broken == "snapshot")
         assert served == ((0,) if broken == "brain flush" else (1,))
 
@@ -164,7 +164,7 @@ def vector_answers(rt) -> dict:  # type: ignore[no-untyped-def]
 
 
 def graph_rows(rt) -> list:  # type: ignore[no-untyped-def]
-    return rt._con.execute("SELECT id, notes, max_id FROM memory.index_snapshot WHERE id >= 2 AND id < 1000"
+    return rt.store.con.execute("SELECT id, notes, max_id FROM memory.index_snapshot WHERE id >= 2 AND id < 1000"
                            ).fetchall()  # (1000 and up: the saved vectors)
 
 
@@ -240,7 +240,7 @@ def test_a_few_notes_after_the_snapshot_are_indexed_on_open_and_answer_as_live_a
         assert answers(rt) == live and vector_answers(rt) == live_vec
         digest = index_digest(held_index(rt))
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
-        rt._con.execute("DELETE FROM memory.index_snapshot")
+        rt.store.con.execute("DELETE FROM memory.index_snapshot")
     with open_test_runtime(config=NO_SNAP, path=db) as rt:  # rebuilt from the notes alone
         assert index_digest(held_index(rt)) == digest
         assert answers(rt) == live
@@ -284,9 +284,9 @@ def test_a_snapshot_naming_other_notes_is_detected_and_rebuilt(tmp_path, spoil) 
         live, live_vec = answers(rt), vector_answers(rt)
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
         if spoil == "count":  # says it covers one note more than the store holds up to its highest id
-            rt._con.execute("UPDATE memory.index_snapshot SET notes = notes + 1")
+            rt.store.con.execute("UPDATE memory.index_snapshot SET notes = notes + 1")
         else:  # says it ends one note earlier: its content then holds a note the row does not name
-            rt._con.execute("UPDATE memory.index_snapshot SET notes = notes - 1, max_id = ?", [ids[-2]])
+            rt.store.con.execute("UPDATE memory.index_snapshot SET notes = notes - 1, max_id = ?", [ids[-2]])
     with open_test_runtime(config=GRAPH, path=db) as rt:
         index = held_index(rt)
         assert index.dirty and index.saved_notes == 0 and index.vectors["hashing"].graph_dirty  # rebuilt
@@ -335,7 +335,7 @@ def test_saved_vectors_are_bit_for_bit_the_vectors_read_from_the_table(tmp_path)
         ids, saved = _matrix(rt)
         before = vector_answers(rt)
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
-        rt._con.execute("DELETE FROM memory.index_snapshot WHERE id >= 1000")
+        rt.store.con.execute("DELETE FROM memory.index_snapshot WHERE id >= 1000")
     with open_test_runtime(config=NO_SNAP, path=db) as rt:  # read from the table and normalised on load
         ids2, read = _matrix(rt)
         assert np.array_equal(ids, ids2) and saved.tobytes() == read.tobytes()
@@ -351,7 +351,7 @@ def test_snapshot_bytes_live_in_files_and_a_file_of_another_write_is_not_used(tm
     assert len(files) == 3  # BM25, the graph, the vectors; each row names its file
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
         assert all(bytes(d).startswith(snapshot_files.MARK) for (d,) in
-                   rt._con.execute("SELECT data FROM memory.index_snapshot").fetchall())
+                   rt.store.con.execute("SELECT data FROM memory.index_snapshot").fetchall())
     for f in files:  # another write's file under the same name: its tag differs
         data = bytearray(f.read_bytes())
         data[len(snapshot_files.MARK)] ^= 0xFF
@@ -375,7 +375,7 @@ def test_forget_deletes_the_snapshot_files_with_their_rows(tmp_path) -> None:
         assert len(list((tmp_path / "pal.duckdb.index").glob("*.bin"))) == 3
         rt.call("memory.forget", {"ids": [ids[0]], "reason": "test"})
         assert list((tmp_path / "pal.duckdb.index").glob("*")) == []
-        assert rt._con.execute("SELECT count(*) FROM memory.index_snapshot").fetchall() == [(0,)]
+        assert rt.store.con.execute("SELECT count(*) FROM memory.index_snapshot").fetchall() == [(0,)]
 
 
 def test_the_graph_search_list_grows_with_the_graph() -> None:

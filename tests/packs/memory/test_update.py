@@ -66,10 +66,10 @@ def test_metadata_changes_edit_in_place_are_audited_and_reach_recall(rt, tmp_pat
 ])
 def test_bad_updates_are_typed_and_change_nothing(rt, params, exc) -> None:  # type: ignore[no-untyped-def]
     note = rt.call("memory.remember", {"content": "a stable note about tea"}).note
-    before = rt._con.execute("SELECT * FROM memory.notes ORDER BY id").fetchall()
+    before = rt.store.con.execute("SELECT * FROM memory.notes ORDER BY id").fetchall()
     with pytest.raises(exc):
         rt.call("memory.update", {"id": note.id, **params})
-    assert rt._con.execute("SELECT * FROM memory.notes ORDER BY id").fetchall() == before
-    assert rt._con.execute("SELECT count(*) FROM memory.note_audit").fetchone() == (0,)
+    assert rt.store.con.execute("SELECT * FROM memory.notes ORDER BY id").fetchall() == before
+    assert rt.store.con.execute("SELECT count(*) FROM memory.note_audit").fetchone() == (0,)
     with pytest.raises(errors.NotFound):
         rt.call("memory.update", {"id": note.id, "salience": 0.5}, namespace="other")

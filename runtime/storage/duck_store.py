@@ -1,0 +1,212 @@
+"""The embedded store: one DuckDB file (or ``:memory:``), written by this process alone (ADR 0004, ADR 0031).
+
+Only this process writes, so the change log is the last commit's changes, numbered in memory; no lock is taken in
+the database (the runtime's own lock serialises calls); a server announces itself in ``<file>.server.json``.
+
+Erasing (ADR 0018): DuckDB deletes a row by marking it; a checkpoint writes the surviving rows to new blocks, but
+the blocks it frees keep their old bytes until something reuses them. After a call that erased data the store
+checkpoints, copies the database into a fresh file with DuckDB's own ``COPY FROM DATABASE`` (live rows only),
+swaps it in and reopens, under the runtime's lock.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+
+from palimpsest_memory.runtime.errors import StorageError
+from palimpsest_memory.runtime.storage import duck
+from palimpsest_memory.runtime.storage.store import Row, Store, server_record
+
+log = logging.getLogger("palimpsest.runtime")
+INFO_SUFFIX = ".server.json"
+
+
+def resolve(target: str) -> str:
+    """The file's absolute path (``~`` expanded), or ``:memory:``."""
+    return target if target == ":memory:" else str(Path(target).expanduser().resolve())
+
+
+class DuckStore(Store):
+    backend = "duckdb"
+
+    def __init__(self, target: str, *, checkpoint_threshold: str | None = None) -> None:
+        self.location = resolve(target)
+        self._checkpoint_threshold = checkpoint_threshold
+        self.con = duck.connect(self.location, checkpoint_threshold=checkpoint_threshold)
+        self._seq = 0
+        self._last: list[Row] = []  # the last commit's changes: the followers read them when they cannot take
+        # them from memory (a reload asked for)
+
+    @property
+    def in_memory(self) -> bool:
+        return self.location == ":memory:"
+
+    def describe(self) -> dict[str, Any]:
+        size = None
+        if not self.in_memory:
+            size = sum(p.stat().st_size for p in (Path(self.location), Path(self.location + ".wal")) if p.exists())
+            index = Path(self.location + ".index")
+            if index.is_dir():
+                size += sum(f.stat().st_size for f in index.iterdir() if f.is_file())
+        return {"backend": self.backend, "location": self.location, "size_bytes": size,
+                "server": f"DuckDB {duckdb.__version__} (embedded)"}
+
+    def files_beside(self, suffix: str) -> Path | None:
+        return None if self.in_memory else Path(self.location + suffix)
+
+    # -- commit and the change log (this process's own, in memory) -------------------------------------------
+    def commit(self, began: bool, changes: list[tuple[str, str, str, Any]], origin: str) -> list[int]:
+        if began:
+            self.con.execute("COMMIT")
+        seqs = list(range(self._seq + 1, self._seq + 1 + len(changes)))
+        if changes:
+            self._seq = seqs[-1]
+            self._last = [(s, p, ns, k, None, origin) for s, (p, ns, k, _) in zip(seqs, changes)]
+        return seqs
+
+    def head(self) -> int:
+        return self._seq
+
+    def changes_after(self, seq: int) -> tuple[int, list[Row]]:
+        return 0, [r for r in self._last if r[0] > seq]
+
+    # -- opening and closing ---------------------------------------------------------------------------------
+    def seal(self) -> None:
+        duck.seal(self.con)
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    # -- rewriting and backups -------------------------------------------------------------------------------
+    def erase_bytes(self, schemas: list[str]) -> float:
+        """Checkpoint, rewrite into a fresh file and reopen; returns the seconds it took (0 in memory)."""
+        if self.in_memory or self.con is None:
+            return 0.0
+        start = time.perf_counter()
+        path = Path(self.location)
+        tmp = path.with_name(path.name + ".compact")
+        self.con.execute("CHECKPOINT")
+        self.con.close()
+        self.con = None
+        failure: Exception | None = None
+        try:
+            copy_database(path, tmp)
+            os.replace(tmp, path)
+            Path(f"{path}.wal").unlink(missing_ok=True)  # the checkpoint emptied it; the copy has none
+        except (duckdb.Error, OSError) as exc:
+            failure = exc
+            tmp.unlink(missing_ok=True)
+        self.con = duck.connect(path, checkpoint_threshold=self._checkpoint_threshold)
+        duck.seal(self.con)
+        took = time.perf_counter() - start
+        if failure is not None:
+            raise StorageError(f"the data was erased, but the store file could not be rewritten ({failure}); "
+                               "its bytes may still hold it until the next forget or compaction",
+                               details={"path": str(path)})
+        log.info("store file rewritten after an erase in %.2f s", took)
+        return took
+
+    def backup_folder(self) -> Path:
+        if self.in_memory:
+            return super().backup_folder()
+        return Path(self.location + ".backups")
+
+    def backup(self, dest: str) -> None:
+        """Checkpoint (the WAL is then empty) and copy the file: no write can land between the two (the runtime's
+        lock is held), so the copy is the committed store as of this moment."""
+        if self.in_memory:
+            self.backup_folder()  # raises: nothing to copy
+        target = Path(dest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.con.execute("CHECKPOINT")
+        tmp = target.with_name(target.name + ".part")
+        try:
+            shutil.copyfile(self.location, tmp)
+            os.replace(tmp, target)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise StorageError(f"backup to {target} failed: {exc}", details={"path": str(target)}) from None
+
+    # -- server discovery: <file>.server.json ---------------------------------------------------------------
+    def announce(self, kind: str, url: str | None) -> contextlib.AbstractContextManager[None]:
+        return announce_file(self.location, kind, url)
+
+
+def copy_database(src: Path, dst: Path) -> None:
+    """Copy the closed database ``src`` into the new file ``dst`` (live rows only)."""
+    for stale in (dst, Path(f"{dst}.wal")):
+        stale.unlink(missing_ok=True)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f"ATTACH '{_quote(src)}' AS pal_src (READ_ONLY)")
+        con.execute(f"ATTACH '{_quote(dst)}' AS pal_dst")
+        con.execute("COPY FROM DATABASE pal_src TO pal_dst")
+        con.execute("DETACH pal_dst")
+        con.execute("DETACH pal_src")
+    finally:
+        con.close()
+
+
+def _quote(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def info_path(target: str) -> Path | None:
+    return None if target == ":memory:" else Path(resolve(target) + INFO_SUFFIX)
+
+
+@contextlib.contextmanager
+def announce_file(target: str, kind: str, url: str | None) -> Iterator[None]:
+    """Write ``<file>.server.json`` while serving; remove it on exit (only if it is still ours).
+
+    The write sits inside the ``try``: a stop signal that lands between the file appearing and the ``with`` body
+    starting still removes it (a class's ``__exit__`` does not run when its ``__enter__`` is interrupted)."""
+    path = info_path(target)
+    tmp = None if path is None else path.with_name(path.name + f".{os.getpid()}.tmp")
+    try:
+        if path is not None and tmp is not None:  # (both or neither)
+            tmp.write_text(json.dumps(server_record(kind, url, resolve(target)), indent=2), encoding="utf-8")
+            os.replace(tmp, path)
+        yield
+    finally:
+        if path is not None and tmp is not None:
+            current = read_info(path)
+            if current is not None and current.get("pid") == os.getpid():
+                path.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
+
+
+def read_info(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, TypeError, ValueError):
+        return True  # exists but not ours, or unreadable: do not claim it is gone
+    return True
+
+
+def live_servers(target: str) -> list[dict[str, Any]]:
+    """The server that announced itself beside the file, if its process is alive."""
+    info = read_info(info_path(target))
+    return [info] if info is not None and _alive(info.get("pid")) else []
