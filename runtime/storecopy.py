@@ -36,9 +36,9 @@ class CopyReport:
     seconds: float = 0.0
 
 
-def is_url(target: str) -> bool:
-    """Whether a store target names a PostgreSQL database (else a DuckDB file)."""
-    return storage.postgres.is_url(target)
+def is_file(target: str) -> bool:
+    """Whether a store target names a file (else a database server's URL)."""
+    return storage.is_file(target)
 
 
 def describe(target: str) -> str:

@@ -86,22 +86,14 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
             raise errors.NotFound(f"no backup file {source}")
         probe = Runtime.open(source)  # a store palimpsest can open (and migrate): refuse anything else
         probe.close()
-        if s.db:
-            target = Path(s.db).expanduser()
-        else:
-            from palimpsest_memory.runtime import load_catalog
+        from palimpsest_memory.runtime import load_catalog, storage
 
-            target = Path(str(load_catalog()[1].get("runtime", {}).get("database", ":memory:"))).expanduser()
-        if str(target) == ":memory:":
+        target = storage.describe(s.db or str(load_catalog()[1].get("runtime", {}).get("database", ":memory:")))
+        if target == ":memory:":
             raise errors.InvalidParams("restore needs a database file: pass --db PATH")
-        if target.exists() and not force:
+        if storage.is_file(target) and Path(target).exists() and not force:
             raise errors.Conflict(f"{target} exists: pass --force to replace it with the backup")
-        tmp = target.with_name(target.name + ".restore")
-        from palimpsest_memory.runtime.compact import copy_database
-
-        copy_database(source, tmp)
-        tmp.replace(target)
-        Path(f"{target}.wal").unlink(missing_ok=True)
+        storage.restore_file(source, target)
         print(json.dumps({"restored": str(target)}) if s.as_json else f"{target} restored from {source}")
 
 
@@ -122,14 +114,14 @@ def copy_stores(s: Any, src: str, dst: str) -> None:
     """``pal copy``: see runtime/storecopy.py. A DuckDB DST this command created is removed again if the copy
     fails; a PostgreSQL DST keeps what was written (it says so)."""
     from palimpsest_memory.runtime import Runtime
-    from palimpsest_memory.runtime.storecopy import copy_store, describe, is_url
+    from palimpsest_memory.runtime.storecopy import copy_store, describe, is_file
 
     if s.server:
         raise errors.InvalidParams("copy opens both stores itself: stop the server that holds SRC, or copy from "
                                    "a PostgreSQL URL, which many processes may open at once")
 
     def local(target: str) -> Optional[Path]:
-        return None if is_url(target) else Path(target).expanduser().resolve()
+        return Path(target).expanduser().resolve() if is_file(target) else None
 
     if src == ":memory:" or dst == ":memory:":
         raise errors.InvalidParams("copy needs two stored databases, not :memory:")

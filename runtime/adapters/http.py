@@ -38,7 +38,7 @@ from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __vers
 from palimpsest_memory.runtime.adapters import http_data, web
 from palimpsest_memory.runtime.adapters.serving import (
     ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
-    server_info, stop_on_signals, success, tool_name, url_of,
+    announce, stop_on_signals, success, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.http")
@@ -304,7 +304,8 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
 
 def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None, token: str | None = None,
           actor: str | None = None) -> None:
-    """Serve the runtime over HTTP until interrupted, with ``<db>.server.json`` naming this process meanwhile."""
+    """Serve the runtime over HTTP until interrupted, announced through the store meanwhile (ADR 0031), so
+    ``pal mcp`` and the CLI find this process."""
     settings = AdapterSettings.from_config(runtime.config)
     host = host or settings.host
     token = settings.token if token is None else token
@@ -314,7 +315,7 @@ def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None,
     real_port = sock.getsockname()[1]
     app = create_app(runtime, token=token, allowed_hosts=loopback_hosts(real_port) if is_loopback(host) else None,
                      actor=actor)
-    with stop_on_signals(), server_info(runtime.path, "http", url):
+    with stop_on_signals(), announce(runtime, "http", url):
         print(f"palimpsest: serving {runtime.path} at {url}\n  open {url}/ in a browser to look at the memory "
               f"(recall, timelines, graph, brain); API docs at {url}/docs", file=sys.stderr, flush=True)
         run_uvicorn(app, sock, settings)

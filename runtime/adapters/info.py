@@ -1,37 +1,31 @@
 """``pal info``: which database is in use and what it holds.
 
-The runtime part (version, database path, backend, size on disk, packs and their schema versions) comes from the
-open runtime; what a pack holds comes from its own ``<pack>.stats`` verb when it has one (a convention, not a
+The runtime part (version, the store's location without secrets, backend, size, engine, packs and their schema
+versions) comes from the open runtime's store (ADR 0031); what a pack holds comes from its own ``<pack>.stats`` verb when it has one (a convention, not a
 requirement: a flat answer for the call's namespace whose whole numbers are counts — ``memory.stats`` also names
 the embedder); the namespaces are the union of every ``<pack>.namespaces`` verb (``memory.namespaces``,
 ``kg.namespaces``), the only verbs that list across namespaces (names and sizes only; ADR 0019). The same questions go to the server under ``--server``.
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from palimpsest_memory.runtime import __version__
 
 
-def _size(path: str) -> int | None:
-    if path == ":memory:" or not os.path.exists(path):
-        return None
-    return sum(os.path.getsize(p) for p in (path, path + ".wal") if os.path.exists(p))
-
-
 def gather(session: Any) -> dict[str, Any]:
     data: dict[str, Any] = {"version": __version__}
     if session.server:
-        data.update(database=f"held by the server at {session.server}", backend=None, size_bytes=None)
+        data.update(database=f"held by the server at {session.server}", backend=None, size_bytes=None, server=None)
         verbs = [v["verb"] for v in session.verbs()]
         data["packs"] = [{"pack": p, "version": None, "schema": None}
                          for p in dict.fromkeys(v.split(".", 1)[0] for v in verbs)]
     else:
         rt = session.runtime()
         versions = rt.schema_versions()
-        data.update(database=os.path.abspath(rt.path) if rt.path != ":memory:" else rt.path,
-                    backend=str(getattr(rt, "backend", None) or "duckdb"), size_bytes=_size(rt.path))
+        store = rt.describe_store()
+        data.update(database=store["location"], backend=store["backend"], size_bytes=store["size_bytes"],
+                    server=store["server"])
         data["packs"] = [{"pack": p.name, "version": p.version, "schema": versions.get(p.name)}
                          for p in rt.catalog.packs.values()]
         verbs = [v.full_name for v in rt.verbs()]
@@ -81,6 +75,8 @@ def print_info(data: dict[str, Any]) -> None:
         out.pair("backend", str(data["backend"]))
     if data.get("size_bytes") is not None:
         out.pair("size", _human(data["size_bytes"]))
+    if data.get("server"):
+        out.pair("engine", str(data["server"]))
     out.pair("packs", ", ".join(f"{p['pack']} {p['version']}" if p.get("version") else p["pack"]
                                 for p in data["packs"]) or "(none)")
     out.pair("embedder", str(data.get("embedder") or "-"))

@@ -36,7 +36,7 @@ from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __vers
 from palimpsest_memory.runtime.adapters.mcp_stdio import checked_stdio_server
 from palimpsest_memory.runtime.adapters.serving import (
     AdapterSettings, Guard, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
-    result_data, run_uvicorn, server_info, stop_on_signals, success, tool_name, url_of,
+    result_data, run_uvicorn, announce, discover, stop_on_signals, success, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.mcp")
@@ -243,28 +243,22 @@ class Forwarder:
         return self.client.call(verb, params, actor=actor)
 
 
-def forward_url(exc: PalimpsestError) -> str | None:
-    """The URL of the ``pal serve`` that holds a locked database (from its ``<db>.server.json``), else None."""
-    holder = (exc.details or {}).get("holder") if isinstance(exc.details, dict) else None
-    if isinstance(holder, dict) and holder.get("kind") == "http" and holder.get("url"):
-        return str(holder["url"])
-    return None
-
-
 def open_or_forward(db: str | None, server: str | None) -> tuple[Any, bool]:
-    """``(runtime or Forwarder, opened here)``: the database itself, or, when ``server`` is given or a
-    ``pal serve`` holds the database, a forwarder to that server."""
+    """``(runtime or Forwarder, opened here)``: a forwarder to ``server`` when given, else to the ``pal serve`` the
+    store announces (beside a file, or in a PostgreSQL database; any host, when its URL is reachable from here);
+    else the store itself."""
     if not server:
-        try:
-            return Runtime.open(db), True
-        except errors.StorageError as exc:
-            exc = explain_locked(exc)
-            server = forward_url(exc)
-            if server is None:
-                raise exc from None
-            pid = exc.details.get("holder", {}).get("pid")
-            print(f"palimpsest: the database is held by `pal serve` (process {pid}); the MCP tools forward their "
-                  f"calls to {server}", file=sys.stderr, flush=True)
+        found = discover(db)
+        if found is not None:
+            server = str(found["url"])
+            where = f"process {found.get('pid')}" + (f" on {found['host']}" if found.get("host") else "")
+            print(f"palimpsest: `pal serve` ({where}) serves this memory; the MCP tools forward their calls to "
+                  f"{server}", file=sys.stderr, flush=True)
+        else:
+            try:
+                return Runtime.open(db), True
+            except errors.StorageError as exc:
+                raise explain_locked(exc) from None
     catalog, config = load_catalog()
     return Forwarder(server, catalog, config), False
 
@@ -296,8 +290,8 @@ def serve_stdio(runtime: Any, *, actor: str | None = None, tools: str | list[str
 
 
 def _info(runtime: Any, kind: str, url: str | None) -> Any:
-    """The server info file beside the database; none when forwarding (the server that holds it wrote one)."""
-    return server_info(runtime.path, kind, url) if runtime.path else contextlib.nullcontext()
+    """Announce this server through the store; nothing when forwarding (the server it forwards to did)."""
+    return announce(runtime, kind, url)
 
 
 def serve_http(runtime: Any, *, host: str | None = None, port: int | None = None, token: str | None = None,

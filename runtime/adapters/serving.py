@@ -2,8 +2,9 @@
 
 - :class:`AdapterSettings`: the ``[adapters]`` config section (host, ports, token, body limit, client timeout).
 - Safe binding: loopback by default; a non-loopback host without a token is refused.
-- The server info file ``<db>.server.json`` (pid, kind, url) written while a server holds a database, so a CLI
-  that finds the database locked can say who holds it and how to reach it (:func:`explain_locked`).
+- Server discovery through the store (:func:`announce`, :func:`discover`): a running server announces itself
+  (beside a file, or in a PostgreSQL database's ``_palimpsest.servers``), so ``pal mcp`` finds it and forwards,
+  and a CLI that finds a file locked says who holds it and how to reach it (:func:`explain_locked`).
 - :class:`Guard`: a raw ASGI middleware for bearer-token auth, Host checking and the request body limit, answering
   in the one JSON error shape.
 - The one success shape, ``{"ok": true, "verb": ..., "result": {...}}`` (:func:`success`).
@@ -27,7 +28,6 @@ from typing import Any, Awaitable, Callable, Iterator, Mapping
 from palimpsest_memory.runtime import errors
 from palimpsest_memory.runtime.errors import PalimpsestError
 
-INFO_SUFFIX = ".server.json"
 TOKEN_ENV = "PALIMPSEST_TOKEN"
 ACTOR_HEADER = "X-Palimpsest-Actor"  # HTTP: who a request's call is made for (Runtime.call(actor=))
 IDEMPOTENCY_HEADER = "Idempotency-Key"  # HTTP: a retry of a write with the same key runs it once
@@ -152,64 +152,40 @@ def loopback_hosts(port: int) -> set[str]:
     return {f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")} | {"127.0.0.1", "localhost", "[::1]"}
 
 
-# -- the server info file -----------------------------------------------------------------------------------
-def info_path(db: str | Path) -> Path | None:
-    if str(db) == ":memory:":
+# -- servers that announced themselves (the store keeps where: beside a file, or in the database) -----------
+def announce(runtime: Any, kind: str, url: str | None) -> Any:
+    """While serving, let clients of the same store find this server (``Store.announce``); a forwarder (a runtime
+    that is itself a client of a server) announces nothing."""
+    store = getattr(runtime, "store", None)
+    return store.announce(kind, url) if store is not None else contextlib.nullcontext()
+
+
+def discover(target: str | None) -> dict[str, Any] | None:
+    """The newest live ``pal serve`` (HTTP) announced for ``target`` (None: the configured database) and reachable
+    from here, found without opening the store."""
+    from palimpsest_memory.runtime import storage
+
+    if target is None:
+        from palimpsest_memory.runtime.config import load_config
+
+        target = str(load_config(None, None).get("runtime", {}).get("database", ":memory:"))
+    if target == ":memory:":
         return None
-    return Path(str(Path(db).expanduser()) + INFO_SUFFIX)
-
-
-@contextlib.contextmanager
-def server_info(db: str | Path, kind: str, url: str | None) -> Iterator[None]:
-    """Write ``<db>.server.json`` while serving; remove it on exit (only if it is still ours).
-
-    The write sits inside the ``try``: a stop signal that lands between the file appearing and the ``with`` body
-    starting still removes it (a class's ``__exit__`` does not run when its ``__enter__`` is interrupted)."""
-    path = info_path(db)
-    tmp = None if path is None else path.with_name(path.name + f".{os.getpid()}.tmp")
-    try:
-        if path is not None and tmp is not None:  # (both or neither)
-            data = {"pid": os.getpid(), "kind": kind, "url": url, "database": str(db),
-                    "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-            os.replace(tmp, path)
-        yield
-    finally:
-        if path is not None and tmp is not None:
-            current = read_info(path)
-            if current is not None and current.get("pid") == os.getpid():
-                path.unlink(missing_ok=True)
-            tmp.unlink(missing_ok=True)
-
-
-def read_info(path: Path | None) -> dict[str, Any] | None:
-    if path is None:
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _alive(pid: Any) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, TypeError, ValueError):
-        return True  # exists but not ours, or unreadable: do not claim it is gone
-    return True
+    return next((s for s in storage.live_servers(target, os.environ) if s.get("kind") == "http" and s.get("url")),
+                None)
 
 
 def explain_locked(exc: PalimpsestError) -> PalimpsestError:
     """Enrich a "database locked" StorageError with who holds the database and how to reach it."""
+    from palimpsest_memory.runtime import storage
+
     details = exc.details if isinstance(exc.details, dict) else {}
     if not isinstance(exc, errors.StorageError) or details.get("reason") != "locked" or not details.get("path"):
         return exc
-    info = read_info(info_path(details["path"]))
-    if info is None or not _alive(info.get("pid")):
+    found = storage.live_servers(details["path"])
+    if not found:
         return exc
+    info = found[0]
     pid, kind, url = info.get("pid"), info.get("kind"), info.get("url")
     if kind == "http" and url:
         how = f"send the call to it with --server {url} (or PALIMPSEST_SERVER={url})"

@@ -24,7 +24,7 @@ from palimpsest_memory.runtime.storage.store import Store, reachable_from_here
 __all__ = [
     "CATALOG", "DB_ERRORS", "DIALECTS", "META_SCHEMA", "READ_ONLY_STATEMENTS", "BackendError", "ConnectionLost",
     "Database", "Store", "TransactionFrame", "describe", "dialect_of", "discover_migrations", "is_file", "live_servers",
-    "migrate", "migrate_meta", "open_store", "reachable_from_here", "rollback_quietly", "schema_versions",
+    "migrate", "migrate_meta", "open_store", "reachable_from_here", "restore_file", "rollback_quietly", "schema_versions",
     "statement_kinds",
 ]
 
@@ -44,6 +44,18 @@ def open_store(target: str | Path, *, checkpoint_threshold: str | None = None,
     from palimpsest_memory.runtime.storage.duck_store import DuckStore
 
     return DuckStore(str(target), checkpoint_threshold=checkpoint_threshold)
+
+
+def restore_file(source: str | Path, target: str | Path) -> None:
+    """Replace a store file with a backup made by ``pal backup`` (refused while a process holds it)."""
+    if postgres.is_url(str(target)):
+        from palimpsest_memory.runtime.errors import InvalidParams
+
+        raise InvalidParams(f"restore replaces a store file; {postgres.redact(str(target))} is a PostgreSQL "
+                            "database: copy the backup into it with `pal copy BACKUP.duckdb URL` (an empty database)")
+    from palimpsest_memory.runtime.storage.duck_store import restore_file as restore
+
+    restore(Path(source).expanduser(), Path(target).expanduser())
 
 
 def describe(target: str | Path) -> str:

@@ -157,6 +157,30 @@ def copy_database(src: Path, dst: Path) -> None:
         con.close()
 
 
+def restore_file(source: Path, target: Path) -> None:
+    """Replace the store file ``target`` with a copy of the backup ``source``. While it is replaced, ``target`` is
+    held open read-only: a process that holds it (a server, a host app) makes this fail as locked, instead of
+    going on writing into a file that is no longer there (its acknowledged writes would be lost)."""
+    held = None
+    if target.exists():
+        try:
+            held = duckdb.connect(str(target), read_only=True)
+        except duckdb.Error as exc:
+            locked = "lock" in str(exc).lower()
+            raise StorageError(f"database {target} is held by another process: stop it before restoring"
+                               if locked else f"cannot open {target} to replace it: {exc}",
+                               details={"path": str(target), **({"reason": "locked"} if locked else {})}) from None
+    tmp = target.with_name(target.name + ".restore")
+    try:
+        copy_database(source, tmp)
+        os.replace(tmp, target)
+        Path(f"{target}.wal").unlink(missing_ok=True)
+    finally:
+        tmp.unlink(missing_ok=True)
+        if held is not None:
+            held.close()
+
+
 def _quote(path: Path) -> str:
     return str(path).replace("'", "''")
 

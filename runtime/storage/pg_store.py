@@ -146,6 +146,11 @@ class PgStore(Store):
         self._listener = ChangeListener(lambda: postgres.raw_connect(self._url, self._secrets), self.location, wake)
         self._listener.start()
 
+    def unfollow(self) -> None:
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
+
     def read_at(self) -> float:
         return self._read_at
 
@@ -154,8 +159,7 @@ class PgStore(Store):
         self.con.execute(f"SELECT pg_advisory_unlock({postgres.OPEN_LOCK})")
 
     def close(self) -> None:
-        if self._listener is not None:
-            self._listener.stop()
+        self.unfollow()
         if self.con is not None:
             self.con.close()
             self.con = None

@@ -104,6 +104,10 @@ class Store:
     def follow(self, wake: Callable[[], object]) -> None:
         """Call ``wake()`` whenever another process may have committed (nothing to do when none can)."""
 
+    def unfollow(self) -> None:
+        """Stop following other processes (their commits then arrive only with a catch-up: a write's lock, a
+        strong read, the staleness bound)."""
+
     def read_at(self) -> float:
         """``time.monotonic()`` of the last successful read of the change log: how fresh this process's view is.
         A store only this process writes is always fresh."""

@@ -14,6 +14,7 @@ from conftest import ServerProcess, child_env, run_cli  # noqa: E402
 from palimpsest_memory.runtime import errors  # noqa: E402
 from palimpsest_memory.runtime.adapters.remote import RemoteClient, error_from_dict  # noqa: E402
 from palimpsest_memory.runtime.adapters import serving  # noqa: E402
+from palimpsest_memory.runtime.storage.duck_store import announce_file  # noqa: E402
 
 TOKEN = "lock-test-token"
 
@@ -135,7 +136,7 @@ def test_a_stop_as_the_info_file_appears_still_removes_it(tmp_path, monkeypatch,
         raise serving.Stopped(signal.SIGTERM)
 
     monkeypatch.setattr(os, "replace", replace_then_stop)
-    with serving.stop_on_signals(), serving.server_info(tmp_path / "pal.db", "http", "http://127.0.0.1:1"):
+    with serving.stop_on_signals(), announce_file(str(tmp_path / "pal.db"), "http", "http://127.0.0.1:1"):
         raise AssertionError("the stop must end the block before it starts")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 

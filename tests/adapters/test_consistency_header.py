@@ -29,7 +29,7 @@ def test_strong_sees_another_process_s_commit_at_once(pal_postgres) -> None:  # 
     url = pal_postgres.fresh()
     try:
         with open_test_runtime(path=url) as served, open_test_runtime(path=url) as other:
-            served.followers.stop()  # no wake-ups: only a catch-up brings the other process's note
+            served.store.unfollow()  # no wake-ups: only a catch-up brings the other process's note
             client = TestClient(create_app(served, token=""), raise_server_exceptions=False)
             served.call("memory.recall", {"query": "kiln"})  # the server now holds the namespace's mirrors
             other.call("memory.remember", {"content": "the kiln fires on Thursdays"})
