@@ -6,7 +6,20 @@ edit. Packs add commands of their own through the ``palimpsest_register_commands
 commands is added by naming it in :data:`COMMAND_MODULES` (it defines ``register(app, session)``).
 
 Every command goes through :class:`Session`: with ``--server URL`` (or ``PALIMPSEST_SERVER``) every call is sent to
-that running ``pal serve``, never to a local file. ``--json`` (anywhere on the line) prints the result as JSON.
+that running ``pal serve``, never to a local file. ``--json`` prints the result as JSON.
+
+Global options anywhere (issue 41): ``--db``, ``--namespace``/``-n``, ``--actor``, ``--server``,
+``--idempotency-key`` and ``--json`` may stand before or after the command words (``pal export F -n work`` is
+``pal -n work export F``); :func:`hoist_root_options` moves them to the front before typer parses the line. Only
+whole items are moved (``-n VALUE``, ``--namespace VALUE``, ``--namespace=VALUE``; ``-nVALUE`` only before the
+command), the item after a value option is its value even if it starts with ``-``, the value of one of the
+command's own options is never taken, and nothing after ``--`` is touched. The same option given twice with
+different values is a usage error (exit 2) naming both, never a silent override. A command that has its own
+option of the same name keeps it, with the same meaning as the global one: today that is ``--actor`` of
+``pal mcp`` and of the verbs whose params have an ``actor`` field (the brain's): the one value is both who the
+call is made for and the verb's ``actor``, so ``pal brain profile P --actor bob`` and ``pal --actor bob brain
+profile P`` make the same call (:meth:`Session.own_actor`; ``PALIMPSEST_ACTOR`` is only a default the option
+overrides). Verb params named ``namespace`` get no option of their own: the global ``--namespace`` sets them.
 
 Startup: ``pal --help``, ``pal --version`` and the fixed commands never load the packs (no numpy, DuckDB or
 embedder); the catalog is loaded only when a command needs it (issue 20, item 4).
@@ -30,14 +43,18 @@ if TYPE_CHECKING:
 COMMAND_MODULES: tuple[str, ...] = ("palimpsest_memory.runtime.adapters.cli_servers",  # pal serve / mcp
                                      "palimpsest_memory.runtime.adapters.cli_data",)  # pal export / backup / restore (ADR 0018)
 
-# root options that take a value (how main() finds the command word without parsing everything)
-VALUE_OPTIONS = {"--db", "--namespace", "-n", "--actor", "--server", "--idempotency-key"}
+# root options that take a value, by the name of root()'s parameter they set (how main() finds the command word
+# and moves the options given after it without parsing everything)
+ROOT_VALUE_OPTIONS = {"--db": "db", "--namespace": "namespace", "-n": "namespace", "--actor": "actor",
+                      "--server": "server", "--idempotency-key": "idempotency_key"}
+VALUE_OPTIONS = set(ROOT_VALUE_OPTIONS)
 FIXED = {"packs", "verbs", "describe", "call", "info", "check-pack", "serve", "mcp"}
 
 app = typer.Typer(help="palimpsest: a local-first memory runtime for AI agents.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False,
                   epilog="Each pack's verbs are a command group (pal PACK --help); packs may add commands of "
-                         "their own. --json anywhere prints JSON; a text argument given as '-' is read from stdin.")
+                         "their own. The options above (--db, -n, --json, ...) may also follow the command; a text "
+                         "argument given as '-' is read from stdin.")
 
 
 class Session:
@@ -50,6 +67,7 @@ class Session:
                  actor: str | None = None, idempotency_key: str | None = None) -> None:
         self.db, self.namespace, self.as_json, self.server, self.actor = db, namespace, as_json, server, actor
         self.idempotency_key = idempotency_key
+        self.actor_given = actor is not None  # given on the command line (root() says), not by PALIMPSEST_ACTOR
         self._rt: Runtime | None = None
         self._client: Any = None
 
@@ -89,6 +107,18 @@ class Session:
         result = self.runtime().call(verb, params, namespace=self.namespace, actor=self.actor, internal=internal,
                                      idempotency_key=self.idempotency_key)
         return result_data(result)
+
+    def own_actor(self, own: str | None) -> str | None:
+        """The actor of a command with an ``--actor`` of its own (``pal mcp``, the brain's verbs): that option,
+        else the global one, and who the call is made for either way. Both given on the line with different
+        values is a usage error, as for any global option given twice."""
+        if own is not None and self.actor_given and self.actor is not None and own != self.actor:
+            raise errors.InvalidParams(f"--actor is given twice with different values: {self.actor!r} (the "
+                                       f"global option) and {own!r} (after the command); give it once",
+                                       details={"errors": [{"loc": ["--actor"], "msg": "given twice"}]})
+        if own is not None:
+            self.actor = own
+        return self.actor
 
     def show(self, data: Any) -> None:
         from palimpsest_memory.runtime.adapters.render import print_json, print_result
@@ -136,6 +166,8 @@ def root(
                                  help="Print the version and exit."),
 ) -> None:
     session = Session(db, namespace, as_json or _json_requested[0], server, actor, idempotency_key)
+    # --actor on the line, not PALIMPSEST_ACTOR: a command's own --actor must agree with it (own_actor)
+    session.actor_given = getattr(ctx.get_parameter_source("actor"), "name", "") == "COMMANDLINE"
     _current.append(session)
     ctx.call_on_close(session.close)
 
@@ -323,9 +355,12 @@ def build_cli() -> typer.Typer:
             continue
         sub = typer.Typer(help=f"Verbs of the {pack.name} pack (v{pack.version}).", no_args_is_help=True)
         for spec in public:
-            fn = picture_command(spec, lambda verb, params: _session().call(verb, params),  # --svg FILE
-                                 lambda verb, params: _session().run(verb, params)) or make_command(
-                spec.params_model, spec.full_name, lambda params, verb=spec.full_name: _session().run(verb, params))
+            own = "actor" in spec.params_model.model_fields  # the verb's --actor is the global one (own_actor)
+            fn = picture_command(spec, lambda verb, params, own=own: _session().call(verb, _verb_params(own, params)),
+                                 lambda verb, params, own=own: _session().run(verb, _verb_params(own, params))
+                                 ) or make_command(spec.params_model, spec.full_name,  # ^ with --svg FILE
+                                                   lambda params, verb=spec.full_name, own=own:
+                                                   _session().run(verb, _verb_params(own, params)))
             sub.command(spec.name.replace("_", "-"), help=spec.doc or None, short_help=spec.summary or None)(fn)
         app.add_typer(sub, name=pack.name)
         _groups[pack.name] = sub
@@ -334,6 +369,16 @@ def build_cli() -> typer.Typer:
 
 
 _groups: dict[str, typer.Typer] = {}
+
+
+def _verb_params(takes_actor: bool, params: dict[str, Any]) -> dict[str, Any]:
+    """A generated verb command's params: a verb with an ``actor`` param gets the one ``--actor`` (its own option
+    or the global one), so the option means the same before and after the command."""
+    if takes_actor:
+        actor = _session().own_actor(params.get("actor"))
+        if actor is not None:
+            params = {**params, "actor": actor}
+    return params
 
 
 def command_word(args: list[str]) -> str | None:
@@ -349,6 +394,86 @@ def command_word(args: list[str]) -> str | None:
         elif not arg.startswith("-"):
             return arg
     return None
+
+
+def _own_options(command: Any) -> dict[str, int]:
+    """A command's option strings and how many items each takes after it (0 for a flag)."""
+    own: dict[str, int] = {}
+    for param in command.params:  # typer's (vendored) click objects, by duck typing
+        if param.param_type_name == "option":
+            takes = 0 if param.is_flag or param.count else max(param.nargs, 1)
+            for opt in (*param.opts, *param.secondary_opts):
+                own[opt] = takes
+    return own
+
+
+def hoist_root_options(root: Any, args: list[str]) -> list[str]:
+    """``args`` with the global value options given after the command words moved before them (the module
+    docstring has the rules); a usage error when one of them is given twice with different values."""
+    out: list[str] = []
+    hoisted: list[str] = []
+    given: dict[str, tuple[str, str]] = {}  # root() parameter -> (the option as written, its value)
+
+    def note(opt: str, value: str) -> None:
+        name = ROOT_VALUE_OPTIONS[opt]
+        if name in given and given[name][1] != value:
+            first, was = given[name]
+            long = "--" + name.replace("_", "-")
+            raise errors.InvalidParams(f"{long} is given twice with different values ({first} {was!r}, {opt} "
+                                       f"{value!r}); give it once",
+                                       details={"errors": [{"loc": [long], "msg": "given twice"}]})
+        given.setdefault(name, (opt, value))
+
+    command: Any = None  # None: still before the command word
+    own: dict[str, int] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out += args[i:]
+            break
+        opt, eq, inline = arg.partition("=")
+        if command is None:  # before the command: typer parses these, only their values are noted
+            if arg in ROOT_VALUE_OPTIONS:
+                if i + 1 < len(args):
+                    note(arg, args[i + 1])
+                out += args[i:i + 2]
+                i += 2
+                continue
+            if eq and opt.startswith("--") and opt in ROOT_VALUE_OPTIONS:
+                note(opt, inline)
+            elif arg.startswith("-n") and len(arg) > 2:  # -nwork
+                note("-n", arg[2:])
+            elif not arg.startswith("-"):  # the command word
+                command = getattr(root, "commands", {}).get(arg)
+                if command is None:  # unknown: typer says so
+                    return hoisted + out + args[i:]
+                own = _own_options(command)
+            out.append(arg)
+            i += 1
+            continue
+        if arg in own or (eq and opt.startswith("--") and opt in own):  # the command's own option keeps its value
+            width = 1 if eq else 1 + own[arg]
+            out += args[i:i + width]
+            i += width
+        elif arg in ROOT_VALUE_OPTIONS:
+            if i + 1 >= len(args):
+                raise errors.InvalidParams(f"option {arg} needs a value (a text argument that is {arg} "
+                                           "goes after --)", details={"errors": [{"loc": [arg], "msg": "no value"}]})
+            note(arg, args[i + 1])
+            hoisted += args[i:i + 2]
+            i += 2
+        elif eq and opt.startswith("--") and opt in ROOT_VALUE_OPTIONS:
+            note(opt, inline)
+            hoisted.append(arg)
+            i += 1
+        else:
+            sub = getattr(command, "commands", {}).get(arg) if not arg.startswith("-") else None
+            if sub is not None:  # a group's subcommand (pal memory recall): its options now
+                command, own = sub, _own_options(sub)
+            out.append(arg)
+            i += 1
+    return hoisted + out
 
 
 def split_json_flag(args: list[str]) -> tuple[list[str], bool]:
@@ -373,7 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cli = build_cli()
     try:
-        rc = cli(args=args, prog_name="pal", standalone_mode=False)  # a typer.Exit(n) comes back as n
+        command = typer.main.get_command(cli)
+        args = hoist_root_options(command, args)
+        rc = command.main(args=args, prog_name="pal", standalone_mode=False)  # a typer.Exit(n) comes back as n
     except PalimpsestError as exc:
         from palimpsest_memory.runtime.adapters.render import print_error
 

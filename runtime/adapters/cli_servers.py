@@ -83,6 +83,6 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         names one, the tools forward their calls to that server instead."""
         mcp = _extra("mcp", "mcp")
         s = session()
-        actor = actor or s.actor
+        actor = s.own_actor(actor)  # the global --actor, given here or before the command (cli.py)
         mcp.serve_from_cli(s, over_http=over_http, host=host, port=port, token=_token(token, token_file),
                            actor=actor, tools=tools)
