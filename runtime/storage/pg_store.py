@@ -194,11 +194,14 @@ class PgStore(Store):
         log.info("%d tables rewritten (VACUUM FULL) after an erase in %.2f s", len(tables), took)
         return took
 
-    def backup(self, dest: str) -> None:
+    def backup_folder(self) -> Any:
         from palimpsest_memory.runtime.errors import InvalidParams
 
-        raise InvalidParams(f"{self.location} is a PostgreSQL database: back it up with `pal copy {self.location} "
-                            "FILE.duckdb` (every namespace into a DuckDB file) or the operator's pg_dump")
+        raise InvalidParams(f"{self.location} is a PostgreSQL database, not a file: back it up with `pal copy "
+                            f"{self.location} FILE.duckdb` (every namespace into a DuckDB file) or with pg_dump")
+
+    def backup(self, dest: str) -> None:
+        self.backup_folder()
 
     # -- server discovery: _palimpsest.servers ---------------------------------------------------------------
     @contextlib.contextmanager
