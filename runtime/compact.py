@@ -1,8 +1,8 @@
 """What the runtime does after a call that erased data or asked for a backup (ADR 0018); the store does the work.
 
 After a forget (``ctx.erase_from_file()``) the deleted rows' bytes must leave the store's files: the store rewrites
-itself (a DuckDB file is copied into a fresh one and swapped in; PostgreSQL's tables are rewritten with
-``VACUUM (FULL)``), under the runtime's lock, so no other call sees it half-done (ADR 0031: the store seam).
+itself (``Store.erase_bytes``: a file is copied into a fresh one and swapped in, a database's tables are rewritten),
+under the runtime's lock, so no other call sees it half-done (ADR 0031: the store seam).
 """
 from __future__ import annotations
 

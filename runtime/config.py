@@ -107,6 +107,7 @@ def load_config(overrides: Mapping[str, Any] | None = None, env: Mapping[str, st
 RUNTIME_KEYS: dict[str, type | tuple[type, ...]] = {"database": str, "default_namespace": str, "packs": list,
                                                     "disabled": list, "checkpoint_threshold": str,
                                                     "idempotency_hours": (int, float), "deadline_seconds": (int, float),
+                                                    "max_staleness_seconds": (int, float),
                                                     "change_log_hours": (int, float),
                                                     "mirror_budget_mb": (int, float)}
 

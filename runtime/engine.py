@@ -96,7 +96,7 @@ class Runtime:
         rt_cfg = rt.config.get("runtime", {})
         rt.default_namespace = check_namespace(str(rt_cfg.get("default_namespace", "default")), "runtime")
         rt.deadline_seconds = float(rt_cfg["deadline_seconds"])
-        rt.max_staleness_seconds = float(rt_cfg.get("max_staleness_seconds", 0))
+        rt.max_staleness_seconds = float(rt_cfg["max_staleness_seconds"])
         if not math.isfinite(rt.max_staleness_seconds) or rt.max_staleness_seconds < 0:
             raise ConfigError(f"config: runtime.max_staleness_seconds must be 0 (no bound) or a positive number of "
                               f"seconds, got {rt.max_staleness_seconds!r}",

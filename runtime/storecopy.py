@@ -38,12 +38,12 @@ class CopyReport:
 
 def is_file(target: str) -> bool:
     """Whether a store target names a file (else a database server's URL)."""
-    return storage.is_file(target)
+    return storage.is_store_file(target)
 
 
 def describe(target: str) -> str:
     """The store as it may be printed: a URL without its credentials, or the path."""
-    return storage.describe(target)
+    return storage.describe_store(target)
 
 
 def store_namespaces(rt: "Runtime") -> list[str]:

@@ -86,14 +86,14 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
             raise errors.NotFound(f"no backup file {source}")
         probe = Runtime.open(source)  # a store palimpsest can open (and migrate): refuse anything else
         probe.close()
-        from palimpsest_memory.runtime import load_catalog, storage
+        from palimpsest_memory.runtime import describe_store, is_store_file, load_catalog, restore_file
 
-        target = storage.describe(s.db or str(load_catalog()[1].get("runtime", {}).get("database", ":memory:")))
+        target = describe_store(s.db or str(load_catalog()[1].get("runtime", {}).get("database", ":memory:")))
         if target == ":memory:":
             raise errors.InvalidParams("restore needs a database file: pass --db PATH")
-        if storage.is_file(target) and Path(target).exists() and not force:
+        if is_store_file(target) and Path(target).exists() and not force:
             raise errors.Conflict(f"{target} exists: pass --force to replace it with the backup")
-        storage.restore_file(source, target)
+        restore_file(source, target)
         print(json.dumps({"restored": str(target)}) if s.as_json else f"{target} restored from {source}")
 
 

@@ -247,8 +247,9 @@ def open_or_forward(db: str | None, server: str | None) -> tuple[Any, bool]:
     """``(runtime or Forwarder, opened here)``: a forwarder to ``server`` when given, else to the ``pal serve`` the
     store announces (beside a file, or in a PostgreSQL database; any host, when its URL is reachable from here);
     else the store itself."""
+    catalog, config = load_catalog()
     if not server:
-        found = discover(db)
+        found = discover(db or str(config.get("runtime", {}).get("database", ":memory:")))
         if found is not None:
             server = str(found["url"])
             where = f"process {found.get('pid')}" + (f" on {found['host']}" if found.get("host") else "")
@@ -259,7 +260,6 @@ def open_or_forward(db: str | None, server: str | None) -> tuple[Any, bool]:
                 return Runtime.open(db), True
             except errors.StorageError as exc:
                 raise explain_locked(exc) from None
-    catalog, config = load_catalog()
     return Forwarder(server, catalog, config), False
 
 

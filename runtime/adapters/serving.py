@@ -160,29 +160,24 @@ def announce(runtime: Any, kind: str, url: str | None) -> Any:
     return store.announce(kind, url) if store is not None else contextlib.nullcontext()
 
 
-def discover(target: str | None) -> dict[str, Any] | None:
-    """The newest live ``pal serve`` (HTTP) announced for ``target`` (None: the configured database) and reachable
-    from here, found without opening the store."""
-    from palimpsest_memory.runtime import storage
+def discover(target: str) -> dict[str, Any] | None:
+    """The newest live ``pal serve`` (HTTP) announced for ``target`` and reachable from here, found without
+    opening the store."""
+    from palimpsest_memory.runtime import live_servers
 
-    if target is None:
-        from palimpsest_memory.runtime.config import load_config
-
-        target = str(load_config(None, None).get("runtime", {}).get("database", ":memory:"))
     if target == ":memory:":
         return None
-    return next((s for s in storage.live_servers(target, os.environ) if s.get("kind") == "http" and s.get("url")),
-                None)
+    return next((s for s in live_servers(target, os.environ) if s.get("kind") == "http" and s.get("url")), None)
 
 
 def explain_locked(exc: PalimpsestError) -> PalimpsestError:
     """Enrich a "database locked" StorageError with who holds the database and how to reach it."""
-    from palimpsest_memory.runtime import storage
+    from palimpsest_memory.runtime import live_servers
 
     details = exc.details if isinstance(exc.details, dict) else {}
     if not isinstance(exc, errors.StorageError) or details.get("reason") != "locked" or not details.get("path"):
         return exc
-    found = storage.live_servers(details["path"])
+    found = live_servers(details["path"])
     if not found:
         return exc
     info = found[0]

@@ -18,18 +18,20 @@ from palimpsest_memory.runtime.storage.base import (DB_ERRORS, DIALECTS, META_SC
                                   Database, TransactionFrame, dialect_of, discover_migrations, migrate,
                                   rollback_quietly, schema_versions, statement_kinds)
 from palimpsest_memory.runtime.storage.duck import CATALOG, migrate_meta
+from palimpsest_memory.runtime.storage.pg_testing import PostgresServer, postgres_available
 from palimpsest_memory.runtime.storage.postgres import ConnectionLost
 from palimpsest_memory.runtime.storage.store import Store, reachable_from_here
 
 __all__ = [
     "CATALOG", "DB_ERRORS", "DIALECTS", "META_SCHEMA", "READ_ONLY_STATEMENTS", "BackendError", "ConnectionLost",
-    "Database", "Store", "TransactionFrame", "describe", "dialect_of", "discover_migrations", "is_file", "live_servers",
+    "Database", "Store", "TransactionFrame", "describe_store", "dialect_of", "discover_migrations", "is_store_file",
+    "live_servers", "PostgresServer", "postgres_available",
     "migrate", "migrate_meta", "open_store", "reachable_from_here", "restore_file", "rollback_quietly", "schema_versions",
     "statement_kinds",
 ]
 
 
-def is_file(target: str | Path) -> bool:
+def is_store_file(target: str | Path) -> bool:
     """Whether ``target`` names a store file (or ``:memory:``) rather than a database server's URL."""
     return not postgres.is_url(str(target))
 
@@ -58,7 +60,7 @@ def restore_file(source: str | Path, target: str | Path) -> None:
     restore(Path(source).expanduser(), Path(target).expanduser())
 
 
-def describe(target: str | Path) -> str:
+def describe_store(target: str | Path) -> str:
     """The store's name as it may be shown, without opening it: a URL without credentials, or the full path."""
     if postgres.is_url(str(target)):
         return postgres.redact(str(target))

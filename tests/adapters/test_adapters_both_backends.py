@@ -90,14 +90,14 @@ def pal_json(target: str, *args: str, server: str | None = None) -> Any:
 
 
 def backend_of(target: str) -> str:
-    return "duckdb" if storage.is_file(target) else "postgres"
+    return "duckdb" if storage.is_store_file(target) else "postgres"
 
 
 def test_pal_info_names_the_store_as_it_is(target: str, tmp_path: Path) -> None:
     pal_json(target, "memory", "remember", "Orion runs on Postgres")
     info = pal_json(target, "info")
     assert info["backend"] == backend_of(target)
-    assert info["database"] == storage.describe(target)  # an absolute path, or the URL without credentials
+    assert info["database"] == storage.describe_store(target)  # an absolute path, or the URL without credentials
     assert "@" not in info["database"] and "password" not in info["database"]
     assert isinstance(info["size_bytes"], int) and info["size_bytes"] > 0
     assert info["server"].startswith("DuckDB" if backend_of(target) == "duckdb" else "PostgreSQL")
