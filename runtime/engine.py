@@ -68,6 +68,7 @@ class Runtime:
         self.deadline_seconds = 0.0  # runtime.deadline_seconds, read at open
         self.max_staleness_seconds = 0.0  # runtime.max_staleness_seconds, read at open (0: no bound)
         self._traced = True  # until open has seen which dispatch implementations are installed
+        self._loaded = False  # the mirrors were loaded (open got that far)
 
     # -- opening -------------------------------------------------------------------------------------------
     @classmethod
@@ -124,14 +125,16 @@ class Runtime:
                                               env={**os.environ, **(env or {})})
         rt.path = store.location  # printable: an absolute path, or a URL without its credentials
         try:
-            idempotency.ensure_table(store.con)
-            idempotency.prune(store.con, rt.clock(), float(rt_cfg["idempotency_hours"]))
-            for pack in rt.catalog.packs.values():
-                storage.migrate(store.con, pack.name, pack.migrations)
             store.prepare(changelog.Codec(type(s).__module__.rpartition(".")[0] or type(s).__module__
                                           for s in rt._state.values() if s is not None),
                           float(rt_cfg["change_log_hours"]))
+            idempotency.ensure_table(store.con)
+            if store.writable:  # a read-only role leaves the pruning to the others
+                idempotency.prune(store.con, rt.clock(), float(rt_cfg["idempotency_hours"]))
+            for pack in rt.catalog.packs.values():
+                storage.migrate(store.con, pack.name, pack.migrations)
             rt.followers.load_all()
+            rt._loaded = True
             store.seal()
             store.opened()
             store.follow(rt._wake)
@@ -147,7 +150,8 @@ class Runtime:
         if self.store is not None:
             # mirrors write what they keep only in memory (the brain's pending serves) while the store is open;
             # each runs on its own, so one that cannot flush neither keeps the database open nor stops the others
-            self.followers.close_all()
+            if self._loaded:  # (a store that failed to open has no mirrors to flush)
+                self.followers.close_all()
             with self._lock:
                 self.store.close()
                 self.store = None
@@ -165,6 +169,11 @@ class Runtime:
         """What ``pal info`` shows of the store: backend, location (no secrets), size in bytes, server."""
         with self._lock:
             return self._require_open().describe()
+
+    def grants(self, role: str, *, read_only: bool = False) -> list[str]:
+        """The SQL statements that let database ``role`` open this store (``pal grants``; ADR 0031)."""
+        with self._lock:
+            return self._require_open().grants(role, sorted(self.catalog.packs), read_only=read_only)
 
     def pack_state(self, pack: str) -> Any:
         """The in-memory state of a loaded pack (its mirrors): for tools and tests that look inside a pack."""

@@ -42,7 +42,12 @@ def call_hash(verb: str, namespace: str, actor: str | None, params: BaseModel) -
 
 
 def ensure_table(con: Any) -> None:
-    con.execute(DDL)
+    """Create the table when it is missing (only then: a role that may write rows but not create tables opens a
+    store its owner made; ADR 0031)."""
+    schema, name = TABLE.split(".")
+    if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                       [schema, name]).fetchone()[0]:
+        con.execute(DDL)
 
 
 def prune(con: Any, now: datetime, hours: float) -> None:

@@ -52,6 +52,17 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         PostgreSQL database in either direction (or file to file), through the export/import format."""
         copy_stores(session(), src, dst)
 
+    @app.command("grants")
+    def grants_cmd(role: str = typer.Argument(..., help="The PostgreSQL role to let in (it must exist)."),
+                   read_only: bool = typer.Option(False, "--read-only", help="Reading only: recall, list, export.")
+                   ) -> None:
+        """Print the SQL that lets a database role other than the owner open this PostgreSQL store (run it as the
+        owner, e.g. with psql). The owner opens the store first: it creates and migrates the schemas."""
+        s = session()
+        statements = s.runtime().grants(role, read_only=read_only)
+        print(json.dumps({"role": role, "read_only": read_only, "statements": statements}) if s.as_json
+              else "\n".join(statements))
+
     @app.command("backup")
     def backup_cmd(dest: str = typer.Argument(..., help="The file to write the copy to (must not exist).")) -> None:
         """Copy the whole store consistently, also while `pal serve` holds it (through --server)."""

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Protocol, Sequence
 
 import duckdb
 
-from palimpsest_memory.runtime.errors import ReadOnlyViolation, StorageError, StoreUnavailable
+from palimpsest_memory.runtime.errors import Forbidden, ReadOnlyViolation, StorageError, StoreUnavailable
 from palimpsest_memory.runtime.pack import MIGRATION_FILE
 
 # NNN_title.sql is portable SQL; NNN_title.<dialect>.sql beside it replaces it on that backend (ADR 0016).
@@ -27,8 +27,12 @@ class BackendError(Exception):
     """A failure reported by a non-DuckDB backend (its driver's message, credentials removed)."""
 
 
-def store_error(message: str, exc: BaseException, verb: str | None) -> StorageError:
-    """The typed error of a failed statement: retryable StoreUnavailable when the connection was lost."""
+def store_error(message: str, exc: BaseException, verb: str | None) -> StorageError | Forbidden:
+    """The typed error of a failed statement: retryable StoreUnavailable when the connection was lost, Forbidden
+    when the database role may not do it (a read-only role writing; SQLSTATE 42501)."""
+    if getattr(exc, "sqlstate", None) == "42501":
+        return Forbidden(f"the database role may not do this (a read-only role?): {exc}", verb=verb,
+                         details={"reason": "insufficient_privilege"})
     if getattr(exc, "lost_connection", False):
         unknown = bool(getattr(exc, "outcome_unknown", False))
         return StoreUnavailable(message, verb=verb, details={
@@ -92,7 +96,14 @@ def migrate(con: Any, pack: str, folder: Path | None) -> int:
             f"up to {newest_known}: it was written by a newer palimpsest. Upgrade palimpsest to open it.",
             details={"pack": pack, "db_version": max(applied), "known_version": newest_known},
         )
-    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{pack}"')
+    pending = [v for v, _, _ in known if v not in applied]
+    if pending:  # only then: a role that may not create (ADR 0031) opens a store whose owner migrated it
+        try:
+            con.execute(f'CREATE SCHEMA IF NOT EXISTS "{pack}"')
+        except DB_ERRORS as exc:
+            raise StorageError(f"pack {pack!r} needs its schema migrated to version {newest_known}, and this "
+                               f"connection may not do it ({exc}): open the store once as its owner",
+                               details={"pack": pack, "pending": pending}) from None
     for version, name, sql in known:
         checksum = hashlib.sha256(sql.encode()).hexdigest()
         if version in applied:

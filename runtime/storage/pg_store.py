@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 import uuid
@@ -40,6 +41,8 @@ class PgStore(Store):
         self._secrets = postgres.secrets_of(url, env)
         self.location = postgres.redact(url)
         self.con = postgres.connect(url, env)
+        self.writable = bool(self.con.execute(
+            f"SELECT has_table_privilege('{TABLE}', 'INSERT') AND has_table_privilege('{TABLE}', 'DELETE')").fetchone()[0])
         self.codec: Any = None
         self._read_at = time.monotonic()
         self._listener: ChangeListener | None = None
@@ -119,7 +122,8 @@ class PgStore(Store):
 
     def prepare(self, codec: Any, change_log_hours: float) -> None:
         self.codec = codec
-        self.prune_log(change_log_hours)
+        if self.writable:
+            self.prune_log(change_log_hours)
 
     def prune_log(self, hours: float | None) -> None:
         """Drop rows older than ``hours`` (every row: ``None``, after a forget, ADR 0018) and remember the newest
@@ -163,6 +167,28 @@ class PgStore(Store):
         if self.con is not None:
             self.con.close()
             self.con = None
+
+    def grants(self, role: str, schemas: list[str], *, read_only: bool) -> list[str]:
+        """GRANTs for a role that is not the owner (ADR 0031). Read-write: rows of every table, the sequences, the
+        runtime's functions, and MAINTAIN (PostgreSQL 17+) so a forget's VACUUM FULL can rewrite the tables.
+        Read-only: SELECT. Default privileges cover the tables later migrations create (run by the owner)."""
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]{0,62}", role):
+            from palimpsest_memory.runtime.errors import InvalidParams
+
+            raise InvalidParams(f"role {role!r} must be a plain PostgreSQL identifier (letters, digits, _ and $)")
+        database = self.con.execute("SELECT current_database()").fetchone()[0]
+        version = int(self.con.execute("SELECT current_setting('server_version_num')").fetchone()[0])
+        names = ", ".join(f'"{s}"' for s in [*schemas, META_SCHEMA])
+        tables = "SELECT" if read_only else "SELECT, INSERT, UPDATE, DELETE" + (", MAINTAIN" if version >= 170000
+                                                                               else "")
+        out = [f'GRANT CONNECT ON DATABASE "{database}" TO {role};', f"GRANT USAGE ON SCHEMA {names} TO {role};",
+               f"GRANT {tables} ON ALL TABLES IN SCHEMA {names} TO {role};",
+               f"ALTER DEFAULT PRIVILEGES IN SCHEMA {names} GRANT {tables} ON TABLES TO {role};",
+               f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {META_SCHEMA} TO {role};"]
+        if not read_only:
+            out += [f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {names} TO {role};",
+                    f"ALTER DEFAULT PRIVILEGES IN SCHEMA {names} GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO {role};"]
+        return out
 
     # -- rewriting and backups -------------------------------------------------------------------------------
     def erase_bytes(self, schemas: list[str]) -> float:

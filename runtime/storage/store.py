@@ -39,6 +39,7 @@ class Store:
 
     backend: ClassVar[str] = ""
     con: Any = None  # the open connection: verbs reach it through a Database handle, tools and tests directly
+    writable: bool = True  # False for a read-only database role: it reads, and leaves log and key pruning to others
     location: str = ""  # printable: a path, ":memory:", or a URL without credentials
 
     # -- naming -----------------------------------------------------------------------------------------------
@@ -122,6 +123,13 @@ class Store:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def grants(self, role: str, schemas: list[str], *, read_only: bool) -> list[str]:
+        """The statements that let ``role`` open this store (read-write, or read-only)."""
+        from palimpsest_memory.runtime.errors import InvalidParams
+
+        raise InvalidParams(f"a {self.backend} store has no database roles: who may open {self.location} is "
+                            "decided by the file's permissions")
 
     # -- rewriting, backups, servers ------------------------------------------------------------------------
     def erase_bytes(self, schemas: list[str]) -> float:
