@@ -16,7 +16,7 @@ log = logging.getLogger("palimpsest")
 LISTEN_POLL = 0.2  # seconds the listener waits for a notification before checking whether to stop
 SAFETY_POLL = 5.0  # seconds without a notification after which the listener reads the log anyway
 CHANNEL = "palimpsest_changes"
-RETRY = 1.0  # seconds between attempts to open a lost thread connection again
+RETRY_FIRST, RETRY_MAX = 0.2, 5.0  # seconds between attempts to open a lost connection again: doubling
 
 
 class ChangeListener:
@@ -32,11 +32,13 @@ class ChangeListener:
         self._stop.set()
 
     def _run(self) -> None:
+        retry = RETRY_FIRST
         while not self._stop.is_set():
             try:
                 with self._connect() as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._wake()  # whatever was committed while this connection was away
+                    retry = RETRY_FIRST
                     idle = 0.0
                     while not self._stop.is_set():
                         woke = any(True for _ in conn.notifies(timeout=LISTEN_POLL, stop_after=1))
@@ -49,8 +51,9 @@ class ChangeListener:
             except Exception:  # noqa: BLE001 - a lost connection: log it and listen again
                 if self._stop.is_set():
                     return
-                log.warning("change-log listener lost its connection to %s; retrying", self._location)
-                self._stop.wait(RETRY)
+                log.warning("change-log listener lost its connection to %s; retrying in %.1f s", self._location, retry)
+                self._stop.wait(retry)
+                retry = min(retry * 2, RETRY_MAX)
 
 
 class Heartbeat:

@@ -176,7 +176,16 @@ class PgConnection:
         try:
             self._cur = self.raw.execute(text, values, prepare=False)
         except psycopg.Error as exc:
-            raise self._fail(exc, sql) from None
+            err = self._fail(exc, sql)
+            if not (isinstance(err, ConnectionLost) and sql.lstrip()[:5].upper() == "BEGIN"):
+                raise err from None
+            # the connection was found dead at a transaction's first statement: nothing has happened yet, so
+            # reconnect and begin again at once instead of failing the call (the server was restarted in between)
+            self._come_back()
+            try:
+                self._cur = self.raw.execute(text, values, prepare=False)
+            except psycopg.Error as again:
+                raise self._fail(again, sql) from None
         word = sql.lstrip()[:8].upper()
         if word.startswith("BEGIN"):
             self.in_transaction = True
