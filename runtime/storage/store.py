@@ -61,10 +61,12 @@ class Store:
         if self.con is not None:
             rollback_quietly(self.con)
 
+    SNAPSHOT = "BEGIN TRANSACTION"  # how a snapshot read begins on this backend
+
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[int]:
         """A read-only transaction whose reads all see one state, and the change log's head in that state."""
-        self.con.execute("BEGIN TRANSACTION")
+        self.con.execute(self.SNAPSHOT)
         try:
             yield self.head()
         finally:

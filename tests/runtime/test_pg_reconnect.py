@@ -7,6 +7,8 @@ store seam every later write failed with "the connection is closed" until the pr
 answered from stale mirrors with no error."""
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -42,10 +44,14 @@ class OwnServer:
 
 
 @pytest.fixture
-def pg(tmp_path: Path) -> Iterator[OwnServer]:
-    own = OwnServer(tmp_path / "pg")
-    yield own
-    own.server.cleanup()
+def pg() -> Iterator[OwnServer]:
+    folder = tempfile.mkdtemp(prefix="pal-pg-restart-")  # outside pytest's basetemp (see runtime/testing.py)
+    own = OwnServer(Path(folder))
+    try:
+        yield own
+    finally:
+        own.server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def until_back(call: Callable[[], Any]) -> tuple[Any, int]:
