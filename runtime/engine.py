@@ -17,7 +17,8 @@ from palimpsest_memory.runtime.aftercommit import Followers
 from palimpsest_memory.runtime.config import load_config, pack_settings
 from palimpsest_memory.runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
                               utc_now, validate_params)
-from palimpsest_memory.runtime.errors import ConfigError, InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError
+from palimpsest_memory.runtime.errors import (ConfigError, InternalError, InvalidParams, PalimpsestError,
+                                             ReadOnlyViolation, StorageError)
 from palimpsest_memory.runtime.loader import discover, load_packs
 from palimpsest_memory.runtime.mirror import Change, Mirror
 from palimpsest_memory.runtime.pack import Pack, VerbSpec
@@ -238,6 +239,59 @@ class Runtime:
             self.followers.committed(frame)
             self.followers.trim(ns)
             if frame.erase:  # a forget: the deleted rows' bytes must leave the file (ADR 0018)
+                compact.compact(self)
+            if frame.backup_to is not None:
+                compact.backup(self, frame.backup_to)
+            return result
+
+    def call_all(self, body: Callable[[Callable[..., BaseModel]], Any], *, namespace: str | None = None,
+                 internal: bool = False) -> Any:
+        """Run ``body(call)``, where ``call(verb, params)`` makes a verb call in ``namespace``: every call shares ONE
+        write transaction, committed when ``body`` returns, rolled back whole if anything raises (or the process
+        dies). For a write that takes many calls and must be all or nothing: ``pal import palimpsest`` writes a
+        namespace as pages of every portable pack's ``import_records`` (runtime/exportfile.py). On a shared store
+        the namespace's write lock is held from the first call to the commit. Each call has its own deadline. A
+        call that raised leaves the transaction unusable: ``body`` must let the error through (if it swallows it,
+        nothing is committed and an :class:`InternalError` says so)."""
+        ns = check_namespace(namespace or self.default_namespace, None)
+        failed: list[BaseException] = []
+        with self._lock:
+            con = self._require_open()
+            self.followers.ensure(ns)
+            frame = Frame(read_only=False)
+
+            def call(verb: str, params: dict[str, Any] | BaseModel | None = None) -> BaseModel:
+                spec = self.catalog.resolve(verb, caller_pack=None, internal=internal)
+                try:
+                    with collector.paused(spec.bulk):
+                        model = validate_params(spec, params)
+                        named = getattr(model, "namespace", None)
+                        if named is not None and named != ns:
+                            raise InvalidParams(f"a call of call_all names namespace {named!r}, not {ns!r}",
+                                                verb=verb)
+                        if self.shared and ns not in frame.locked:
+                            self.lock_namespace(frame, ns)
+                        frame.deadline = time.monotonic() + self.deadline_seconds if self.deadline_seconds else None
+                        return self._dispatch(CallInfo(spec, model, ns, None, 0, frame, self, None))
+                except BaseException as exc:
+                    failed.append(exc)
+                    raise
+
+            try:
+                result = body(call)
+                if failed:
+                    raise InternalError(f"a call failed inside call_all and the caller went on: nothing was "
+                                        f"kept ({failed[0]!r})")
+                self.commit(frame)
+            except BaseException as exc:
+                if frame.began:
+                    storage.rollback_quietly(con)
+                if isinstance(exc, storage.DB_ERRORS):
+                    raise StorageError(f"transaction failed: {exc}") from exc
+                raise
+            self.followers.committed(frame)
+            self.followers.trim(ns)
+            if frame.erase:
                 compact.compact(self)
             if frame.backup_to is not None:
                 compact.backup(self, frame.backup_to)
