@@ -334,7 +334,7 @@ class Runtime:
             if label not in frame.locked:
                 con.execute("SELECT pg_advisory_xact_lock(?)", [storage.postgres.lock_key(kind, name)])
                 frame.locked.add(label)
-        self.followers.catch_up(in_transaction=True)
+        self.followers.catch_up(in_transaction=True, frame=frame)
 
     def commit(self, frame: Frame) -> None:
         """Commit a writing frame; on a shared store its changes go to the change log in the same transaction."""

@@ -306,6 +306,20 @@ def test_a_killed_pal_copy_leaves_the_destination_consistent(source, tmp_path, p
         follower.close()
 
 
+@needs_pg
+def test_a_followers_write_right_after_an_import_starts_from_the_imported_state(source, pg, follower):
+    """The import's mirrors reload (its ``_reload`` change) meets the follower inside its next write transaction
+    when the follower's listener has not applied it yet (stopped here, so it never does): the namespace it locked
+    is loaded again at once, so the note it stores links the imported entity it names, as in any fresh process."""
+    follower.followers.stop()
+    run_child(pg, "import", str(source["export"]), NS)
+    nid = follower.call("memory.remember", {"content": "Ada Lovelace again"}, namespace=NS).note.id
+    mentions = sql(follower, "SELECT k.name FROM kg.edges e JOIN kg.entities k ON e.dst = 'e:' || k.id::VARCHAR "
+                             "WHERE e.src = ? AND e.relation = 'mentions'", [f"m:{nid}"])
+    assert mentions == [("Ada Lovelace",)]
+    agrees_with_a_fresh_runtime(follower, pg, [NS, "base"])
+
+
 # -- DuckDB: a killed writer of a file; reopen and write --------------------------------------------------------------
 def reopened_checks(db: Path, ns: str, expect: int | None = None, reimport: Path | None = None) -> Runtime:
     """Reopen the file: no half-written row, indexes equal to the tables, no sequence behind its ids, ``expect``
