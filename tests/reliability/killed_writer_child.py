@@ -11,6 +11,7 @@ itself; the product has no test hook. Points:
   committed     a call has committed; this process has not fed its mirrors or delivered its events yet
   after:VERB    a call of VERB (top level or nested: an import page, a kg call of remember) has returned
   compact       the rewrite after an erase (compact.compact: VACUUM FULL on PostgreSQL) is about to start
+  copied        DuckDB: that rewrite has copied the store into ``<file>.compact``, not yet swapped it in
   imported      pal copy: one namespace's import (exportfile.import_file) has returned
 
 OPs (each prints ``ready`` once the store is open and ``done`` at the end):
@@ -51,7 +52,7 @@ def point(name: str) -> None:
 
 def wrap() -> None:
     commit, committed, dispatch = Runtime.commit, Followers.committed, Runtime._dispatch
-    rewrite, import_file = compact.compact, exportfile.import_file
+    rewrite, import_file, copy_database = compact.compact, exportfile.import_file, compact.copy_database
 
     def commit_(self: Any, frame: Any) -> None:
         if frame.began or frame.changes:
@@ -71,13 +72,17 @@ def wrap() -> None:
         point("compact")
         return rewrite(rt)
 
+    def copy_database_(src: Any, dst: Any) -> None:
+        copy_database(src, dst)
+        point("copied")
+
     def import_file_(*args: Any, **kwargs: Any) -> Any:
         out = import_file(*args, **kwargs)
         point("imported")
         return out
 
     Runtime.commit, Followers.committed, Runtime._dispatch = commit_, committed_, dispatch_
-    compact.compact, exportfile.import_file = compact_, import_file_
+    compact.compact, exportfile.import_file, compact.copy_database = compact_, import_file_, copy_database_
 
 
 def open_store(store: str) -> Runtime:

@@ -341,7 +341,7 @@ def reopened_checks(db: Path, ns: str, expect: int | None = None, reimport: Path
 @pytest.mark.parametrize("op,pause,expect", [
     ("import", "after:memory.import_records:5", 0), ("import", "commit:1", 0), ("import", "committed:1", NOTES),
     ("remember", "commit:3", 2 * BATCH), ("facts", "commit:3", 0), ("forget", "commit:1", 30),
-    ("forget", "compact:1", 0),
+    ("forget", "compact:1", 0), ("forget", "copied:1", 0),
 ])
 def test_a_killed_writer_of_a_duckdb_file_leaves_it_consistent(source, tmp_path, op, pause, expect):
     db = tmp_path / "store.duckdb"
