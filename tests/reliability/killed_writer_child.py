@@ -28,6 +28,7 @@ OPs (each prints ``ready`` once the store is open and ``done`` at the end):
 """
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from collections import Counter
@@ -90,23 +91,17 @@ def open_store(store: str) -> Runtime:
 
 
 def sequences_behind(rt: Runtime) -> list[str]:
-    """Every sequence of a portable table that stands below the largest id the table holds (the next id it hands
-    out would collide)."""
-    from palimpsest_memory.runtime import portable
-
+    """Every sequence of a portable pack's table (its ``TABLES``) that stands below the largest id the table holds:
+    the next id it hands out would collide (``duplicate key``)."""
     out = []
     with rt._lock:
-        for spec in rt.verbs(include_subhandlers=True):
-            if spec.name != "import_records":
-                continue
-            tables = getattr(sys.modules.get(f"palimpsest_memory.packs.{spec.pack}.portable"), "TABLES", [])
-            for t in tables:
+        for pack in exportfile.portable_packs(rt):
+            for t in importlib.import_module(f"palimpsest_memory.packs.{pack}.portable").TABLES:
                 for seq, col in t.sequences:
                     (top,) = rt._con.execute(f"SELECT max({col}) FROM {t.table}").fetchone()
                     last = sequence_value(rt, seq)
                     if top is not None and (last is None or last < top):
                         out.append(f"{seq} at {last}, {t.table}.{col} holds {top}")
-    del portable
     return out
 
 
