@@ -191,11 +191,13 @@ class Followers:
         # a call that logged nothing has nothing to apply: other processes' commits come through the listener
 
     # -- following a shared store ------------------------------------------------------------------------------
-    def catch_up(self, *, own: Frame | None = None, in_transaction: bool = False) -> int:
+    def catch_up(self, *, own: Frame | None = None, in_transaction: bool = False, frame: Frame | None = None) -> int:
         """Apply every logged change after the last one applied, in sequence order; ``own``'s from memory.
 
         Returns how many were applied. Outside a transaction, a process that fell behind the pruned part of the
-        log (or whose mirror failed to apply) loads every mirror again instead."""
+        log (or whose mirror failed to apply, or met a ``_reload``) loads every mirror again instead; inside one
+        (``frame``: a write transaction that just took its locks) it loads again at once the namespaces whose
+        write lock ``frame`` holds (:meth:`_reload_locked`) and everything once the transaction has ended."""
         store = self._rt.store
         if store is None:
             return 0
@@ -206,6 +208,7 @@ class Followers:
         if horizon > self.seq:
             if in_transaction:
                 self._reload_pending = True
+                self._reload_locked(frame)
                 return 0
             self.load_all()
             return 0
@@ -229,9 +232,29 @@ class Followers:
         if reload or failed:
             if in_transaction:
                 self._reload_pending = True
+                self._reload_locked(frame)
             else:
                 self.load_all()
         return len(changes)
+
+    def _reload_locked(self, frame: Frame | None) -> None:
+        """Inside a write transaction that met a change it cannot apply (a ``_reload``: an import; a pruned log):
+        load again, through the transaction, the held namespaces whose write lock it holds, so the call starts from
+        their newest committed state (issue 41: a follower's ``memory.remember`` right after another process's
+        import ran on the namespace's mirrors as they were before it, and linked none of the imported entities its
+        note named). Nobody else can be writing them, so their tables and the log's head agree; the other
+        namespaces and the process-wide mirrors load once the transaction has ended (``_reload_pending``)."""
+        if frame is None or not frame.began:
+            return
+        locked = [ns for ns in self.held if ns in frame.locked]
+        if not locked:
+            return
+        head = self._rt.store.head()
+        for ns in locked:
+            for owner, mirror in self._per_ns():
+                mirror.evict(ns)
+                self._load_one(owner, mirror, ns, frame)
+            self.held[ns] = head
 
     def _feed(self, changes: list[Change], skip: set[str]) -> list[tuple[str, Mirror]]:
         """Give each pack's mirrors its changes (in order); returns the mirrors that failed (to be reloaded)."""

@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
 from pydantic import BaseModel
 
@@ -17,8 +17,8 @@ from palimpsest_memory.runtime.aftercommit import Followers
 from palimpsest_memory.runtime.config import load_config, pack_settings
 from palimpsest_memory.runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
                               utc_now, validate_params)
-from palimpsest_memory.runtime.errors import (ConfigError, InvalidParams, PalimpsestError, ReadOnlyViolation, StorageError,
-                                             StoreUnavailable)
+from palimpsest_memory.runtime.errors import (ConfigError, InternalError, InvalidParams, PalimpsestError,
+                                             ReadOnlyViolation, StorageError, StoreUnavailable)
 from palimpsest_memory.runtime.loader import discover, load_packs
 from palimpsest_memory.runtime.mirror import Change, Mirror
 from palimpsest_memory.runtime.pack import Pack, VerbSpec
@@ -257,18 +257,70 @@ class Runtime:
                 else:
                     self.commit(frame)
             except BaseException as exc:
-                if frame.began:
-                    store.rollback_quietly()
-                if isinstance(exc, storage.DB_ERRORS):
-                    raise storage.base.store_error(f"transaction failed: {exc}", exc, verb) from exc
-                raise
-            self.followers.committed(frame)
-            self.followers.trim(ns)
-            if frame.erase:  # a forget: the deleted rows' bytes must leave the files (ADR 0018)
-                compact.erase_bytes(self)
-            if frame.backup_to is not None:
-                store.backup(frame.backup_to)
+                self._abandon(frame, exc, verb)
+            self._finish(frame, ns)
             return result
+
+    def call_all(self, body: Callable[[Callable[..., BaseModel]], Any], *, namespace: str | None = None,
+                 internal: bool = False) -> Any:
+        """Run ``body(call)``, where ``call(verb, params)`` makes a verb call in ``namespace``: every call shares ONE
+        write transaction, committed when ``body`` returns, rolled back whole if anything raises (or the process
+        dies). For a write that takes many calls and must be all or nothing: ``pal import palimpsest`` writes a
+        namespace as pages of every portable pack's ``import_records`` (runtime/exportfile.py). The namespace's
+        write lock is held from the first call to the commit. Each call has its own deadline. A call that raised
+        leaves the transaction unusable: ``body`` must let the error through (if it swallows it, nothing is
+        committed and an :class:`InternalError` says so)."""
+        ns = check_namespace(namespace or self.default_namespace, None)
+        failed: list[BaseException] = []
+        with self._lock:
+            self._require_open()
+            self.followers.ensure(ns)
+            frame = Frame(read_only=False)
+
+            def call(verb: str, params: dict[str, Any] | BaseModel | None = None) -> BaseModel:
+                spec = self.catalog.resolve(verb, caller_pack=None, internal=internal)
+                try:
+                    with collector.paused(spec.bulk):
+                        model = validate_params(spec, params)
+                        named = getattr(model, "namespace", None)
+                        if named is not None and named != ns:
+                            raise InvalidParams(f"a call of call_all names namespace {named!r}, not {ns!r}",
+                                                verb=verb)
+                        self.lock_namespace(frame, ns)
+                        frame.deadline = time.monotonic() + self.deadline_seconds if self.deadline_seconds else None
+                        return self._dispatch(CallInfo(spec, model, ns, None, 0, frame, self, None))
+                except BaseException as exc:
+                    failed.append(exc)
+                    raise
+
+            try:
+                result = body(call)
+                if failed:
+                    raise InternalError(f"a call failed inside call_all and the caller went on: nothing was "
+                                        f"kept ({failed[0]!r})")
+                self.commit(frame)
+            except BaseException as exc:
+                self._abandon(frame, exc, None)
+            self._finish(frame, ns)
+            return result
+
+    def _abandon(self, frame: Frame, exc: BaseException, verb: str | None) -> NoReturn:
+        """A call failed: roll its transaction back and raise the error (a database's as a typed one)."""
+        if frame.began and self.store is not None:
+            self.store.rollback_quietly()
+        if isinstance(exc, storage.DB_ERRORS):
+            raise storage.base.store_error(f"transaction failed: {exc}", exc, verb) from exc
+        raise exc
+
+    def _finish(self, frame: Frame, ns: str) -> None:
+        """After a commit: feed the mirrors and the subscribers, weigh the held namespaces, and do what the call
+        asked for once committed (erase the deleted rows' bytes, ADR 0018; a backup)."""
+        self.followers.committed(frame)
+        self.followers.trim(ns)
+        if frame.erase:
+            compact.erase_bytes(self)
+        if frame.backup_to is not None:
+            self._require_open().backup(frame.backup_to)
 
     def _fresh(self, verb: str) -> None:
         """Never answer from a view older than ``runtime.max_staleness_seconds``: catch up first, and when the
@@ -320,7 +372,7 @@ class Runtime:
         a namespace's own name, or "<kind> <name>"; names of namespaces hold no space) until its transaction
         ends; when the store took them, catch up with what other processes committed before they were granted."""
         if self._require_open().lock_for_write(frame, locks):
-            self.followers.catch_up(in_transaction=True)
+            self.followers.catch_up(in_transaction=True, frame=frame)
 
     def commit(self, frame: Frame) -> None:
         """Commit a writing frame with its changes logged in the same transaction (the store numbers them)."""

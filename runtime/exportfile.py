@@ -1,8 +1,8 @@
 """The export file: a namespace as versioned JSONL, written and read by the runtime (issue 17, item 4; ADR 0018).
 
 :func:`export_namespace` writes the file by paging every portable pack's ``export_records`` (packs in dependency
-order); :func:`import_file` checks the whole file against the target (a dry pass through every ``import_records``),
-then writes it. The packs' half, the rows each pack pages out and writes back, is
+order); :func:`import_file` writes it into an empty namespace in one transaction (every pack's ``import_records``
+calls share it: all or nothing). The packs' half, the rows each pack pages out and writes back, is
 :mod:`palimpsest_memory.runtime.portable`.
 
 The file (format ``palimpsest-export``, version 1): a header line ``{"format", "version", "namespace",
@@ -145,8 +145,12 @@ def _line_of(message: str, batch: list[dict[str, Any]], lines: list[int]) -> str
 
 
 def import_file(rt: "Runtime", path: str | Path, namespace: Optional[str] = None) -> dict[str, dict[str, int]]:
-    """Import an export into ``namespace`` (default: the one it was exported from). The whole file is checked
-    against the target first (every batch through ``import_records`` with ``check_only``); only then written."""
+    """Import an export into ``namespace`` (default: the one it was exported from), all or nothing: every pack's
+    ``import_records`` calls share ONE transaction (``Runtime.call_all``) — each pack first checks that the
+    namespace is empty, then every batch is written, then each pack advances its sequences past the imported ids
+    and reloads its mirrors — and it commits only once the whole file is in. A bad line, an id already used, or a
+    process killed part way leaves the store as it was: no partial namespace, no imported id a sequence could hand
+    out again, no other process's mirror behind the tables (issue 41)."""
     path = Path(path)
     header = read_header(path)
     ns = namespace or header.get("namespace") or rt.default_namespace
@@ -154,23 +158,21 @@ def import_file(rt: "Runtime", path: str | Path, namespace: Optional[str] = None
     missing = [p for p in header.get("packs", {}) if p not in packs]
     if missing:
         raise InvalidParams(f"the export holds data of packs that are not loaded here: {missing}")
-    counts: dict[str, dict[str, int]] = {}
-    for check in (True, False):
-        first = set(packs)
+
+    def write(call: Any) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for pack in packs:  # before a row is written: every pack finds the namespace empty
+            call(f"{pack}.import_records", {"records": [], "first": True})
         for pack, batch, lines in _batches(path, packs):
             try:
-                res = rt.call(f"{pack}.import_records", {"records": batch, "check_only": check,
-                                                         "first": pack in first}, namespace=ns, internal=True)
+                res = call(f"{pack}.import_records", {"records": batch})
             except InvalidParams as exc:  # name the line: "record 3" / "<type> record 3" of this batch
                 where = _line_of(exc.message, batch, lines)
                 raise InvalidParams(f"{path}:{where}: {exc.message}", details={"line": where}) from None
-            first.discard(pack)
-            if not check:
-                for k, v in res.imported.items():
-                    counts.setdefault(pack, {})[k] = counts.get(pack, {}).get(k, 0) + v
-        for pack in first:  # packs without records: still checked for an empty namespace
-            rt.call(f"{pack}.import_records", {"records": [], "check_only": check, "first": True}, namespace=ns,
-                    internal=True)
-    for pack in packs:
-        rt.call(f"{pack}.import_records", {"finish": True}, namespace=ns, internal=True)
-    return counts
+            for k, v in res.imported.items():
+                counts.setdefault(pack, {})[k] = counts.get(pack, {}).get(k, 0) + v
+        for pack in packs:
+            call(f"{pack}.import_records", {"finish": True})
+        return counts
+
+    return rt.call_all(write, namespace=ns, internal=True)

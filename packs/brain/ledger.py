@@ -48,8 +48,14 @@ def on_recall_served(event: RecallServed, ctx: Context) -> None:
 
     Keeping a serve only records a change (an append no other writer reads back under the namespace's lock), so
     on a shared store it does not wait for the namespace's writers: a recall never queues behind a
-    ``remember_many`` (ADR 0016). A flush, which must not run twice at once, serialises itself."""
+    ``remember_many`` (ADR 0016). A flush, which must not run twice at once, serialises itself.
+
+    A recall that served no note is not kept: no feedback can name a note of it, and a kept serve is a row of the
+    namespace, so one recall into an empty namespace made it non-empty and refused a later ``pal import`` into it
+    (issue 41)."""
     notes = event.notes
+    if not notes:
+        return
     w = event.weights
     keep(ctx, event.recall_id, Serve(
         ctx.namespace, ctx.actor, store.serving_profile(ctx), ctx.now(), (w.relevance, w.salience, w.temporal),

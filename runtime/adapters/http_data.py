@@ -43,7 +43,7 @@ def mount(app: FastAPI, runtime: Runtime, error_response: Any) -> None:
     @app.post("/v1/import", tags=["data"], operation_id="import_namespace")
     async def import_namespace(request: Request, namespace: Optional[str] = None) -> JSONResponse:
         """Import a `pal export` file (the request body) into ``namespace`` (default: the one it was exported
-        from), which must be empty; the whole file is checked before anything is written."""
+        from), which must be empty; in one transaction: all of the file or nothing of it."""
         from palimpsest_memory.runtime import exportfile
 
         body = await request.body()
