@@ -40,6 +40,7 @@ class Table:
     namespace_column: Optional[str] = "namespace"  # rewritten to the target namespace on import
     unique: tuple[str, ...] = ()   # store-wide ids that must be free in the target
     sequences: tuple[tuple[str, str], ...] = ()  # (sequence, column): advanced past the imported ids
+    generated: tuple[str, ...] = ()  # surrogate key columns the target's defaults number: not exported nor imported
 
 
 # -- the verbs' models (shared by every portable pack) ----------------------------------------------------------
@@ -145,6 +146,8 @@ def export_page(ctx: "Context", tables: list[Table], cursor: Optional[str], limi
             data = {c: _out(v, k) for (c, k), v in zip(cols, row)}
             if t.namespace_column:
                 data.pop(t.namespace_column)
+            for c in t.generated:
+                data.pop(c)
             records.append(Record(type=t.type, data=data))
         if len(records) < limit:  # this table is done
             index, after = index + 1, None
@@ -172,7 +175,7 @@ def import_page(ctx: "Context", tables: list[Table], p: ImportParams) -> ImportR
     counts: dict[str, int] = {}
     for type_, rows in groups.items():
         t = by_type[type_]
-        cols = [(c, k) for c, k in _columns(ctx, t.table) if c != t.namespace_column]
+        cols = [(c, k) for c, k in _columns(ctx, t.table) if c != t.namespace_column and c not in t.generated]
         names = {c for c, _ in cols}
         for j, row in enumerate(rows):
             extra = set(row) - names

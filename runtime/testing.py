@@ -63,9 +63,10 @@ def pal_postgres() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
-def pal_backend() -> str:
-    """The backend of ``make_pal_runtime``'s throwaway stores; parametrise it to run a test on both."""
-    return "duckdb"
+def pal_backend(request: pytest.FixtureRequest) -> str:
+    """The backend of ``make_pal_runtime``'s throwaway stores; parametrise it to run a test on both (the
+    parametrisation is indirect, so the value is ``request.param``: returning a constant ran both on DuckDB)."""
+    return getattr(request, "param", "duckdb")
 
 
 @pytest.fixture

@@ -166,10 +166,10 @@ def link_all(ctx: Context, links: list[LinkInput], loc: list[Any]) -> tuple[list
             "UPDATE kg.edges e SET weight = u.w, properties = coalesce(u.p::JSON, e.properties), "
             "valid_from = coalesce(u.vf, e.valid_from), valid_to = coalesce(u.vt, e.valid_to) FROM "
             "(SELECT unnest(?::BIGINT[]) AS id, unnest(?::DOUBLE[]) AS w, unnest(?::VARCHAR[]) AS p, "
-            "unnest(?::TIMESTAMP[]) AS vf, unnest(?::TIMESTAMP[]) AS vt) u WHERE e.id = u.id",
+            "unnest(?::TIMESTAMP[]) AS vf, unnest(?::TIMESTAMP[]) AS vt) u WHERE e.namespace = ? AND e.id = u.id",
             [list(updates), [v.weight for v in updates.values()],
              [None if v.properties is None else json.dumps(v.properties) for v in updates.values()],
-             [v.valid_from for v in updates.values()], [v.valid_to for v in updates.values()]])
+             [v.valid_from for v in updates.values()], [v.valid_to for v in updates.values()], ctx.namespace])
     out_ids, created = [], []
     for ln in links:
         key = (ln.src, ln.dst, ln.relation)
@@ -216,7 +216,8 @@ def unlink(params: UnlinkParams, ctx: Context) -> UnlinkResult:
                                       f"{where}", [ctx.namespace, *args])]
     if not ids:
         raise errors.NotFound(f"no such active edge in namespace {ctx.namespace!r}")
-    ctx.db.execute("UPDATE kg.edges SET removed_at = ? WHERE id IN (SELECT unnest(?::BIGINT[]))", [ctx.now(), ids])
+    ctx.db.execute("UPDATE kg.edges SET removed_at = ? WHERE namespace = ? AND id IN (SELECT unnest(?::BIGINT[]))",
+                   [ctx.now(), ctx.namespace, ids])
     ctx.publish("edges_changed", EdgesChanged(removed=tuple(ids)))
     return UnlinkResult(removed=ids)
 

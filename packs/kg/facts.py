@@ -57,8 +57,8 @@ def assign_fact_ids(ctx: Context, facts: list[Fact]) -> dict[int, int]:
 def close_versions(ctx: Context, version_ids: list[int], now: datetime) -> None:
     """End the transaction time of versions a new version replaces (ADR 0006: corrected, never rewritten)."""
     if version_ids:
-        ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'corrected' WHERE version_id IN "
-                       "(SELECT unnest(?::BIGINT[]))", [now, version_ids])
+        ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'corrected' WHERE namespace = ? AND "
+                       "version_id IN (SELECT unnest(?::BIGINT[]))", [now, ctx.namespace, version_ids])
 
 
 def insert_versions(ctx: Context, versioned: Changed, now: datetime) -> None:
@@ -86,9 +86,9 @@ def update_evidence(ctx: Context, facts: list[Fact]) -> None:
             "UPDATE kg.facts f SET confidence = u.c, combined_confidence = u.cc, evidence_count = u.n, "
             "source_id = u.src FROM (SELECT unnest(?::BIGINT[]) AS vid, unnest(?::DOUBLE[]) AS c, "
             "unnest(?::DOUBLE[]) AS cc, unnest(?::INTEGER[]) AS n, unnest(?::VARCHAR[]) AS src) u "
-            "WHERE f.version_id = u.vid",
+            "WHERE f.namespace = ? AND f.version_id = u.vid",
             [[f.version_id for f in facts], [f.confidence for f in facts], [f.combined_confidence for f in facts],
-             [f.evidence_count for f in facts], [f.source_id for f in facts]])
+             [f.evidence_count for f in facts], [f.source_id for f in facts], ctx.namespace])
 
 
 def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Outcome]:
@@ -128,7 +128,8 @@ def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Ou
                for o, it in zip(outcomes, items) if it.source_id is not None]
     if sources:
         fids, srcs, confs = zip(*sources)
-        ctx.db.execute("INSERT INTO kg.fact_sources SELECT ?, unnest(?::BIGINT[]), unnest(?::VARCHAR[]), "
+        ctx.db.execute("INSERT INTO kg.fact_sources (namespace, fact_id, source_id, confidence, recorded_at) "
+                       "SELECT ?, unnest(?::BIGINT[]), unnest(?::VARCHAR[]), "
                        "unnest(?::DOUBLE[]), ?", [ctx.namespace, list(fids), list(srcs), list(confs), now])
     for (sid, pred), facts in timelines.items():
         store.set_timeline(sid, pred, facts)
@@ -202,8 +203,8 @@ def retract_fact(params: RetractFactParams, ctx: Context) -> RetractFactResult:
     timeline = [f for f in timeline if f is not target]
     rebuild(timeline, [c for c in claims if c not in gone], now, itertools.count(-1, -1))
     healed = [f for f in timeline if f.interval_changed]
-    ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'retracted' WHERE version_id = ?",
-                   [now, target.version_id])
+    ctx.db.execute("UPDATE kg.facts SET retracted_at = ?, end_reason = 'retracted' WHERE namespace = ? AND "
+                   "version_id = ?", [now, ctx.namespace, target.version_id])
     persist(ctx, [((subject_id, subject_name, predicate), f) for f in timeline
                   if f.new or f.interval_changed or f.evidence_changed], now)
     store.set_timeline(subject_id, predicate, timeline)

@@ -176,7 +176,8 @@ def forget(params: ForgetParams, ctx: Context) -> ForgetResult:
 
 def _tombstones(ctx: Context, refs: list[str], reason: str) -> None:
     if refs:
-        ctx.db.execute("INSERT INTO kg.tombstones SELECT ?, unnest(?::VARCHAR[]), ?, ?, ?",
+        ctx.db.execute("INSERT INTO kg.tombstones (namespace, ref, forgotten_at, reason, actor) "
+                       "SELECT ?, unnest(?::VARCHAR[]), ?, ?, ?",
                        [ctx.namespace, refs, ctx.now(), reason, ctx.actor])
 
 

@@ -13,11 +13,11 @@ TABLES = [
     Table("predicate", "kg.predicates", ("name",)),
     Table("fact", "kg.facts", ("version_id",), unique=("version_id",),
           sequences=(("kg.fact_seq", "fact_id"), ("kg.version_seq", "version_id"))),
-    Table("fact_source", "kg.fact_sources", ("fact_id", "source_id", "recorded_at", "confidence")),
+    Table("fact_source", "kg.fact_sources", ("fact_id", "source_id", "recorded_at", "confidence"), generated=("seq",)),
     Table("claim", "kg.claims", ("claim_id",), unique=("claim_id",), sequences=(("kg.claim_seq", "claim_id"),)),
     Table("edge", "kg.edges", ("id",), unique=("id",), sequences=(("kg.edge_seq", "id"),)),
     Table("centrality", "kg.centrality", ("scope", "node_id")),
-    Table("tombstone", "kg.tombstones", ("ref", "forgotten_at")),
+    Table("tombstone", "kg.tombstones", ("ref", "forgotten_at"), generated=("seq",)),
 ]
 
 register_portable(pack, TABLES)

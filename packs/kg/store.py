@@ -134,8 +134,8 @@ class KgStore:
         self.change.keys.update(dict.fromkeys(aliases, entity))
 
     def set_kind(self, entity_id: int, kind: str) -> None:
-        self.ctx.db.execute("UPDATE kg.entities SET kind = ?, updated_at = ? WHERE id = ?",
-                            [kind, self.ctx.now(), entity_id])
+        self.ctx.db.execute("UPDATE kg.entities SET kind = ?, updated_at = ? WHERE namespace = ? AND id = ?",
+                            [kind, self.ctx.now(), self.ctx.namespace, entity_id])
         self.change.kinds[entity_id] = kind
 
     def cardinalities(self, predicates: set[str]) -> dict[str, str]:
@@ -197,8 +197,8 @@ class KgStore:
 
     def retract_claims(self, claim_ids: list[int], now: datetime) -> None:
         if claim_ids:
-            self.ctx.db.execute("UPDATE kg.claims SET retracted_at = ? WHERE claim_id IN (SELECT unnest(?::BIGINT[]))",
-                                [now, claim_ids])
+            self.ctx.db.execute("UPDATE kg.claims SET retracted_at = ? WHERE namespace = ? AND claim_id IN "
+                                "(SELECT unnest(?::BIGINT[]))", [now, self.ctx.namespace, claim_ids])
 
     def set_timeline(self, subject_id: int, predicate: str, facts: Iterable[Fact]) -> None:
         """The complete current versions of (subject, predicate) once this call's SQL is written."""

@@ -41,8 +41,9 @@ def reembed(params: ReembedParams, ctx: Context) -> ReembedResult:
         return ReembedResult(model=model, embedded=0)
     matrix = embedders.embed(model, [index_text(c, t) for _, c, t, _ in rows])
     ids = np.array([r[0] for r in rows], dtype=np.int64)
-    ctx.db.execute("INSERT INTO memory.vectors SELECT unnest($1), $2, $3, unnest($4::BLOB[])",
-                   [ids.tolist(), model, int(matrix.shape[1]), [v.tobytes() for v in matrix]])
+    ctx.db.execute("INSERT INTO memory.vectors (note_id, model, dim, vec, namespace) "
+                   "SELECT unnest($1), $2, $3, unnest($4::BLOB[]), unnest($5::VARCHAR[])",
+                   [ids.tolist(), model, int(matrix.shape[1]), [v.tobytes() for v in matrix], [r[3] for r in rows]])
     spaces = np.array([r[3] for r in rows], dtype=object)
     for ns in sorted(set(spaces.tolist())):  # the index is held per namespace: one change for each
         mine = spaces == ns

@@ -96,14 +96,16 @@ def forget(params: ForgetParams, ctx: Context) -> ForgetResult:
     chosen = "(SELECT unnest(?::BIGINT[]))"
     ctx.db.execute(f"UPDATE memory.belief_versions SET content = '' WHERE namespace = ? AND note_id IN {chosen}",
                    [ns, ids])
-    ctx.db.execute(f"DELETE FROM memory.vectors WHERE note_id IN {chosen}", [ids])
+    ctx.db.execute(f"DELETE FROM memory.vectors WHERE namespace = ? AND note_id IN {chosen}", [ns, ids])
     ctx.db.execute(f"DELETE FROM memory.note_audit WHERE namespace = ? AND note_id IN {chosen}", [ns, ids])
-    had_centrality = ctx.db.query(f"SELECT count(*) FROM memory.centrality WHERE note_id IN {chosen}", [ids])[0][0]
-    ctx.db.execute(f"DELETE FROM memory.centrality WHERE note_id IN {chosen}", [ids])
+    had_centrality = ctx.db.query(f"SELECT count(*) FROM memory.centrality WHERE namespace = ? AND note_id IN "
+                                  f"{chosen}", [ns, ids])[0][0]
+    ctx.db.execute(f"DELETE FROM memory.centrality WHERE namespace = ? AND note_id IN {chosen}", [ns, ids])
     ctx.db.execute(f"DELETE FROM memory.notes WHERE namespace = ? AND id IN {chosen}", [ns, ids])
     snapshot.drop(ctx)  # their postings and vectors (rows and files); rewritten at close
-    ctx.db.execute("INSERT INTO memory.tombstones SELECT ?, unnest(?::BIGINT[]), ?, ?, ?",
-                   [ns, ids, now, params.reason, ctx.actor])
+    ctx.db.execute("INSERT INTO memory.tombstones (namespace, note_id, forgotten_at, reason, actor) "
+                   "SELECT ?, unnest(?::BIGINT[]), ?, ?, ?",  # keyed (namespace, note_id): each id once
+                   [ns, list(dict.fromkeys(ids)), now, params.reason, ctx.actor])
     record(ctx, NotesErased(tuple(ids)))
     if had_centrality:
         scores = {nid: s for nid, s in ctx.db.query("SELECT note_id, score FROM memory.centrality WHERE "

@@ -100,7 +100,8 @@ def create_edges(ctx: Context, links: list[LinkIn], loc: list[Any]) -> tuple[lis
     if supersede:
         ctx.db.execute(
             "UPDATE memory.notes n SET superseded_by = u.by, superseded_at = ? FROM (SELECT unnest(?::BIGINT[]) AS id, "
-            "unnest(?::BIGINT[]) AS by) u WHERE n.id = u.id", [now, list(supersede), list(supersede.values())])
+            "unnest(?::BIGINT[]) AS by) u WHERE n.namespace = ? AND n.id = u.id",
+            [now, list(supersede), list(supersede.values()), ctx.namespace])
         record(ctx, SupersededSet(tuple(supersede), now, tuple(supersede.values())))
     # the graph learns of the edges from the kg's edges_changed event once this commits (sync.py)
     return ids, created, list(supersede), single

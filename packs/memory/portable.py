@@ -12,9 +12,7 @@ from palimpsest_memory.runtime.portable import Table, register_portable
 
 TABLES = [
     Table("note", "memory.notes", ("id",), unique=("id",), sequences=(("memory.note_ids", "id"),)),
-    Table("vector", "memory.vectors", ("note_id", "model"),
-          where="note_id IN (SELECT id FROM memory.notes WHERE namespace = ?)", namespace_column=None,
-          unique=("note_id",)),
+    Table("vector", "memory.vectors", ("note_id", "model"), unique=("note_id",)),
     Table("belief_version", "memory.belief_versions", ("fact_key", "version")),
     Table("centrality", "memory.centrality", ("note_id",)),
     Table("audit", "memory.note_audit", ("seq",), sequences=(("memory.audit_seq", "seq"),)),

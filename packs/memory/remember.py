@@ -153,8 +153,9 @@ def _embed_and_store(ctx: Context, rows: list[NoteRow]) -> dict[str, np.ndarray]
         matrix = ctx.state.embedders.embed(model, texts)
         out[model] = matrix
         ctx.db.execute(
-            "INSERT INTO memory.vectors SELECT unnest($1), $2, $3, unnest($4::BLOB[])",
-            [[r.id for r in rows], model, int(matrix.shape[1]), [v.tobytes() for v in matrix]])
+            "INSERT INTO memory.vectors (note_id, model, dim, vec, namespace) "
+            "SELECT unnest($1), $2, $3, unnest($4::BLOB[]), $5",
+            [[r.id for r in rows], model, int(matrix.shape[1]), [v.tobytes() for v in matrix], ctx.namespace])
     return out
 
 

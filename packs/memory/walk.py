@@ -168,7 +168,8 @@ def centrality(params: CentralityParams, ctx: Context) -> CentralityResult:
     now = ctx.now()
     ctx.db.execute("DELETE FROM memory.centrality WHERE namespace = ?", [ns])
     if scores:
-        ctx.db.execute("INSERT INTO memory.centrality SELECT unnest(?::BIGINT[]), ?, unnest(?::DOUBLE[]), ?",
+        ctx.db.execute("INSERT INTO memory.centrality (note_id, namespace, score, computed_at) "
+                       "SELECT unnest(?::BIGINT[]), ?, unnest(?::DOUBLE[]), ?",
                        [list(scores), ns, list(scores.values()), now])
     record(ctx, CentralitySet(scores))
     top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: params.top]

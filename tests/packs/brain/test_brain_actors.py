@@ -172,7 +172,7 @@ def test_a_store_from_before_actor_projections_is_migrated(tmp_path):
     con.execute("INSERT INTO brain.serves VALUES ('r1', 'default', 'q', ?, '{}')", [NOW])
     con.close()
     with open_test_runtime(config=HASHING, clock=Clock(NOW), path=str(db)) as rt:
-        assert rt.schema_versions()["brain"] == 3  # 002, then 003 (the compact serve ledger)
+        assert rt.schema_versions()["brain"] == 4  # 002, then 003 (the compact serve ledger), 004 (namespace keys)
         assert rt.call("brain.state").projected == {"relevance": 0.6, "salience": 0.3, "temporal": 0.1}
         assert rt.call("brain.state", {"actor": "alice"}).projected == {"relevance": 0.6, "salience": 0.3,
                                                                          "temporal": 0.1}

@@ -240,7 +240,7 @@ def test_the_old_ledger_is_converted_and_feedback_on_its_serves_works(tmp_path):
                 "('old', ?, 0, 0.5, 0.5, 0.5, 0.5)", [fresh, relevant, relevant])
     con.close()
     with open_test_runtime(config=HASHING, clock=Clock(NOW), path=str(db)) as rt:
-        assert rt.schema_versions()["brain"] == 3
+        assert rt.schema_versions()["brain"] == 4  # 003, then 004 (namespace keys)
         rows = rt.store.con.execute("SELECT recall_id, seq, actor, note_ids, relevance_weight, recency FROM brain.serves "
                                "ORDER BY seq").fetchall()
         assert rows == [("old", 1, None, [relevant], 0.0, [0.5]), ("new", 2, "alice", [relevant, fresh], 0.6, [0.0, 0.99])]
