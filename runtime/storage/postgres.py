@@ -87,8 +87,7 @@ class PgConnection:
         self.raw = raw
         self.url = redact(url)
         self._secrets = secrets
-        self._cur: Any = None
-        self._rows: list[tuple[Any, ...]] | None = None
+        self._last = PgResult(self, None)
         # Coming back after a lost connection (ADR 0031): the connection is marked lost when the server went away;
         # the transaction it carried is gone (the server rolled it back). The next statement that starts anew
         # (BEGIN, or one outside a transaction) reconnects, at most once per backoff step (0.2 s doubling to 5 s);
@@ -164,17 +163,19 @@ class PgConnection:
         self._come_back()
         return False
 
-    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> "PgConnection":
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> "PgResult":
+        """Run one statement; the answer is its own :class:`PgResult` (``.fetchall()`` …), also kept as the
+        connection's last result for DuckDB-style ``con.execute(…); con.fetchall()``. A result of its own per
+        statement: a thread that reads the store (a tool, a test) never gets another thread's rows."""
         import psycopg
 
         t = translate(sql, params is not None)
         text, values = t.bind(params)
-        self._rows = None
         if self._track(sql):
-            self._cur = None
-            return self
+            self._last = PgResult(self, None)
+            return self._last
         try:
-            self._cur = self.raw.execute(text, values, prepare=False)
+            cur = self.raw.execute(text, values, prepare=False)
         except psycopg.Error as exc:
             err = self._fail(exc, sql)
             if not (isinstance(err, ConnectionLost) and sql.lstrip()[:5].upper() == "BEGIN"):
@@ -183,7 +184,7 @@ class PgConnection:
             # reconnect and begin again at once instead of failing the call (the server was restarted in between)
             self._come_back()
             try:
-                self._cur = self.raw.execute(text, values, prepare=False)
+                cur = self.raw.execute(text, values, prepare=False)
             except psycopg.Error as again:
                 raise self._fail(again, sql) from None
         word = sql.lstrip()[:8].upper()
@@ -191,24 +192,52 @@ class PgConnection:
             self.in_transaction = True
         elif word.startswith(("COMMIT", "ROLLBACK")):
             self.in_transaction = False
-        return self
+        self._last = PgResult(self, cur)
+        return self._last
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> "PgConnection":
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> "PgResult":
         import psycopg
 
         t = translate(sql, True)
         batch = [t.bind(r) for r in rows]
-        self._rows = None
         if not batch:
-            return self
+            self._last = PgResult(self, None)
+            return self._last
         self._track(sql)
         try:
             cur = self.raw.cursor()
             cur.executemany(batch[0][0], [v for _, v in batch])
-            self._cur = cur
         except psycopg.Error as exc:
             raise self._fail(exc, sql) from None
-        return self
+        self._last = PgResult(self, cur)
+        return self._last
+
+    @property
+    def description(self) -> list[tuple[Any, ...]] | None:
+        return self._last.description
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._last.fetchall()
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._last.fetchone()
+
+    def fetchnumpy(self) -> dict[str, Any]:
+        return self._last.fetchnumpy()
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection
+            pass
+
+
+class PgResult:
+    """One statement's answer, read as DuckDB's: rows, one at a time or all, or as numpy columns."""
+
+    def __init__(self, con: PgConnection, cur: Any) -> None:
+        self._con, self._cur = con, cur
+        self._rows: list[tuple[Any, ...]] | None = None
 
     @property
     def description(self) -> list[tuple[Any, ...]] | None:
@@ -228,7 +257,7 @@ class PgConnection:
                 try:
                     self._rows = self._cur.fetchall()
                 except psycopg.Error as exc:
-                    raise self._fail(exc, "") from None
+                    raise self._con._fail(exc, "") from None
         return self._rows
 
     def fetchall(self) -> list[tuple[Any, ...]]:
@@ -244,12 +273,6 @@ class PgConnection:
         rows = self.fetchall()
         cols = list(zip(*rows)) if rows else [() for _ in desc]
         return {d[0]: _column(list(c), _OID_KIND.get(d[1])) for d, c in zip(desc, cols)}
-
-    def close(self) -> None:
-        try:
-            self.raw.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection
-            pass
 
 
 # PostgreSQL type OIDs → how fetchnumpy holds the column (the type decides, not the values: a column of NULLs

@@ -76,9 +76,9 @@ def test_a_store_of_the_old_layout_upgrades_and_recalls(make_pal_runtime, pal_ba
         _old_migrations(tmp_path, m)
         old = make_pal_runtime(config=CONFIG, path=path)
         assert old.schema_versions() == {"memory": 6, "kg": 4, "brain": 3}
-        old._con.execute("BEGIN TRANSACTION")
-        _write_old_rows(old._con)
-        old._con.execute("COMMIT")
+        old.store.con.execute("BEGIN TRANSACTION")
+        _write_old_rows(old.store.con)
+        old.store.con.execute("COMMIT")
         old.close()
     rt = make_pal_runtime(config=CONFIG, path=path)
     assert rt.schema_versions() == {"memory": 7, "kg": 5, "brain": 4}

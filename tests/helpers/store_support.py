@@ -22,8 +22,21 @@ class Clock:
         return self.now
 
 
+CHANGE_LOG = {"_palimpsest.changes", "_palimpsest.change_horizon"}
+
+
 def snapshot(rt: Any) -> dict[str, list]:
-    """Every row of every table of every schema: what "writes nothing" is checked against."""
-    tables = rt.store.con.execute("SELECT schema_name, table_name FROM duckdb_tables() ORDER BY 1, 2").fetchall()
-    return {f"{s}.{t}": sorted(map(repr, rt.store.con.execute(f'SELECT * FROM "{s}"."{t}"').fetchall()))
-            for s, t in tables}
+    """Every row of every table of the store's schemas (the loaded packs' and the runtime's), on either backend:
+    what "writes nothing" is checked against. Read under the runtime's lock (a follower thread shares the
+    connection on PostgreSQL). Not the change log (PostgreSQL): it is how committed changes reach other processes,
+    written in the same transaction as the tables it describes, so a call that wrote no table can leave a row
+    there only when it committed mirror-only state (a recall's serve record, ADR 0016); its rows are checked by
+    the shared-store and killed-writer tests."""
+    schemas = sorted(rt.catalog.packs) + ["_palimpsest"]
+    with rt._lock:
+        con = rt.store.con
+        tables = con.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = "
+                             "'BASE TABLE' AND table_schema IN (SELECT unnest(?::VARCHAR[])) ORDER BY 1, 2",
+                             [schemas]).fetchall()
+        return {f"{s}.{t}": sorted(map(repr, con.execute(f'SELECT * FROM "{s}"."{t}"').fetchall()))
+                for s, t in tables if f"{s}.{t}" not in CHANGE_LOG}

@@ -123,7 +123,7 @@ def test_without_the_brain_recall_uses_the_configured_defaults(make_pal_runtime)
     assert recall(rt).results[0].breakdown is None
     with pytest.raises(errors.PalimpsestError):
         rt.call("brain.state")
-    schemas = {r[0] for r in rt.store.con.execute("SELECT schema_name FROM duckdb_schemas()").fetchall()}
+    schemas = {r[0] for r in rt.store.con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
     assert "brain" not in schemas
     # the memory config still rules: other defaults are used as they are
     tuned = make_pal_runtime(config={"packs": {"memory": {"embedder": "hashing", "score_weights": {
