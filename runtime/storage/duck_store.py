@@ -14,7 +14,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -41,9 +40,24 @@ class DuckStore(Store):
         self.location = resolve(target)
         self._checkpoint_threshold = checkpoint_threshold
         self.con = duck.connect(self.location, checkpoint_threshold=checkpoint_threshold)
+        self._fd = self._hold_fd()
         self._seq = 0
         self._last: list[Row] = []  # the last commit's changes: the followers read them when they cannot take
         # them from memory (a reload asked for)
+
+    def _hold_fd(self) -> int | None:
+        """A descriptor of the store file held open while the store is, to read it for backups (issue 46, F1).
+
+        DuckDB's lock on the file is a POSIX lock, and POSIX drops every lock a process holds on a file when the
+        process closes *any* descriptor of that file: a backup that opened and closed the file released the lock,
+        and a second process could then open and write the store beside this one. This descriptor is closed only
+        with the store (or swapped for the new file's after a rewrite), when giving up the lock is meant."""
+        return None if self.in_memory else os.open(self.location, os.O_RDONLY)
+
+    def _let_go_fd(self) -> None:
+        if getattr(self, "_fd", None) is not None:
+            os.close(self._fd)
+            self._fd = None
 
     @property
     def in_memory(self) -> bool:
@@ -86,6 +100,7 @@ class DuckStore(Store):
         if self.con is not None:
             self.con.close()
             self.con = None
+        self._let_go_fd()
 
     # -- rewriting and backups -------------------------------------------------------------------------------
     def erase_bytes(self, schemas: list[str]) -> float:
@@ -98,6 +113,7 @@ class DuckStore(Store):
         self.con.execute("CHECKPOINT")
         self.con.close()
         self.con = None
+        self._let_go_fd()
         failure: Exception | None = None
         try:
             copy_database(path, tmp)
@@ -108,6 +124,7 @@ class DuckStore(Store):
             tmp.unlink(missing_ok=True)
         self.con = duck.connect(path, checkpoint_threshold=self._checkpoint_threshold)
         duck.seal(self.con)
+        self._fd = self._hold_fd()
         took = time.perf_counter() - start
         if failure is not None:
             raise StorageError(f"the data was erased, but the store file could not be rewritten ({failure}); "
@@ -131,7 +148,7 @@ class DuckStore(Store):
         self.con.execute("CHECKPOINT")
         tmp = target.with_name(target.name + ".part")
         try:
-            shutil.copyfile(self.location, tmp)
+            copy_from_fd(self._fd, tmp)  # never open (and so close) the store file itself: see _hold_fd
             os.replace(tmp, target)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
@@ -140,6 +157,21 @@ class DuckStore(Store):
     # -- server discovery: <file>.server.json ---------------------------------------------------------------
     def announce(self, kind: str, url: str | None) -> contextlib.AbstractContextManager[None]:
         return announce_file(self.location, kind, url)
+
+
+def copy_from_fd(fd: int, dst: Path) -> None:
+    """Copy the whole file behind ``fd`` into the new file ``dst`` without moving ``fd``'s offset or closing it."""
+    size = os.fstat(fd).st_size
+    with open(dst, "wb") as out:
+        done = 0
+        while done < size:
+            chunk = os.pread(fd, min(8 << 20, size - done), done)
+            if not chunk:
+                break
+            out.write(chunk)
+            done += len(chunk)
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def copy_database(src: Path, dst: Path) -> None:

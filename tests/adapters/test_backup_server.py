@@ -82,3 +82,32 @@ def test_export_and_import_through_a_running_server(tmp_path):
         assert again.returncode != 0  # the namespace is no longer empty: refused
     finally:
         server.stop()
+
+
+def test_a_backup_and_a_restore_leave_the_servers_hold_on_the_file(tmp_path):
+    """Issue 46, F1: the backup copied the file by opening and closing it, which dropped the server's POSIX lock
+    (a process loses every lock on a file when it closes any descriptor of it): a CLI write then landed beside the
+    server, which reused its note id (an acknowledged write lost). F3: `pal restore --force` replaced the file
+    under the running server, which went on acknowledging writes into the unlinked file."""
+    db = tmp_path / "held.duckdb"
+    env = child_env(**HASHING)
+    server = ServerProcess(db, "http", env=env, argv=[sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db),
+                                                      "serve", "--port", "0"])
+    try:
+        proc = run_cli("--server", server.url, "memory", "remember", "before the backup", env=env)
+        assert proc.returncode == 0, proc.stderr
+        proc = run_cli("--server", server.url, "backup", str(tmp_path / "bk.duckdb"), env=env)
+        assert proc.returncode == 0, proc.stderr
+        beside = run_cli("--db", str(db), "memory", "remember", "written beside the server", env=env)
+        assert beside.returncode == 6 and "held" in beside.stderr, beside.stderr
+        restore = run_cli("--db", str(db), "restore", "--force", str(tmp_path / "bk.duckdb"), env=env)
+        assert restore.returncode == 6 and "held" in restore.stderr, restore.stderr
+        proc = run_cli("--server", server.url, "memory", "remember", "after the backup", env=env)
+        assert proc.returncode == 0, proc.stderr
+        proc = run_cli("--server", server.url, "--json", "memory", "list", env=env)
+        assert sorted(n["content"] for n in json.loads(proc.stdout)["notes"]) == ["after the backup",
+                                                                                  "before the backup"]
+    finally:
+        server.stop()
+    proc = run_cli("--db", str(db), "--json", "memory", "count", env=env)  # the file the server wrote holds both
+    assert json.loads(proc.stdout)["count"] == 2, proc.stdout + proc.stderr
