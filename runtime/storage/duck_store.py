@@ -11,6 +11,7 @@ swaps it in and reopens, under the runtime's lock.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -52,7 +53,7 @@ class DuckStore(Store):
         process closes *any* descriptor of that file: a backup that opened and closed the file released the lock,
         and a second process could then open and write the store beside this one. This descriptor is closed only
         with the store (or swapped for the new file's after a rewrite), when giving up the lock is meant."""
-        return None if self.in_memory else os.open(self.location, os.O_RDONLY)
+        return None if self.in_memory else os.open(self.location, os.O_RDWR)
 
     def _let_go_fd(self) -> None:
         if getattr(self, "_fd", None) is not None:
@@ -104,32 +105,46 @@ class DuckStore(Store):
 
     # -- rewriting and backups -------------------------------------------------------------------------------
     def erase_bytes(self, schemas: list[str]) -> float:
-        """Checkpoint, rewrite into a fresh file and reopen; returns the seconds it took (0 in memory)."""
+        """Rewrite the file with live rows only and reopen it; returns the seconds it took (0 in memory).
+
+        The store's name never leads to a file this process does not hold (issue 46, F2: the rewrite used to close
+        the connection, releasing the lock, then copy, swap and reopen, and a process opening the store every 2 ms
+        won it at the first try). DuckDB will not open a file twice in one process, so the checkpointed file is
+        first copied byte for byte through the descriptor the store holds; that copy is rewritten into a new file
+        (``COPY FROM DATABASE``: free blocks, where erased bytes lie, are not copied); the new file is locked by
+        this process before it takes the store's name, and only then is the old connection closed and the new file
+        opened. A process that opened the old file in the microseconds between the swap and the close could still
+        lock it (a POSIX lock goes with the close); every later one finds the new file held."""
         if self.in_memory or self.con is None:
             return 0.0
         start = time.perf_counter()
         path = Path(self.location)
-        tmp = path.with_name(path.name + ".compact")
+        raw, tmp = path.with_name(path.name + ".erase-copy"), path.with_name(path.name + ".compact")
         self.con.execute("CHECKPOINT")
+        held: int | None = None
+        try:
+            copy_from_fd(self._fd, raw)
+            copy_database(raw, tmp)
+            held = os.open(tmp, os.O_RDWR)
+            fcntl.lockf(held, fcntl.LOCK_EX | fcntl.LOCK_NB, 0, 0)  # the whole file, as DuckDB's own lock
+            os.replace(tmp, path)
+        except (duckdb.Error, OSError) as exc:
+            if held is not None:
+                os.close(held)
+            tmp.unlink(missing_ok=True)
+            raise StorageError(f"the data was erased, but the store file could not be rewritten ({exc}); its bytes "
+                               "may still hold it until the next forget or compaction", details={"path": str(path)})
+        finally:
+            for leftover in (raw, Path(f"{raw}.wal")):  # the byte copy holds the erased bytes too
+                leftover.unlink(missing_ok=True)
         self.con.close()
         self.con = None
         self._let_go_fd()
-        failure: Exception | None = None
-        try:
-            copy_database(path, tmp)
-            os.replace(tmp, path)
-            Path(f"{path}.wal").unlink(missing_ok=True)  # the checkpoint emptied it; the copy has none
-        except (duckdb.Error, OSError) as exc:
-            failure = exc
-            tmp.unlink(missing_ok=True)
+        Path(f"{path}.wal").unlink(missing_ok=True)  # the checkpoint emptied it; the new file has none
         self.con = duck.connect(path, checkpoint_threshold=self._checkpoint_threshold)
         duck.seal(self.con)
-        self._fd = self._hold_fd()
+        self._fd = held  # the new file's lock stays with the descriptor the store reads backups through
         took = time.perf_counter() - start
-        if failure is not None:
-            raise StorageError(f"the data was erased, but the store file could not be rewritten ({failure}); "
-                               "its bytes may still hold it until the next forget or compaction",
-                               details={"path": str(path)})
         log.info("store file rewritten after an erase in %.2f s", took)
         return took
 

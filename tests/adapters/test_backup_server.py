@@ -3,6 +3,7 @@ server, is consistent (every write the server acknowledged is in it), and `pal r
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 pytest.importorskip("fastapi", reason="the 'http' extra is not installed")
 
 from conftest import ServerProcess, child_env, run_cli  # noqa: E402
+
+from palimpsest_memory.runtime.adapters.remote import RemoteClient  # noqa: E402
 
 HASHING = {"PALIMPSEST__packs__memory__embedder": "hashing"}
 
@@ -111,3 +114,47 @@ def test_a_backup_and_a_restore_leave_the_servers_hold_on_the_file(tmp_path):
         server.stop()
     proc = run_cli("--db", str(db), "--json", "memory", "count", env=env)  # the file the server wrote holds both
     assert json.loads(proc.stdout)["count"] == 2, proc.stdout + proc.stderr
+
+
+POLLER = """
+import sys, time, duckdb
+path, stop = sys.argv[1], sys.argv[2]
+import os
+won = tries = 0
+while not os.path.exists(stop):
+    tries += 1
+    try:
+        duckdb.connect(path).close()
+        won += 1
+    except duckdb.Error:
+        pass
+    time.sleep(0.001)
+print(won, tries)
+"""
+
+
+def test_a_forget_s_rewrite_never_lets_another_process_open_the_file(tmp_path):
+    """Issue 46, F2: the rewrite after a forget closed the connection (releasing the lock), copied, swapped and
+    reopened; a process opening the store every 2 ms won it at the first try, the forget answered 500 and the
+    server said "the runtime is closed" from then on. A poller tries to open the file every millisecond while the
+    server forgets, three times: it must never get in, and the server must go on."""
+    db = tmp_path / "held.duckdb"
+    env = child_env(**HASHING)
+    server = ServerProcess(db, "http", env=env, argv=[sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db),
+                                                      "serve", "--port", "0"])
+    stop = tmp_path / "stop"
+    poller = subprocess.Popen([sys.executable, "-c", POLLER, str(db), str(stop)], env=env, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        client = RemoteClient(server.url)
+        ids = [client.call("memory.remember", {"content": f"secret number {i}"})["note"]["id"] for i in range(3)]
+        for note_id in ids:
+            client.call("memory.forget", {"reason": "test", "ids": [note_id]})
+        client.call("memory.remember", {"content": "after the forgets"})
+        assert client.call("memory.count", {})["count"] == 1
+    finally:
+        stop.write_text("")
+        won, tries = map(int, poller.communicate(timeout=60)[0].split())
+        server.stop()
+    assert tries > 0 and won == 0, f"another process opened the held store {won} times in {tries} tries"
+    assert b"secret number" not in db.read_bytes()
