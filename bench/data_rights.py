@@ -7,7 +7,7 @@ the configured embedder; 1 fact per 100 notes grounded by a note, 1 note edge pe
 fresh runtimes over that file measures: `pal export` of the namespace (runtime/exportfile.py), the import of that
 file into an empty store (check pass + write pass + index rebuild), and memory.forget of 1 note (x3, median), 1,000
 notes by ids and 10,000 notes by a filter — each including the store-file rewrite that follows a forget, whose
-share is reported (runtime/compact.py logs it; measured here by timing compact() alone on the same file).
+share is reported (runtime/compact.py logs it; measured here by timing compact.erase_bytes() alone on the same file).
 """
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def main() -> int:
 
     rt = open_rt(src, args.embedder)
     try:
-        compact_s = [compaction.compact(rt) for _ in range(3)]
+        compact_s = [compaction.erase_bytes(rt) for _ in range(3)]
         ids = [n.id for n in rt.call("memory.list", {"limit": 1000, "descending": True}).notes]
         one = [timed(lambda i=i: rt.call("memory.forget", {"ids": [i], "reason": "bench"}))[0] for i in ids[:3]]
         thousand_s, _ = timed(lambda: rt.call("memory.forget", {"ids": ids[3:1003] or ids[3:], "reason": "bench"}))
