@@ -9,6 +9,8 @@ as tests/runtime/test_postgres_shared.py does). The writer's own apply runs on b
 from __future__ import annotations
 
 import dataclasses
+import random
+from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,9 +19,11 @@ import pytest
 from store_support import HASHING, Clock
 
 from palimpsest_memory.packs.memory import changes, index_writes, remember
+from palimpsest_memory.packs.memory.bm25 import BM25Index
 from palimpsest_memory.packs.memory.embedders import HashingEmbedder
 from palimpsest_memory.packs.memory.embedding import EmbedderSpec
 from palimpsest_memory.packs.memory.index_writes import IndexWrites
+from palimpsest_memory.packs.memory.threads import expand_bag
 from palimpsest_memory.runtime import Pack, changelog, hookimpl
 from palimpsest_memory.runtime.testing import POSTGRES_MISSING, open_test_runtime, postgres_available
 
@@ -94,6 +98,51 @@ def same_answers(a: list[list[tuple[int, float]]], b: list[list[tuple[int, float
     assert [[i for i, _ in r] for r in a] == [[i for i, _ in r] for r in b]
     for ra, rb in zip(a, b):
         assert np.allclose([s for _, s in ra], [s for _, s in rb], rtol=0, atol=SCORE_TOLERANCE)
+
+
+# -- what every process computes per note it applies: batched, exactly as one at a time ----------------------------
+def test_bm25_add_weighted_in_one_batch_equals_one_note_at_a_time_exactly() -> None:
+    """The batch path (one pass over the batch's terms) leaves the index exactly as adding each bag alone does:
+    term ids, postings, rows' terms and lengths, and the running total length (the same float sums)."""
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(200)]
+
+    def state(x: BM25Index) -> tuple:
+        n = x._n_rows
+        return (x._ids[:n].tolist(), x._dl[:n].tobytes(), x._alive[:n].tolist(), x._total_len, x._n_alive,
+                x._n_dead, dict(x._vocab), list(x._df), [bytes(a) for a in x._post_rows],
+                [bytes(a) for a in x._post_tf], [None if t is None else (t[0].tobytes(), t[1].tobytes())
+                                                 for t in x._row_terms], sorted(x._row_of.ids().tolist()))
+
+    batched, alone = BM25Index(), BM25Index()
+    top = 0
+    for _ in range(40):
+        ids = list(dict.fromkeys(rng.randrange(top) if top and rng.random() < 0.2 else (top := top + 1)
+                                 for _ in range(rng.randint(1, 30))))
+        bags = []
+        for _ in ids:
+            bag: Counter = Counter(rng.choice(words) for _ in range(rng.randint(0, 25)))
+            for t in rng.sample(words, 4):
+                bag[t] += rng.choice([0.5, 0.3, 0.0, -0.25])  # fractional, and none (<= 0: not a term)
+            bags.append(bag)
+        batched.add_weighted(ids, bags)
+        for i, bag in zip(ids, bags):
+            alone.add_weighted([i], [bag])
+        assert state(batched) == state(alone)
+
+
+def test_expand_bag_adds_the_neighbours_words_as_word_by_word() -> None:
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(30)]
+    for _ in range(2000):
+        own = [rng.choice(words) for _ in range(rng.randint(0, 15))]
+        neighbours = [[rng.choice(words) for _ in range(rng.randint(0, 15))] for _ in range(rng.randint(0, 2))]
+        weight = rng.choice([0.5, 0.3, 1 / 3, 0.0])
+        want: Counter = Counter(own)
+        for toks in neighbours if weight > 0 else ():
+            for t in toks:
+                want[t] += weight
+        assert list(expand_bag(own, neighbours, weight).items()) == list(want.items())  # values and order
 
 
 def test_a_notes_added_change_carries_columns_tokens_and_vectors() -> None:
