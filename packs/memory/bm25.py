@@ -170,7 +170,7 @@ class BM25Index(RestoredRows, ScopeGroups):
         terms = list(chain.from_iterable(bags))
         weights = list(chain.from_iterable(bag.values() for bag in bags))
         counts = list(map(len, bags))
-        if not all(w > 0.0 for w in weights):
+        if weights and not min(weights) > 0.0:
             kept = [[t for t, w in bag.items() if w > 0.0] for bag in bags]
             weights = [bag[t] for bag, ts in zip(bags, kept) for t in ts]
             terms, counts = list(chain.from_iterable(kept)), list(map(len, kept))

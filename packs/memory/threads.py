@@ -168,7 +168,7 @@ def expand_bag(own: Iterable[str], neighbours: Iterable[Iterable[str]], weight: 
         # the neighbours' words counted in C, then each distinct one added ``weight`` at a time: the same sums, in
         # the same order of first appearance, as adding word by word (a follower expands every note it applies)
         for t, n in Counter(chain.from_iterable(neighbours)).items():
-            v = bag[t] + weight
+            v = bag.get(t, 0) + weight  # (dict.get: Counter's missing-key method is a Python call)
             for _ in range(n - 1):
                 v += weight
             bag[t] = v
