@@ -206,7 +206,9 @@ def follow(writer: Any, follower: Any, monkeypatch: Any, notes: int = 60, per_ca
     """The writer remembers ``notes`` notes (and one more) in a namespace the follower holds; the follower catches up
     (under its lock, as its listener thread does; the thread is stopped, so that everything is applied here).
     Returns how many texts the follower tokenised and embedded meanwhile."""
+    listener = follower.store._listener
     follower.store.unfollow()
+    listener._thread.join(10)  # (it ends at its next poll)
     follower.call("memory.recall", {"query": "first"}, namespace=NS, consistency="strong")  # caught up, by this thread
     for k in range(0, notes, per_call):
         writer.call("memory.remember_many", {"notes": batch(k, per_call)}, namespace=NS)
@@ -299,3 +301,28 @@ def test_a_follower_with_other_models_takes_only_its_own_and_embeds_nothing(url,
         fresh.hold(NS)
         assert index_digest(fresh) == live
         same_answers(answers(fresh), live_answers)
+
+
+@needs_pg
+def test_a_notification_of_changes_already_applied_reads_no_log(url) -> None:  # type: ignore[no-untyped-def]
+    """The listener passes a notification's sequence number (its payload): a runtime that applied that far (its own
+    commit, or one its last read of the log took) does not read the log again."""
+    from palimpsest_memory.runtime.storage.pg_follow import newest
+
+    assert newest(["3", "7", "5"]) == 7 and newest([]) is None and newest(["3", "x"]) is None
+    rt = open_rt(url)
+    try:
+        listener = rt.store._listener
+        rt.store.unfollow()
+        listener._thread.join(10)  # (the thread ends at its next poll: no wake of its own below)
+        assert not listener._thread.is_alive()
+        rt.call("memory.remember", {"content": "a note"}, namespace=NS)
+        reads: list[int] = []
+        real = rt.followers.catch_up
+        rt.followers.catch_up = lambda *a, **k: reads.append(1) or real(*a, **k)  # type: ignore[method-assign]
+        seq = rt.followers.seq
+        assert seq > 0 and rt._wake(seq) is True and reads == []
+        assert rt._wake(seq + 1) is True and rt._wake() is True and reads == [1, 1]
+    finally:
+        rt.close()
+    assert rt._wake(1) is False  # closed
