@@ -160,7 +160,8 @@ class Runtime:
         """Another process may have committed (the store's follower thread): catch up under the lock, unless the
         changes up to ``newest`` (the sequence number notified) are applied already. False once the runtime is
         closed (the thread then stops)."""
-        if newest is not None and newest <= self.followers.seq:  # (read without the lock: it only grows)
+        f = self.followers
+        if newest is not None and newest <= f.seq and not f.reload_pending:  # (read without the lock: seq only grows)
             return self.store is not None
         with self._lock:
             if self.store is None:
