@@ -44,6 +44,11 @@ class Followers:
         self.loads = self.evictions = 0  # counters, for `pal info` and the benchmark
         self._loading: set[str] = set()
 
+    @property
+    def reload_pending(self) -> bool:
+        """A mirror failed inside a transaction: the next catch-up outside one loads every mirror again."""
+        return self._reload_pending
+
     def add_mirrors(self, owner: str, state: Any) -> None:
         self.mirrors[owner] = mirrors_of(state)
 

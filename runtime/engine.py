@@ -156,9 +156,13 @@ class Runtime:
                 self.store.close()
                 self.store = None
 
-    def _wake(self) -> bool:
-        """Another process may have committed (the store's follower thread): catch up under the lock. False once
-        the runtime is closed (the thread then stops)."""
+    def _wake(self, newest: int | None = None) -> bool:
+        """Another process may have committed (the store's follower thread): catch up under the lock, unless the
+        changes up to ``newest`` (the sequence number notified) are applied already. False once the runtime is
+        closed (the thread then stops)."""
+        f = self.followers
+        if newest is not None and newest <= f.seq and not f.reload_pending:  # (read without the lock: seq only grows)
+            return self.store is not None
         with self._lock:
             if self.store is None:
                 return False

@@ -29,6 +29,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import accumulate, chain
 
 import numpy as np
 
@@ -163,42 +164,48 @@ class BM25Index(RestoredRows, ScopeGroups):
         self._grow(self._n_rows + len(ids))
         vocab = self._vocab
         first = self._n_rows
-        row_tids: list[list[int]] = []
-        row_tfs: list[list[float]] = []
-        for note_id, bag in zip(ids, bags):
-            note_id = int(note_id)
-            if note_id in self._row_of:
-                self._remove_one(note_id)
-            terms = [t for t, w in bag.items() if w > 0.0]
-            tfs = [float(bag[t]) for t in terms]
-            tids = [vocab.get(t) for t in terms]
-            if None in tids:
-                for j, tid in enumerate(tids):
+        note_ids = [int(i) for i in ids]
+        # the whole batch's terms and weights in one pass each (a follower applies every other process's notes:
+        # a Python step per (note, term) was most of what it spent, issue 41); a weight of 0 or less is no term
+        terms = list(chain.from_iterable(bags))
+        weights = list(chain.from_iterable(bag.values() for bag in bags))
+        counts = list(map(len, bags))
+        if weights and not min(weights) > 0.0:
+            kept = [[t for t, w in bag.items() if w > 0.0] for bag in bags]
+            weights = [bag[t] for bag, ts in zip(bags, kept) for t in ts]
+            terms, counts = list(chain.from_iterable(kept)), list(map(len, kept))
+        tids = list(map(vocab.get, terms))
+        if None in tids:
+            for j, tid in enumerate(tids):
+                if tid is None:
+                    tid = vocab.get(terms[j])  # a term new to the index, maybe twice in this batch
                     if tid is None:
-                        tid = vocab.get(terms[j])  # a term new to the index, maybe twice in this batch
-                        if tid is None:
-                            tid = vocab[terms[j]] = len(vocab)
-                            self._post_rows.append(array("i"))
-                            self._post_tf.append(array("f"))
-                            self._df.append(0)
-                        tids[j] = tid
-            row = self._n_rows
-            self._n_rows += 1
-            dl = float(sum(tfs))
-            self._ids[row] = note_id
-            self._dl[row] = dl
-            self._alive[row] = True
-            self._row_terms.append((np.asarray(tids, dtype=np.int32), np.asarray(tfs, dtype=np.float32)))
-            row_tids.append(tids)
-            row_tfs.append(tfs)
-            self._row_of[note_id] = row
-            self._n_alive += 1
+                        tid = vocab[terms[j]] = len(vocab)
+                        self._post_rows.append(array("i"))
+                        self._post_tf.append(array("f"))
+                        self._df.append(0)
+                    tids[j] = tid
+        n = len(note_ids)
+        tid_all = np.array(tids, dtype=np.int32)
+        tf_all = np.array(weights, dtype=np.float64).astype(np.float32)
+        ends = list(accumulate(counts))
+        dls = [float(sum(weights[a:b])) for a, b in zip([0, *ends[:-1]], ends)]
+        rows = np.arange(first, first + n)
+        self._ids[first:first + n] = note_ids
+        self._dl[first:first + n] = dls
+        self._alive[first:first + n] = True
+        self._row_terms.extend((tid_all[a:b].copy(), tf_all[a:b].copy()) for a, b in zip([0, *ends[:-1]], ends))
+        row_of = self._row_of
+        for note_id, dl in zip(note_ids, dls):  # a note at a time, as before: the same float sums
+            if note_id in row_of:
+                self._remove_one(note_id)
             self._total_len += dl
+        row_of.set_many(np.array(note_ids, dtype=np.int64), rows)
+        self._n_rows += n
+        self._n_alive += n
+        lengths = np.array(counts, dtype=np.int64)
         # postings: appended per term, not per (term, note) — rows ascending within each term, as one at a time
-        lengths = np.fromiter(map(len, row_tids), dtype=np.int64, count=len(row_tids))
         if lengths.sum():
-            tid_all = np.fromiter((t for ts in row_tids for t in ts), dtype=np.int32, count=int(lengths.sum()))
-            tf_all = np.fromiter((w for ws in row_tfs for w in ws), dtype=np.float32, count=tid_all.size)
             row_all = np.repeat(np.arange(first, self._n_rows, dtype=np.int32), lengths)
             order = np.argsort(tid_all, kind="stable")
             tid_s, row_s, tf_s = tid_all[order], row_all[order], tf_all[order]

@@ -129,6 +129,7 @@ class IndexMirror(Mirror):
 
     def __init__(self) -> None:
         self.by_ns: dict[str, MemoryIndex] = {}
+        self.models: frozenset[str] | None = None  # the models whose vectors the index holds (settings), once loaded
         self._measured: dict[str, tuple[int, int]] = {}  # namespace -> (notes, bytes) at its last measure
 
     def of(self, namespace: str) -> MemoryIndex:
@@ -144,6 +145,7 @@ class IndexMirror(Mirror):
         if namespace is None:
             return  # nothing is held before a namespace's first call
         s: MemorySettings = ctx.settings
+        self.models = frozenset(s.stored_models())
         index = MemoryIndex(**index_options(s))  # empty, with this runtime's settings
         batches = read_columns(ctx, namespace)
         all_ids = np.concatenate([b["id"] for b in batches]) if batches else np.zeros(0, dtype=np.int64)
@@ -182,7 +184,7 @@ class IndexMirror(Mirror):
         for change in changes:
             index = self.by_ns.get(change.namespace)
             if index is not None:
-                take(index, change.data)
+                take(index, change.data, self.models)
 
     def release(self, ctx: Context, namespace: str) -> None:
         """Snapshot the namespace's full-text index while the store is still open (a no-op when nothing changed)."""
@@ -217,11 +219,17 @@ def _part(b: dict[str, Any], lo: int, hi: int) -> dict[str, Any]:
     return {k: v if isinstance(v, str) else v[lo:hi] for k, v in b.items()}
 
 
-def take(index: MemoryIndex, c: Any) -> None:
-    """Apply one committed change to a namespace's index."""
+def take(index: MemoryIndex, c: Any, models: frozenset[str] | None = None) -> None:
+    """Apply one committed change to a namespace's index (``models``: those whose vectors it holds; None: all)."""
     index.version += 1  # what recall keeps derived from the index (recall_cache.py) is stale from here
     if isinstance(c, NotesAdded):
-        index.add(c.rows, c.vectors)
+        # the writer's columns, tokens and stored vectors, as they are: nothing embedded, tokenised only when the
+        # change carries no tokens this process can take (NotesAdded)
+        vectors = c.vectors if models is None else {m: v for m, v in c.vectors.items() if m in models}
+        if c.columns is not None:
+            index.add_columns(c.columns, vectors, tokens=c.token_lists())
+        else:  # logged before columns: rows
+            index.add(c.rows, vectors)
     elif isinstance(c, SupersededSet):
         for note_id, by in zip(c.note_ids, c.by):
             index.set_superseded(note_id, c.when, by)

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.changes import NotesAdded, record
+from palimpsest_memory.packs.memory.changes import notes_added, record
 from palimpsest_memory.packs.memory.classify import classify
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.index import FULL_COLUMNS
@@ -128,7 +128,7 @@ def store_notes(ctx: Context, notes: list[NoteIn], single: bool = False) -> tupl
     vectors = _embed_and_store(ctx, rows)
     _link_mentions(ctx, rows)
     if rows:
-        record(ctx, NotesAdded(rows, vectors))
+        record(ctx, notes_added(rows, vectors))
     key_to_id, ids, created = dict(existing), [], []
     fresh_ids = iter(new_ids)
     for n in notes:

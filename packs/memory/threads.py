@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -164,9 +165,13 @@ def expand_bag(own: Iterable[str], neighbours: Iterable[Iterable[str]], weight: 
     """``Counter(own) + weight · Σ Counter(neighbour)`` - the BM25 bag of an expanded note."""
     bag: Counter = Counter(own)
     if weight > 0:
-        for toks in neighbours:
-            for t in toks:
-                bag[t] += weight
+        # the neighbours' words counted in C, then each distinct one added ``weight`` at a time: the same sums, in
+        # the same order of first appearance, as adding word by word (a follower expands every note it applies)
+        for t, n in Counter(chain.from_iterable(neighbours)).items():
+            v = bag.get(t, 0) + weight  # (dict.get: Counter's missing-key method is a Python call)
+            for _ in range(n - 1):
+                v += weight
+            bag[t] = v
     return bag
 
 

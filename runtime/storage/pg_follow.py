@@ -20,7 +20,7 @@ RETRY_FIRST, RETRY_MAX = 0.2, 5.0  # seconds between attempts to open a lost con
 
 
 class ChangeListener:
-    def __init__(self, connect: Callable[[], Any], location: str, wake: Callable[[], object]) -> None:
+    def __init__(self, connect: Callable[[], Any], location: str, wake: Callable[..., object]) -> None:
         self._connect, self._location, self._wake = connect, location, wake
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="palimpsest-follower", daemon=True)
@@ -41,12 +41,18 @@ class ChangeListener:
                     retry = RETRY_FIRST
                     idle = 0.0
                     while not self._stop.is_set():
-                        woke = any(True for _ in conn.notifies(timeout=LISTEN_POLL, stop_after=1))
+                        got = [n.payload for n in conn.notifies(timeout=LISTEN_POLL, stop_after=1)]
+                        if got:  # and every other one already here (commits during the last catch-up)
+                            got += [n.payload for n in conn.notifies(timeout=0.0)]
+                        woke = bool(got)
                         idle = 0.0 if woke else idle + LISTEN_POLL
                         if not woke and idle < SAFETY_POLL:
                             continue
                         idle = 0.0
-                        if self._wake() is False:  # the runtime closed
+                        # a notification's payload is its commit's last sequence number: the runtime reads the log
+                        # only when it has not applied that far (its own commits and those its last read took
+                        # cost a read of the log each, most of them empty; issue 41, item 7)
+                        if self._wake(newest(got)) is False:  # the runtime closed
                             return
             except Exception:  # noqa: BLE001 - a lost connection: log it and listen again
                 if self._stop.is_set():
@@ -54,6 +60,14 @@ class ChangeListener:
                 log.warning("change-log listener lost its connection to %s; retrying in %.1f s", self._location, retry)
                 self._stop.wait(retry)
                 retry = min(retry * 2, RETRY_MAX)
+
+
+def newest(payloads: list[str]) -> int | None:
+    """The highest sequence number notified (None: none, or a payload that is not one: read the log anyway)."""
+    try:
+        return max(int(p) for p in payloads) if payloads else None
+    except ValueError:
+        return None
 
 
 class Heartbeat:

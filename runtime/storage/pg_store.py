@@ -139,7 +139,7 @@ class PgStore(Store):
             self.rollback_quietly()
             raise
 
-    def follow(self, wake: Callable[[], object]) -> None:
+    def follow(self, wake: Callable[..., object]) -> None:
         self._listener = ChangeListener(lambda: postgres.raw_connect(self._url, self._secrets), self.location, wake)
         self._listener.start()
 
