@@ -129,10 +129,12 @@ class Runtime:
                                           for s in rt._state.values() if s is not None),
                           float(rt_cfg["change_log_hours"]))
             idempotency.ensure_table(store.con)
+            compact.ensure_table(store.con)
             if store.writable:  # a read-only role leaves the pruning to the others
                 idempotency.prune(store.con, rt.clock(), float(rt_cfg["idempotency_hours"]))
             for pack in rt.catalog.packs.values():
                 storage.migrate(store.con, pack.name, pack.migrations)
+            compact.resume(rt)  # before any mirror reads the store: a rewrite reopens it
             rt.followers.load_all()
             rt._loaded = True
             store.seal()
@@ -384,6 +386,7 @@ class Runtime:
         if frame.erase:  # erased text must not survive in a stored idempotent result either
             self._begin(frame)
             idempotency.forget_results(store.con)
+            compact.mark(store.con, self.clock())  # the rewrite is owed from this commit on (issue 46, F4)
         logged = frame.changes + [(p, self.default_namespace, changelog.RELOAD, None) for p in sorted(frame.reload)]
         frame.seqs = store.commit(frame.began, logged, self.origin)
 

@@ -42,6 +42,7 @@ class DuckStore(Store):
         self._checkpoint_threshold = checkpoint_threshold
         self.con = duck.connect(self.location, checkpoint_threshold=checkpoint_threshold)
         self._fd = self._hold_fd()
+        self._sealed = False
         self._seq = 0
         self._last: list[Row] = []  # the last commit's changes: the followers read them when they cannot take
         # them from memory (a reload asked for)
@@ -96,6 +97,7 @@ class DuckStore(Store):
     # -- opening and closing ---------------------------------------------------------------------------------
     def seal(self) -> None:
         duck.seal(self.con)
+        self._sealed = True
 
     def close(self) -> None:
         if self.con is not None:
@@ -142,7 +144,8 @@ class DuckStore(Store):
         self._let_go_fd()
         Path(f"{path}.wal").unlink(missing_ok=True)  # the checkpoint emptied it; the new file has none
         self.con = duck.connect(path, checkpoint_threshold=self._checkpoint_threshold)
-        duck.seal(self.con)
+        if self._sealed:  # (a rewrite owed from before, run while the store opens, comes before the seal)
+            duck.seal(self.con)
         self._fd = held  # the new file's lock stays with the descriptor the store reads backups through
         took = time.perf_counter() - start
         log.info("store file rewritten after an erase in %.2f s", took)
