@@ -118,7 +118,10 @@ def test_a_component_with_a_net_debit_falls_to_the_floor_and_noise_does_not_pull
     rng = random.Random(seed)
     debit = [1.0 if rng.random() < 0.4 else -1.0 for _ in range(1500)]  # net −0.2, as noisy as it gets
     assert post.mean(stream(debit))["salience"] < 0.05
-    assert post.mean(share_rule(debit))["salience"] > 0.2  # its share of credit (~0.4) give or take the cap's noise
+    # the share rule stays at its share of credit: 0.395 with sigma 0.068 over 400 seeds (the cap keeps ~27 events'
+    # worth of evidence); 0.1 is 4.3 sigma below it and still twice the 0.05 the net-credit rule falls under (a bound
+    # of 0.2 was 2.9 sigma: seed 6668544 gave 0.1998, about one run in fifty)
+    assert post.mean(share_rule(debit))["salience"] > 0.1
     noise = [1.0, -1.0] * 750
     assert 0.1 < post.mean(stream(noise))["salience"] < 0.2  # from 0.2
     assert post.mean(share_rule(noise))["salience"] == pytest.approx(0.5, abs=0.03)
