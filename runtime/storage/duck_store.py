@@ -27,6 +27,7 @@ from palimpsest_memory.runtime.storage.store import Row, Store, server_record
 
 log = logging.getLogger("palimpsest.runtime")
 INFO_SUFFIX = ".server.json"
+REOPEN_TRIES, REOPEN_PAUSE = 400, 0.005  # ~2 s of retries to reopen a rewritten file a passing process opened
 
 
 def resolve(target: str) -> str:
@@ -143,13 +144,36 @@ class DuckStore(Store):
         self.con = None
         self._let_go_fd()
         Path(f"{path}.wal").unlink(missing_ok=True)  # the checkpoint emptied it; the new file has none
-        self.con = duck.connect(path, checkpoint_threshold=self._checkpoint_threshold)
+        self.con = self._reopen_held(path, held)
         if self._sealed:  # (a rewrite owed from before, run while the store opens, comes before the seal)
             duck.seal(self.con)
         self._fd = held  # the new file's lock stays with the descriptor the store reads backups through
         took = time.perf_counter() - start
         log.info("store file rewritten after an erase in %.2f s", took)
         return took
+
+    def _reopen_held(self, path: Path, held: int) -> Any:
+        """Open the rewritten file, which ``held`` locks. DuckDB opens a file, closes it and opens it again before
+        it locks it (strace: open O_RDONLY, close, open O_RDWR, F_SETLK), and that close drops every POSIX lock this
+        process holds on the file: for those microseconds another process can take it. One that only looked (a
+        connect and close) is waited out: the lock is taken again and the open retried. One that keeps it fails the
+        call after ``REOPEN_TRIES`` with a typed error naming it; its writes went to this file, the store's, so no
+        acknowledged write is lost (the old rewrite left the file unheld for the whole copy)."""
+        failure: StorageError | None = None
+        for _ in range(REOPEN_TRIES):
+            try:
+                fcntl.lockf(held, fcntl.LOCK_EX | fcntl.LOCK_NB, 0, 0)
+                return duck.connect(path, checkpoint_threshold=self._checkpoint_threshold)
+            except OSError:
+                pass  # another process holds it for now
+            except StorageError as exc:
+                failure = exc
+                if (exc.details or {}).get("reason") != "locked":
+                    break
+            time.sleep(REOPEN_PAUSE)
+        os.close(held)
+        raise failure or StorageError(f"database {path} was taken by another process while it was rewritten",
+                                      details={"path": str(path), "reason": "locked"})
 
     def backup_folder(self) -> Path:
         if self.in_memory:
