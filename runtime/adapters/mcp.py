@@ -19,7 +19,6 @@ linked as neighbours (ADR 0008); a ``thread`` the client passes wins.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import json
 import logging

@@ -20,9 +20,7 @@ import os
 import signal
 import socket
 import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Mapping
 
 from palimpsest_memory.runtime import errors

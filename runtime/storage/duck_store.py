@@ -110,14 +110,13 @@ class DuckStore(Store):
     def erase_bytes(self, schemas: list[str]) -> float:
         """Rewrite the file with live rows only and reopen it; returns the seconds it took (0 in memory).
 
-        The store's name never leads to a file this process does not hold (issue 46, F2: the rewrite used to close
-        the connection, releasing the lock, then copy, swap and reopen, and a process opening the store every 2 ms
-        won it at the first try). DuckDB will not open a file twice in one process, so the checkpointed file is
-        first copied byte for byte through the descriptor the store holds; that copy is rewritten into a new file
-        (``COPY FROM DATABASE``: free blocks, where erased bytes lie, are not copied); the new file is locked by
-        this process before it takes the store's name, and only then is the old connection closed and the new file
-        opened. A process that opened the old file in the microseconds between the swap and the close could still
-        lock it (a POSIX lock goes with the close); every later one finds the new file held."""
+        The file stays held through the copy and the swap (issue 46, F2: the rewrite used to close the connection,
+        releasing the lock, then copy, swap and reopen, and a process opening the store every 2 ms won it at the
+        first try). DuckDB will not open a file twice in one process, so the checkpointed file is first copied byte
+        for byte through the descriptor the store holds; that copy is rewritten into a new file (``COPY FROM
+        DATABASE``: free blocks, where erased bytes lie, are not copied); the new file is locked by this process
+        before it takes the store's name, and only then is the old connection closed and the new file opened
+        (:meth:`_reopen_held` says what DuckDB's own reopen leaves unheld, for microseconds)."""
         if self.in_memory or self.con is None:
             return 0.0
         start = time.perf_counter()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import threading
 import time
 import uuid
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -42,8 +41,12 @@ class PgStore(Store):
         self._secrets = postgres.secrets_of(url, env)
         self.location = postgres.redact(url)
         self.con = postgres.connect(url, env)
-        self.writable = bool(self.con.execute(
-            f"SELECT has_table_privilege('{TABLE}', 'INSERT') AND has_table_privilege('{TABLE}', 'DELETE')").fetchone()[0])
+        try:
+            self.writable = bool(self.con.execute(f"SELECT has_table_privilege('{TABLE}', 'INSERT') AND "
+                                                  f"has_table_privilege('{TABLE}', 'DELETE')").fetchone()[0])
+        except BaseException:
+            self.con.close()  # with it the open lock it holds until the runtime has opened
+            raise
         self.codec: Any = None
         self._read_at = time.monotonic()
         self._listener: ChangeListener | None = None
@@ -78,8 +81,8 @@ class PgStore(Store):
     def commit(self, began: bool, changes: list[tuple[str, str, str, Any]], origin: str) -> list[int]:
         seqs: list[int] = []
         if changes:
-            # nothing but recorded changes, no table written (a kept serve): the log write is a transaction by
-            # itself, one round trip instead of BEGIN, write, COMMIT, and needs no fsync (ADR 0016)
+            # in the call's transaction; or, when it wrote no table (a kept serve), a transaction by itself: one
+            # round trip instead of BEGIN, write, COMMIT, and no fsync wait (ADR 0016)
             seqs = self._log(changes, origin, durable=began)
         if began:
             self.con.execute("COMMIT")

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Protocol, Sequence
 
-from palimpsest_memory.runtime.storage.base import DB_ERRORS, META_SCHEMA
+from palimpsest_memory.runtime.storage.base import DB_ERRORS, META_SCHEMA, rollback_quietly
 
 
 class WriteFrame(Protocol):
@@ -56,8 +56,6 @@ class Store:
         self.con.execute("BEGIN TRANSACTION")
 
     def rollback_quietly(self) -> None:
-        from palimpsest_memory.runtime.storage.base import rollback_quietly
-
         if self.con is not None:
             rollback_quietly(self.con)
 

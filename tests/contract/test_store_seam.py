@@ -19,7 +19,7 @@ TEST_PLUGIN = ROOT / "runtime" / "testing.py"
 MARKS = {
     "imports a database driver": re.compile(r"^\s*(?:import|from)\s+(?:duckdb|psycopg)\b", re.M),
     "imports a backend's own module": re.compile(
-        r"storage(?:\.|\s+import\s+)(?:postgres|duck|pg_store|duck_store|pg_follow|pg_dialect|pg_testing)\b"),
+        r"storage(?:\.|\s+import\s+)(?:postgres|duck|pg_store|duck_store|pg_follow|pg_dialect|pg_result|pg_testing)\b"),
     "branches on the dialect": re.compile(r"\.dialect\b|\bdialect_of\b"),
     "branches on a shared store": re.compile(r"\.shared\b|\bis_shared\b"),
     "compares a backend's name": re.compile(r"""[=!]=\s*["'](?:postgres|postgresql|duckdb)["']"""),

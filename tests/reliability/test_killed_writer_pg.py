@@ -183,6 +183,14 @@ def _index_problems(rt: Runtime, ns: str) -> list[str]:
     return _namespace_problems(rt, rt.pack_state("memory").index.of(ns), ns)
 
 
+def writes_go_on(follower: Runtime, pg: str) -> None:
+    """After a kill: the surviving follower and a fresh process both write, and the follower still agrees with a
+    fresh runtime."""
+    writes_after(follower, NS)
+    fresh_process_check(pg, NS)
+    agrees_with_a_fresh_runtime(follower, pg, [NS, "base"])
+
+
 def writes_after(rt: Runtime, ns: str) -> None:
     """The surviving process stores notes (in the namespace, and in another), facts, and recalls them."""
     a = rt.call("memory.remember", {"content": "the follower writes after the kill"}, namespace=ns).note.id
@@ -234,9 +242,7 @@ def test_a_killed_pal_import_leaves_followers_and_fresh_processes_consistent(sou
         counts = exportfile.import_file(follower, source["export"], NS)
         assert counts["memory"]["note"] == NOTES
         assert follower.call("memory.count", {}, namespace=NS).count == NOTES
-    writes_after(follower, NS)
-    fresh_process_check(pg, NS)
-    agrees_with_a_fresh_runtime(follower, pg, [NS, "base"])
+    writes_go_on(follower, pg)
 
 
 @needs_pg
@@ -244,9 +250,7 @@ def test_a_killed_pal_import_leaves_followers_and_fresh_processes_consistent(sou
 def test_a_killed_jsonl_import_leaves_nothing(source, pg, follower, pause):
     kill_at(pg, pause, "jsonl", str(source["chat"]), NS)
     assert notes_in(follower, NS) == 0
-    writes_after(follower, NS)
-    fresh_process_check(pg, NS)
-    agrees_with_a_fresh_runtime(follower, pg, [NS, "base"])
+    writes_go_on(follower, pg)
 
 
 @needs_pg
@@ -262,9 +266,7 @@ def test_a_killed_batch_writer_leaves_its_acknowledged_batches_and_nothing_else(
         assert facts_in(follower, NS) == acked * BATCH
     assert sequences_behind(follower) == []
     agrees_with_a_fresh_runtime(follower, pg, [NS, "base"])
-    writes_after(follower, NS)
-    fresh_process_check(pg, NS)
-    agrees_with_a_fresh_runtime(follower, pg, [NS, "base"])
+    writes_go_on(follower, pg)
 
 
 @needs_pg
@@ -278,9 +280,7 @@ def test_a_killed_forget_leaves_followers_consistent(pg, follower, pause, gone):
     assert notes_in(follower, NS) == (0 if gone else 30)
     assert sequences_behind(follower) == []
     agrees_with_a_fresh_runtime(follower, pg, [NS, "base"])
-    writes_after(follower, NS)
-    fresh_process_check(pg, NS)
-    agrees_with_a_fresh_runtime(follower, pg, [NS, "base"])
+    writes_go_on(follower, pg)
 
 
 @needs_pg

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from palimpsest_memory.runtime import Act, Context, Pack, changelog, errors
+from palimpsest_memory.runtime import Act, Context, Pack, errors
 from palimpsest_memory.runtime.params import Params
 from palimpsest_memory.runtime.storage import pg_dialect, postgres
 from palimpsest_memory.runtime.testing import POSTGRES_MISSING, open_test_runtime, postgres_available

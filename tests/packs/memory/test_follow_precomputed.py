@@ -228,6 +228,14 @@ def counted(rt: Any) -> CountedEmbedder:
     return rt.pack_state("memory").embedders.get("counted")
 
 
+
+def agrees_with_a_fresh_load(url: str, live: Any, live_answers: Any) -> None:
+    """What the follower built equals what a fresh process loads from the tables: index and answers."""
+    with open_rt(url) as fresh:
+        fresh.hold(NS)
+        assert index_digest(fresh) == live
+        same_answers(answers(fresh), live_answers)
+
 @needs_pg
 def test_a_follower_takes_the_writers_tokens_and_vectors_and_equals_a_load(url, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     writer, follower = open_rt(url), open_rt(url)
@@ -244,10 +252,7 @@ def test_a_follower_takes_the_writers_tokens_and_vectors_and_equals_a_load(url, 
     finally:
         writer.close()
         follower.close()
-    with open_rt(url) as fresh:
-        fresh.hold(NS)
-        assert index_digest(fresh) == live
-        same_answers(answers(fresh), live_answers)
+    agrees_with_a_fresh_load(url, live, live_answers)
 
 
 @needs_pg
@@ -273,10 +278,7 @@ def test_a_change_without_usable_tokens_is_tokenised_by_the_follower(url, monkey
     finally:
         writer.close()
         follower.close()
-    with open_rt(url) as fresh:
-        fresh.hold(NS)
-        assert index_digest(fresh) == live
-        same_answers(answers(fresh), live_answers)
+    agrees_with_a_fresh_load(url, live, live_answers)
 
 
 @needs_pg
@@ -297,10 +299,7 @@ def test_a_follower_with_other_models_takes_only_its_own_and_embeds_nothing(url,
     finally:
         writer.close()
         follower.close()
-    with open_rt(url) as fresh:
-        fresh.hold(NS)
-        assert index_digest(fresh) == live
-        same_answers(answers(fresh), live_answers)
+    agrees_with_a_fresh_load(url, live, live_answers)
 
 
 @needs_pg
