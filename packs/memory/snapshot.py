@@ -216,8 +216,8 @@ def restore_vectors(ctx: Context, model: str, dim: int, ids: np.ndarray, matrix:
     if not meta:
         return 0, -1
     n, mx = int(meta[0][2]), int(meta[0][3])
-    held = ctx.db.query("SELECT count(*) FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
-                        "WHERE n.namespace = ? AND v.model = ? AND v.note_id <= ?", [ctx.namespace, model, mx])[0][0]
+    held = ctx.db.query("SELECT count(*) FROM memory.vectors WHERE namespace = ? AND model = ? AND note_id <= ?",
+                        [ctx.namespace, model, mx])[0][0]
     if any(sig != vector_signature(model, dim) or (k, m) != (n, mx) for _, sig, k, m in meta) or \
             [r[0] for r in meta] != list(range(lo, lo + len(meta))) or int(held) != n or n > ids.size:
         ctx.log.info("%s vector snapshot is stale: reading the vectors", model)
@@ -250,8 +250,8 @@ def map_vectors(ctx: Context, model: str, dim: int) -> tuple[np.ndarray, np.ndar
     if found is None:
         return None
     path, offset, size = found
-    held = ctx.db.query("SELECT count(*) FROM memory.vectors v JOIN memory.notes n ON n.id = v.note_id "
-                        "WHERE n.namespace = ? AND v.model = ? AND v.note_id <= ?", [ctx.namespace, model, mx])[0][0]
+    held = ctx.db.query("SELECT count(*) FROM memory.vectors WHERE namespace = ? AND model = ? AND note_id <= ?",
+                        [ctx.namespace, model, mx])[0][0]
     head = np.fromfile(path, dtype=np.int64, count=2, offset=offset)
     if head.size != 2 or int(head[0]) != n or int(held) != n:
         ctx.log.info("%s vector snapshot is stale: reading the vectors", model)
