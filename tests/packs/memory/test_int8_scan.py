@@ -110,6 +110,7 @@ def test_equal_rows_are_kept_or_dropped_together():
        dup=st.integers(0, 20), removed=st.floats(0, 0.5), allowed=st.floats(0.3, 1.0),
        cut=st.sampled_from([None, 0.0, 0.1]))
 @example(n=42, dim=6, k=3, seed=3, dup=3, removed=0.0, allowed=0.75, cut=None)  # CI: a tie won by the last bit
+@example(n=175, dim=22, k=1, seed=1020, dup=12, removed=0.0, allowed=0.5, cut=None)  # a full run, 2026-12-03
 def test_what_the_scan_misses_is_within_its_quantisation_error(n, dim, k, seed, dup, removed, allowed, cut):
     rng = np.random.default_rng(seed)
     m = l2_normalize(rng.standard_normal((n, dim)).astype(np.float32))
@@ -125,7 +126,9 @@ def test_what_the_scan_misses_is_within_its_quantisation_error(n, dim, k, seed, 
     want = exact(vi, q, k, allowed=set(ok_ids.tolist()), min_cosine=cut)
 
     live = sorted(set(ok_ids.tolist()) - set(gone.tolist()))
-    q16 = q.astype(np.float16).astype(np.float64)  # the rows and the query in half precision (ADR 0030)
+    # the rows and the query in half precision (ADR 0030), the query normalised again as the index takes it: that
+    # second normalisation can move a component by an ulp across a float16 rounding boundary (seed 1020: 4e-5)
+    q16 = l2_normalize(q).astype(np.float16).astype(np.float64)
     cos = {i: float(np.clip(vi.get(i).astype(np.float64) @ q16, -1, 1)) for i in live}
     assert all(i in cos and c == pytest.approx(cos[i], abs=1e-5) for i, c in got)  # exact cosines, allowed rows
     assert [(-c, i) for i, c in got] == sorted((-c, i) for i, c in got)
