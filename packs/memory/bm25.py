@@ -30,6 +30,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from .bm25_rows import RestoredRows
 from .bm25_scope import UNGROUPED, Collection, ScopeGroups
 from .idrows import IdRows
 from .text import tokenize, tokenize_query
+
+if TYPE_CHECKING:
+    from .bags import FlatBags
 
 __all__ = ["BM25Index"]
 
@@ -161,9 +165,6 @@ class BM25Index(RestoredRows, ScopeGroups):
                 self.add_weighted([note_id], [bag])
             return
         self._prefetch_flat(ids, bags)
-        self._grow(self._n_rows + len(ids))
-        vocab = self._vocab
-        first = self._n_rows
         note_ids = [int(i) for i in ids]
         # the whole batch's terms and weights in one pass each (a follower applies every other process's notes:
         # a Python step per (note, term) was most of what it spent, issue 41); a weight of 0 or less is no term
@@ -174,6 +175,26 @@ class BM25Index(RestoredRows, ScopeGroups):
             kept = [[t for t, w in bag.items() if w > 0.0] for bag in bags]
             weights = [bag[t] for bag, ts in zip(bags, kept) for t in ts]
             terms, counts = list(chain.from_iterable(kept)), list(map(len, kept))
+        self._add_rows(note_ids, self._term_ids(terms), weights, counts)
+
+    def add_flat(self, ids: np.ndarray, bags: "FlatBags") -> None:
+        """Index bags given as flat arrays (``bags.FlatBags``: a batch's, made without a dict per note), as
+        :meth:`add_weighted` indexes the same bags as dicts. ``ids`` are distinct; every weight is above 0."""
+        note_ids = [int(i) for i in ids]
+        row_of = self._row_of
+        again = [j for j, i in enumerate(note_ids) if i in row_of]
+        if again:  # rows replaced (a thread neighbour re-indexed): the restored ones' term lists are read first
+            self._prefetch_flat([note_ids[j] for j in again], [bags.bag(j) for j in again])
+        # the batch's distinct terms mapped once, in the order of their first entry (new ones numbered in it)
+        seen = np.unique(bags.codes, return_index=True)
+        used = seen[0][np.argsort(seen[1], kind="stable")]
+        lut = np.zeros(len(bags.terms), dtype=np.int64)
+        lut[used] = self._term_ids([bags.terms[c] for c in used.tolist()])
+        self._add_rows(note_ids, lut[bags.codes], bags.weights.tolist(), bags.counts.tolist())
+
+    def _term_ids(self, terms: list[str]) -> list[int]:
+        """Each term's id, a term new to the index numbered in the order it first comes."""
+        vocab = self._vocab
         tids = list(map(vocab.get, terms))
         if None in tids:
             for j, tid in enumerate(tids):
@@ -185,6 +206,14 @@ class BM25Index(RestoredRows, ScopeGroups):
                         self._post_tf.append(array("f"))
                         self._df.append(0)
                     tids[j] = tid
+        return tids
+
+    def _add_rows(self, note_ids: list[int], tids: Sequence[int] | np.ndarray, weights: list[float],
+                  counts: list[int]) -> None:
+        """Append the rows of ``note_ids`` (each replacing its old row), row ``i`` holding the next ``counts[i]``
+        of ``tids`` with their ``weights``; its length is the sum of its weights."""
+        self._grow(self._n_rows + len(note_ids))
+        first = self._n_rows
         n = len(note_ids)
         tid_all = np.array(tids, dtype=np.int32)
         tf_all = np.array(weights, dtype=np.float64).astype(np.float32)

@@ -13,6 +13,7 @@ from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 
+from palimpsest_memory.packs.memory.bags import expanded
 from palimpsest_memory.packs.memory.context import render_dated
 from palimpsest_memory.packs.memory.rowstore import (NAT, TYPES, Coded, NoteRow, from_micros, objects, per_value,
                                                     seconds_of, to_micros)
@@ -132,14 +133,18 @@ class IndexWrites:
                     changed[p_] = None
             for j in changed_old.tolist():
                 changed[j] = None
-            bags = {j: self.expander.bag(j) for j in changed}
+            notes = np.fromiter(changed, dtype=np.int64, count=len(changed))
+            at_notes = self.slots(notes)
+            bags = expanded(notes, c["prev"][at_notes], c["next"][at_notes], self.expander.tokens,
+                            self.expander.weight)
             # The token lists are cached for this batch only: a later bag that needs one (the next batch's first
             # note's predecessor, an older note arriving, a forget or an edit) re-tokenises that note from its row,
             # about one note per thread per batch. Kept for every note they were a list per note (~300 B) held for
             # the process's life, and most of what the cyclic GC walked: 3-4 s of GC per 100k notes ingested at
             # 100k-400k (bench/RESULTS.md, issue 18).
             self.expander.forget_tokens()
-            self._index_bags(bags)
+            self.bm25.add_flat(notes, bags)
+            self.bm25.set_groups(notes, self.group_of(at_notes))
         else:  # restored rows: their scope groups are not in the snapshot
             self.bm25.set_groups(ids, self.group_of(at))
         for model, matrix in (vectors or {}).items():

@@ -193,6 +193,10 @@ class ThreadExpander:
         # a note indexed without its tokens kept (restored from a snapshot) is re-tokenised on demand
         self._tokens_of = tokens_of
 
+    def tokens(self, note_id: int) -> list[str]:
+        """A note's own tokens (kept for the batch, else made again from its row)."""
+        return self._toks(note_id)
+
     def _toks(self, note_id: int) -> list[str]:
         toks = self._tokens.get(note_id)
         if toks is None:
