@@ -27,6 +27,7 @@ import argparse
 import functools
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,34 @@ ENV = {"PALIMPSEST_CONFIG_DISABLED": "1"}
 
 def pct(xs: list[float], p: float) -> float:
     return float(np.percentile(xs, p)) * 1000 if xs else float("nan")
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time so far, every thread's (user + system)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def server_cpu(pid: int) -> float:
+    """The PostgreSQL server's CPU time so far: the postmaster's own, its ended backends' (reaped: counted in its
+    children's times) and its live backends'."""
+    import psutil
+
+    main = psutil.Process(pid)
+    t = main.cpu_times()
+    total = t.user + t.system + t.children_user + t.children_system
+    for child in main.children(recursive=True):
+        try:
+            c = child.cpu_times()
+            total += c.user + c.system
+        except psutil.NoSuchProcess:  # ended since listed: its time is in the postmaster's children's times
+            pass
+    return total
+
+
+def postmaster(server) -> int:  # type: ignore[no-untyped-def]
+    """The PostgreSQL server's main process (its data folder's postmaster.pid)."""
+    return int(Path(server.data_dir, "postmaster.pid").read_text().split()[0])
 
 
 def load() -> str:
@@ -73,6 +102,7 @@ def writer(a: argparse.Namespace) -> dict:
     rt.call("memory.remember", {"content": "warm-up: load the embedder"}, namespace="warmup")
     print("ready", flush=True)
     sys.stdin.readline()  # go
+    cpu0 = cpu_seconds()
     probes: list[float] = []
     t0 = time.time()
     pace = a.rate / a.writers  # notes/s this writer keeps to (0: as fast as it can)
@@ -83,8 +113,9 @@ def writer(a: argparse.Namespace) -> dict:
         if pace:
             time.sleep(max(0.0, t0 + (start + a.batch) / pace - time.time()))
     t1 = time.time()
+    cpu = cpu_seconds() - cpu0
     rt.close()
-    return {"notes": len(mine) + len(probes), "start": t0, "end": t1, "probes": probes}
+    return {"notes": len(mine) + len(probes), "start": t0, "end": t1, "probes": probes, "cpu": cpu}
 
 
 def token(w: int, k: int) -> str:
@@ -97,6 +128,7 @@ def reader(a: argparse.Namespace) -> dict:
     rt.call("memory.recall", {"query": "warm-up: load the embedder"}, namespace="warmup")
     print("ready", flush=True)
     sys.stdin.readline()  # go
+    cpu0 = cpu_seconds()
     nxt = [0] * a.writers
     seen: list[tuple[int, int, float]] = []  # (writer, probe, time first visible)
     lat: list[float] = []
@@ -122,8 +154,9 @@ def reader(a: argparse.Namespace) -> dict:
         now = time.perf_counter()
         loops.append(now - last)
         last = now
+    cpu = cpu_seconds() - cpu0
     rt.close()
-    return {"lat": lat, "seen": seen, "loops": loops}
+    return {"lat": lat, "seen": seen, "loops": loops, "cpu": cpu}
 
 
 # -- the parent ------------------------------------------------------------------------------------------------------
@@ -150,6 +183,8 @@ def many_processes(server, a: argparse.Namespace) -> dict:  # type: ignore[no-un
     for p in writers + readers:
         assert p.stdout is not None and p.stdout.readline().strip() == "ready"
     load_before = load()
+    pg_pid = postmaster(server)
+    pg0, wall0 = server_cpu(pg_pid), time.time()
     for p in readers + writers:
         assert p.stdin is not None
         p.stdin.write("go\n")
@@ -159,6 +194,7 @@ def many_processes(server, a: argparse.Namespace) -> dict:  # type: ignore[no-un
     load_after = load()
     stop.touch()
     r_res = [result_of(p) for p in readers]
+    pg_cpu, wall = server_cpu(pg_pid) - pg0, time.time() - wall0
     server.drop(url)
     start, end = min(r["start"] for r in w_res), max(r["end"] for r in w_res)
     stale = [t - w_res[w]["probes"][k] for r in r_res for w, k, t in r["seen"]]
@@ -169,7 +205,10 @@ def many_processes(server, a: argparse.Namespace) -> dict:  # type: ignore[no-un
             "readers": [(pct(r["lat"], 50), pct(r["lat"], 95), len(r["lat"]), pct(r["loops"], 50)) for r in r_res],
             "stale": (pct(stale, 50), pct(stale, 95), max(stale) * 1000 if stale else float("nan"), len(stale),
                       expected),
-            "load": (load_before, load_after)}
+            "load": (load_before, load_after),
+            # CPU seconds each part used from "go" to its end, beside what the machine had in that time
+            "cpu": {"writers": sum(r["cpu"] for r in w_res), "readers": [r["cpu"] for r in r_res], "server": pg_cpu,
+                    "wall": wall, "cores": os.cpu_count()}}
 
 
 def ingest(target: str, size: int) -> dict:
@@ -285,7 +324,23 @@ def multi_table(m: dict, title: str, how: str) -> list[str]:
         f"{smax:.0f} ms ({n} of {expected} probe×reader pairs seen) | {m['load'][0]} / {m['load'][1]} |",
         *[f"| reader {j} recall p50 / p95 | {r[0]:.1f} / {r[1]:.1f} ms ({r[2]} recalls; loop period p50 "
           f"{r[3]:.0f} ms) | {m['load'][0]} / {m['load'][1]} |" for j, r in enumerate(m["readers"])],
+        *cpu_rows(m),
         ""]
+
+
+def cpu_rows(m: dict) -> list[str]:
+    """Where the CPU went: each part's CPU seconds over the run, against the machine's cores × the run's wall time."""
+    c = m.get("cpu")
+    if not c:
+        return []
+    used = c["writers"] + sum(c["readers"]) + c["server"]
+    have = c["cores"] * c["wall"]
+    return [f"| CPU s used, {c['wall']:.1f} s wall × {c['cores']} cores = {have:.0f} s available | writers "
+            f"{c['writers']:.1f} ({c['writers'] * 1000 / m['notes']:.2f} ms a note), readers "
+            f"{' + '.join(f'{r:.1f}' for r in c['readers'])} ({sum(c['readers']) * 1000 / m['notes'] / len(c['readers']):.2f}"
+            f" ms a note each), PostgreSQL {c['server']:.1f} ({c['server'] * 1000 / m['notes']:.2f} ms a note); "
+            f"total {used:.0f} s = {used / have * 100:.0f} % of the machine (other work beside it: the load) | "
+            f"{m['load'][0]} / {m['load'][1]} |"]
 
 
 def report(a: argparse.Namespace, command: str, m: dict, duck: dict, pg: dict) -> str:
