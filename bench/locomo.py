@@ -119,8 +119,9 @@ class Conversation:
     qa: list[dict] = field(default_factory=list)
 
 
-def load(path: Path) -> list[Conversation]:
-    data = json.loads(Path(path).read_text())
+def load(path: Path | list) -> list[Conversation]:
+    """A LoCoMo-format file (a path, or its parsed JSON) as conversations of turns, ids in file order."""
+    data = json.loads(Path(path).read_text()) if isinstance(path, (str, Path)) else path
     convs: list[Conversation] = []
     nid = 0
     for s in data:
@@ -133,7 +134,10 @@ def load(path: Path) -> list[Conversation]:
                 content = f"{t['speaker']}: {t['text']}"
                 if t.get("blip_caption"):
                     content += f" [image: {t['blip_caption']}]"
-                turns.append(Turn(nid, t["dia_id"], content, t["speaker"], f"{s['sample_id']}/session_{n}", date))
+                # a turn's own time when the file gives one (bench/locomo_episodes.py's perturbed copies), else
+                # its session's date
+                when = dt.datetime.fromisoformat(t["timestamp"]) if t.get("timestamp") else date
+                turns.append(Turn(nid, t["dia_id"], content, t["speaker"], f"{s['sample_id']}/session_{n}", when))
                 nid += 1
         valid = {t.dia for t in turns}
         qa = [
@@ -160,6 +164,7 @@ class Scheme:
     beta: float = 0.5  # thread propagation (0 = off)
     top: int = 3
     gap_minutes: float = 30.0  # notes without a thread: episodes of their scope (threads.Episodes); 0 = none
+    episodes: str = ""  # the episode rule (EPISODE_RULES): "" = the product's (threads.Episodes' defaults)
     lift_cap: int = 0  # beyond the n-th best note of a thread, notes lose their context lift (not shipped); 0 = off
     info_prior: bool = False  # score × ln(e + Σ idf of a note's own words) after the context signals
     scope_stats: bool = True  # a shared store's BM25 weighs words by the conversation's statistics
@@ -177,6 +182,11 @@ class Scheme:
     coverage_vector: bool = False  # residual round: also the vector leg, on the residual words' embedding
     lift_share: bool = False  # a thread's m-th best note keeps 1/m of its propagation lift
     lift_own: str = ""  # "matched" | "graded": the propagation lift by the note's own match
+
+    @property
+    def ep(self) -> tuple[float, str]:
+        """What the inferred episodes depend on: the gap and the rule (a key of the stores' caches)."""
+        return (self.gap_minutes, self.episodes)
 
 
 
@@ -267,13 +277,21 @@ def indexed_text(t: Turn, dated: bool) -> str:
     return render_dated(t.content, t.occurred_at) if dated else t.content
 
 
-def thread_keys(convs: list[Conversation], threads: bool, gap_minutes: float) -> dict[int, object]:
+# The episode rules a scheme can name (bench/locomo_episodes.py adds its ablations): gap in seconds -> Episodes
+EPISODE_RULES: dict[str, object] = {"": Episodes}
+
+
+def thread_keys(convs: list[Conversation], threads: bool, ep: tuple[float, str]) -> dict[int, object]:
     """Each turn's thread key as the product derives it: the session when the caller passes ``thread``; else
-    the inferred episode of its scope (the conversation), or none."""
+    the inferred episode of its scope (the conversation) by the rule ``ep`` = (gap minutes, rule name), or none.
+    A turn without a time is remembered at one instant (0.0), as a burst of writes without times would be."""
     if threads:
         return {t.id: t.thread for c in convs for t in c.turns}
-    ep = Episodes(gap_minutes * 60.0)
-    return {t.id: ep.key(t.id, "bench", c.sid, t.occurred_at.timestamp() if t.occurred_at else 0.0)
+    gap_minutes, rule = ep
+    eps = EPISODE_RULES[rule](gap_minutes * 60.0)
+    words = getattr(eps, "reads_words", False)  # a bench-only topic rule (locomo_episodes.py) reads the text
+    return {t.id: eps.key(t.id, "bench", c.sid, t.occurred_at.timestamp() if t.occurred_at else 0.0,
+                          *((tokenize(t.content),) if words else ()))
             for c in convs for t in c.turns}
 
 
@@ -309,8 +327,8 @@ class Stores:
             self._tokens[k] = (toks, df)
         return self._tokens[k]
 
-    def links(self, threads: bool, gap: float):
-        key = (threads, 0.0 if threads else gap)
+    def links(self, threads: bool, gap: tuple[float, str]):
+        key = (threads, None if threads else gap)
         if key not in self._links:
             keys = thread_keys(self.convs, threads, gap)
             ex = ThreadExpander(0.0)
@@ -327,9 +345,10 @@ class Stores:
             self._links[key] = (keys, prev, nxt, code)
         return self._links[key]
 
-    def bm25(self, shared: bool, threads: bool, gap: float, dated: bool, expansion: float) -> list[BM25Index]:
+    def bm25(self, shared: bool, threads: bool, gap: tuple[float, str], dated: bool, expansion: float
+             ) -> list[BM25Index]:
         """One index per conversation (``shared=False``) or the same shared index for each."""
-        key = (shared, threads, 0.0 if threads else gap, dated, expansion)
+        key = (shared, threads, None if threads else gap, dated, expansion)
         if key not in self._bm25:
             keys = self.links(threads, gap)[0]
             groups = [self.convs] if shared else [[c] for c in self.convs]
@@ -384,7 +403,7 @@ def retrieve(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], query: 
         second = retrieve_once(st, k, replace(scheme, bm25_w=0.0, dense_w=1.0), env, query, r, emb, cache)
         return [i for i, _ in fusion.ranked(cov.mix(first, second, u), max(KS))]
     if scheme.coverage == "residual":  # a second round for the part of the query the top 10 do not say
-        idx = st.bm25(env[0], env[1], scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
+        idx = st.bm25(env[0], env[1], scheme.ep, scheme.dated, scheme.expansion)[k]
         q2, u = cov.residual(idx, query, [i for i, _ in first[:10]])
         if not q2:
             return [i for i, _ in first[: max(KS)]]
@@ -421,7 +440,7 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
     conv = st.convs[k]
     allowed = st.masks[k] if shared else None
     legs = {}
-    idx = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
+    idx = st.bm25(shared, threads, scheme.ep, scheme.dated, scheme.expansion)[k]
     # the product's scoped recall: the conversation's own BM25 statistics (bm25_scope.py)
     within = idx.collection(k) if shared and scheme.scope_stats else None
     if scheme.bm25_w > 0:
@@ -432,7 +451,7 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
         fused = fusion.rrf(legs, k=60).scores
     else:
         fused = fusion.weighted(legs, {"text": scheme.bm25_w, "vector": scheme.dense_w}).scores
-    _, prev, nxt, code = st.links(threads, scheme.gap_minutes)
+    _, prev, nxt, code = st.links(threads, scheme.ep)
     pool = ranking.context(fused, prev=prev, nxt=nxt, thread=code, alpha=scheme.alpha, beta=scheme.beta,
                            top=scheme.top)
     if scheme.info_prior:
@@ -444,7 +463,7 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
     if scheme.lift_own:
         pool = replace(pool, scores=cov.lift_own(pool, code, scheme.beta, scheme.lift_own, scheme.alpha))
     if scheme.coverage in ("aspect", "xquad"):
-        idx = st.bm25(shared, threads, scheme.gap_minutes, scheme.dated, scheme.expansion)[k]
+        idx = st.bm25(shared, threads, scheme.ep, scheme.dated, scheme.expansion)[k]
         _, idf, covers = cov.query_term_matrix(idx, query, pool.ids)
         pool = replace(pool, scores=cov.aspect_coverage(pool.scores, pool.ids, idf, covers, scheme.coverage_depth)
                        if scheme.coverage == "aspect" else cov.xquad(pool.scores, idf, covers, scheme.coverage_depth))
@@ -781,7 +800,7 @@ def coverage_section(st: Stores, new: Scheme, emb, cache, qcache, qconv: np.ndar
     # where the missed several-session evidence stands against the query's terms (one shared store, `thread`)
     env, n_q, resid, missed, lacking, other, none = (True, True), 0, 0, 0, 0, 0, 0
     for k, conv in enumerate(st.convs):
-        idx = st.bm25(True, True, 0.0, new.dated, new.expansion)[k]
+        idx = st.bm25(True, True, new.ep, new.dated, new.expansion)[k]
         names = {t for sp in conv.speakers for t in tokenize(sp)}
         dia = {t.dia: t.id for t in conv.turns}
         for j, qa in enumerate(conv.qa):

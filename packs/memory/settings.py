@@ -53,7 +53,7 @@ class ContextSettings(BaseModel):
     neighbour_alpha: float = Field(ge=0)
     thread_beta: float = Field(ge=0)
     thread_top: int = Field(ge=1)
-    episode_gap_minutes: float = Field(ge=0)  # notes without a thread: the gap that ends an inferred episode
+    episode_gap_minutes: float = Field(ge=0)  # notes without a thread: the floor of a pause that ends an episode
     information_prior: bool = True  # score × ln(e + Σ idf of a note's own words): content-free turns give way
 
 

@@ -85,21 +85,83 @@ class ThreadLinks:
 
 
 # ------------------------------------------------- inferred threads (episodes)
-class Episodes:
-    """The thread of a note remembered without one: an *episode* of its scope (ADR 0008).
+WINDOW = 64  # the scope's rhythm: its last 64 gaps (quartiles to about ±12 %; a few sessions of a chat)
+MIN_GAPS = 4  # quartiles of fewer gaps say nothing: until a scope has 4 gaps, the floor alone decides
+FENCE = 1.5  # Tukey's fence: a gap is an outlier above Q3 + 1.5·IQR of the scope's recent (log) gaps
 
-    Notes remembered one after another in the same ``(namespace, scope)`` whose ``occurred_at`` lie within
-    ``gap_seconds`` of the previous such note's are one episode, so they are thread neighbours (expansion,
-    smoothing and propagation all see them) exactly as if the caller had passed one ``thread``. A
-    pause longer than the gap (or a note that went back in time by more than it) starts a new episode. A note
-    with an explicit ``thread`` never joins an episode and does not break one. The key depends only on the notes
-    before it in id order, so rebuilding the index from the table (id order) infers the same episodes.
-    ``gap_seconds <= 0`` turns inference off (such notes have no thread, as before).
+
+def log_gap(gap_seconds: np.ndarray) -> np.ndarray:
+    """A gap as the rhythm rule weighs it: ``ln(1 + seconds)`` (pauses are multiplicative: 10 s against 20 s is
+    what 1 h is against 2 h; a zero gap, notes written at one instant, is 0)."""
+    return np.log1p(np.abs(gap_seconds))
+
+
+def fences(windows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Tukey's upper fence ``Q3 + 1.5·(Q3 − Q1)`` of each row's first ``counts[r]`` values (the row padded after
+    them with +inf), quartiles by linear interpolation: ``Q(p) = s[⌊h⌋] + (h − ⌊h⌋)·(s[⌊h⌋+1] − s[⌊h⌋])``,
+    ``h = (m − 1)·p`` over the row's sorted values ``s`` (``m`` of them). ``-inf`` where ``m < MIN_GAPS``.
+
+    One function for a note at a time and for a batch, so both compute the same floats."""
+    s = np.sort(np.asarray(windows, dtype=np.float64), axis=1)
+    m = np.asarray(counts, dtype=np.int64)
+    rows = np.arange(s.shape[0])
+
+    def quartile(p: float) -> np.ndarray:
+        h = (np.maximum(m, 1) - 1) * p
+        lo = np.floor(h).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(m - 1, 0))
+        a, b = s[rows, lo], s[rows, hi]
+        return a + (h - lo) * (b - a)
+
+    if not s.shape[0]:
+        return np.zeros(0)
+    with np.errstate(invalid="ignore"):  # a row of fewer than MIN_GAPS values may read its +inf padding
+        q1, q3 = quartile(0.25), quartile(0.75)
+        return np.where(m >= MIN_GAPS, q3 + FENCE * (q3 - q1), -np.inf)
+
+
+class Episodes:
+    """The thread of a note remembered without one: an *episode* of its scope (ADR 0008, ADR 0034).
+
+    Notes remembered one after another in the same ``(namespace, scope)`` are one episode until a pause ends it,
+    so they are thread neighbours (expansion, smoothing and propagation all see them) exactly as if the caller had
+    passed one ``thread``. A pause is the gap ``g`` between a note's ``occurred_at`` and the previous such note's
+    (either way: clocks skew). It ends the episode when
+
+        g > gap_seconds  and  ln(1 + g) > Q3 + 1.5·(Q3 − Q1) of the scope's last 64 values ln(1 + g')
+
+    (Tukey's fence over the scope's own rhythm, ``fences``; with fewer than 4 earlier gaps the first condition
+    alone decides). ``gap_seconds`` is a floor: a shorter pause never ends an episode, a longer one only when it
+    is also long for this conversation (a chat whose replies take hours keeps its episodes). ``rhythm=False``:
+    the floor alone (the rule before ADR 0034). A note with an explicit ``thread`` never joins an episode and
+    does not break one, nor is its gap counted. An older note seen after a newer one of its scope is its own
+    episode and leaves the scope's state as it was. The key depends only on the notes before it in id order, so
+    rebuilding the index from the table (id order), a follower applying the same notes and any split into
+    batches infer the same episodes. ``gap_seconds <= 0`` turns inference off (such notes have no thread).
     """
 
-    def __init__(self, gap_seconds: float) -> None:
+    def __init__(self, gap_seconds: float, *, rhythm: bool = True) -> None:
         self.gap = float(gap_seconds)
-        self._last: dict[Hashable, tuple[int, float, Hashable]] = {}  # (ns, scope) → (id, occurred, episode)
+        self.rhythm = bool(rhythm)
+        # (ns, scope) → (last id, its occurred, its episode, the scope's last WINDOW log gaps, oldest first)
+        self._last: dict[Hashable, tuple[int, float, Hashable, tuple[float, ...]]] = {}
+
+    def _cuts(self, gaps: np.ndarray, window: tuple[float, ...]) -> tuple[np.ndarray, tuple[float, ...]]:
+        """Which of a scope's consecutive ``gaps`` (seconds, in id order, after the notes of ``window``) end an
+        episode, and the window after them."""
+        g = np.abs(np.asarray(gaps, dtype=np.float64))
+        finite = np.isfinite(g)
+        cut = ~finite | (g > self.gap)  # no time to compare (NaN): a new episode, as before
+        x = log_gap(np.where(finite, g, 0.0))
+        seq = np.r_[np.asarray(window, dtype=np.float64), x[finite]]  # the gaps that make the rhythm
+        if self.rhythm:
+            ask = np.flatnonzero(cut & finite)  # only a gap above the floor needs its fence
+            if ask.size:
+                k = len(window) + np.cumsum(finite)[ask] - 1  # its position in seq: the window is what precedes
+                pos = k[:, None] - WINDOW + np.arange(WINDOW)[None, :]
+                win = np.where(pos >= 0, seq[np.maximum(pos, 0)], np.inf)
+                cut[ask] = x[ask] > fences(win, np.minimum(k, WINDOW))
+        return cut, tuple(seq[-WINDOW:].tolist())
 
     def key(self, note_id: int, namespace: str, scope: str | None, occurred_seconds: float) -> Hashable | None:
         """The episode key of a note without a thread (None when inference is off)."""
@@ -109,11 +171,12 @@ class Episodes:
         last = self._last.get(where)
         if last is not None and note_id < last[0]:  # an older note seen late (out of order): its own episode
             return ("~episode", namespace, scope, int(note_id))
-        if last is not None and abs(occurred_seconds - last[1]) <= self.gap:
-            episode = last[2]
+        if last is None:
+            episode, window = ("~episode", namespace, scope, int(note_id)), ()
         else:
-            episode = ("~episode", namespace, scope, int(note_id))
-        self._last[where] = (int(note_id), float(occurred_seconds), episode)
+            cut, window = self._cuts(np.array([occurred_seconds - last[1]]), last[3])
+            episode = ("~episode", namespace, scope, int(note_id)) if cut[0] else last[2]
+        self._last[where] = (int(note_id), float(occurred_seconds), episode, window)
         return episode
 
     def batch(self, ids: np.ndarray, group: np.ndarray, where: Callable[[int], tuple[str, str | None]],
@@ -145,8 +208,12 @@ class Episodes:
                 if not rows.size:
                     continue
             occ = occurred[rows]
-            before = np.r_[last[1] if last is not None else np.nan, occ[:-1]]
-            starts = ~(np.abs(occ - before) <= self.gap)  # a pause longer than the gap (NaN: no note before)
+            if last is None:  # the scope's first note starts its first episode; the gaps are the ones after it
+                cut, window = self._cuts(np.diff(occ), ())
+                starts = np.r_[True, cut]
+            else:
+                cut, window = self._cuts(np.diff(np.r_[last[1], occ]), last[3])
+                starts = cut
             number = np.cumsum(starts) - 1 + len(keys)
             if not starts[0]:  # the first notes go on with the scope's last episode
                 number += 1
@@ -156,7 +223,7 @@ class Episodes:
                 keys.append(("~episode", namespace, scope, int(ids[j])))
                 firsts.append(j)
             at[rows] = number
-            self._last[here] = (int(ids[rows[-1]]), float(occ[-1]), keys[int(number[-1])])
+            self._last[here] = (int(ids[rows[-1]]), float(occ[-1]), keys[int(number[-1])], window)
         return at, keys, np.array(firsts, dtype=np.int64)
 
 
