@@ -38,8 +38,9 @@ from palimpsest_memory.packs.memory.vector_graph import TAIL_MAX, keeps
 from palimpsest_memory.packs.memory.vectors import VectorIndex
 from palimpsest_memory.runtime import Context
 
-FORMAT = 3  # of the full-text snapshot: 2 stores the postings grouped by term (restored without sorting); 3: bags
-# expanded with the neighbours of the note's thread in its scope (a 2 may hold another scope's words: rebuilt)
+FORMAT = 4  # of the full-text snapshot: 2 stores the postings grouped by term (restored without sorting); 3: bags
+# expanded with the neighbours of the note's thread in its scope (a 2 may hold another scope's words: rebuilt); 4:
+# episodes ended by the scope's own rhythm (ADR 0034): a 3's bags were expanded along the fixed-gap episodes
 GRAPH_FORMAT = 1
 # A snapshot that covers all notes but the newest few (notes are only added, so the notes it covers are still those
 # up to its highest id) is not rewritten at close: the next open restores it and indexes the newer notes as an
