@@ -32,7 +32,7 @@ def _round_trip_module():  # type: ignore[no-untyped-def]
 
 
 _rt_mod = _round_trip_module()
-HASHING, answers, build = _rt_mod.HASHING, _rt_mod.answers, _rt_mod.build
+HASHING, answers, build, Score = _rt_mod.HASHING, _rt_mod.answers, _rt_mod.build, _rt_mod.Score
 
 
 def open_rt(target: str):  # type: ignore[no-untyped-def]
@@ -57,11 +57,11 @@ def other_answers(rt) -> dict:  # type: ignore[no-untyped-def]
                                              "ORDER BY ref").fetchall()}
 
 
-def strip_ids(d: dict) -> dict:  # recall ids are per serve; scores decay with the clock (6 places, as answers())
+def strip_ids(d: dict) -> dict:  # recall ids are per serve; scores decay with the clock (a tolerance, as answers())
     d = json.loads(json.dumps(d))
     d["recall"].pop("recall_id", None)
     for hit in d["recall"]["results"]:
-        hit["score"] = round(hit["score"], 6)
+        hit["score"] = Score(hit["score"])
     return d
 
 
