@@ -227,7 +227,7 @@ class Followers:
             elif pack in self.mirrors and (ns in self.held or not all(m.per_namespace
                                                                         for _, m in self.mirrors[pack])):
                 try:
-                    changes.append(Change(seq, pack, ns, kind, store.decode(data)))
+                    changes.append(Change(seq, pack, ns, kind, store.decode(data), followed=True))
                 except Exception:  # noqa: BLE001 - data this process cannot read: rebuild from the tables
                     log.exception("change %d of %s (%s) cannot be decoded; reloading the mirrors", seq, pack, kind)
                     reload = True
@@ -241,6 +241,16 @@ class Followers:
             else:
                 self.load_all()
         return len(changes)
+
+    def idle(self) -> bool:
+        """A chunk of each mirror's deferred work (``Mirror.idle``); True while some remains."""
+        more = False
+        for _, mirror in self._everything():
+            try:
+                more = mirror.idle() or more
+            except Exception:  # noqa: BLE001 - deferred work is an optimisation: the mirror stays as it is
+                log.exception("deferred work of a mirror failed")
+        return more
 
     def _reload_locked(self, frame: Frame | None) -> None:
         """Inside a write transaction that met a change it cannot apply (a ``_reload``: an import; a pruned log):

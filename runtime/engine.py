@@ -139,7 +139,7 @@ class Runtime:
             rt._loaded = True
             store.seal()
             store.opened()
-            store.follow(rt._wake)
+            store.follow(rt._wake, rt._idle)
             # with no tracing wrapper installed, a call goes straight to the handler: pluggy's hook machinery
             # costs more than a nested sub-handler's own work (a recall makes several)
             rt._traced = len(rt._pm.hook.palimpsest_dispatch.get_hookimpls()) > 1
@@ -170,6 +170,14 @@ class Runtime:
                 return False
             self.followers.catch_up()
             return True
+
+    def _idle(self) -> bool:
+        """The follower thread has a moment: let the mirrors do a chunk of the work they deferred (``Mirror.idle``);
+        True while some remains."""
+        with self._lock:
+            if self.store is None:
+                return False
+            return self.followers.idle()
 
     def describe_store(self) -> dict[str, Any]:
         """What ``pal info`` shows of the store: backend, location (no secrets), size in bytes, server."""

@@ -42,6 +42,7 @@ class Change:
     namespace: str
     kind: str
     data: Any = None
+    followed: bool = False  # committed by another process (read from the change log), not by this one
 
 
 class Mirror:
@@ -52,6 +53,11 @@ class Mirror:
     def load(self, ctx: "Context", namespace: str | None = None) -> None:
         """Rebuild from the store's committed state. A per-namespace mirror gets the namespace to (re)build
         (``ctx.namespace`` is that namespace too) and must leave the others it holds as they are."""
+
+    def idle(self) -> bool:
+        """Work the mirror deferred while following other processes (e.g. an index's graph inserts), done a chunk
+        at a time when the runtime's follower is idle; returns whether some remains (then it is called again)."""
+        return False
 
     def apply(self, changes: Sequence[Change]) -> None:
         """Take committed changes of this pack, in commit order; ignore kinds this mirror does not hold."""

@@ -7,6 +7,7 @@ runtime calls ``load``, ``apply``, ``release`` and ``evict`` (ADR 0016).
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -33,6 +34,11 @@ def index_options(s: MemorySettings) -> dict[str, Any]:
 
 
 CHUNK = 32_768  # vectors per read at load (32 MB at 256 dimensions)
+# Deferred graph work (``take``'s ``defer_graph``) starts once no followed notes came for QUIET seconds, or at once in
+# a namespace whose deferred rows passed DEFER_MAX: a search scores those rows exactly, ~2 ms at 100k (the int8
+# scan's 1.82 ms there, /tmp measure 2026-12-03; a graph search 1.06), the most a follower's recall pays for keeping up
+QUIET = 0.5
+DEFER_MAX = 100_000
 ROW_CHUNK = 262_144  # notes per read at load: whole columns (fetchnumpy), a bounded transient
 # Text columns of a few values, read as positions in the namespace's list of them: fetchnumpy makes a Python string
 # per row of a text column (~70 MB and ~18k page faults per column at 1M notes, ADR 0025), a position is a number,
@@ -130,6 +136,7 @@ class IndexMirror(Mirror):
 
     def __init__(self) -> None:
         self.by_ns: dict[str, MemoryIndex] = {}
+        self._deferred_at = 0.0  # when the last notes followed from another process came (monotonic seconds)
         self.models: frozenset[str] | None = None  # the models whose vectors the index holds (settings), once loaded
         self._measured: dict[str, tuple[int, int]] = {}  # namespace -> (notes, bytes) at its last measure
 
@@ -185,7 +192,25 @@ class IndexMirror(Mirror):
         for change in changes:
             index = self.by_ns.get(change.namespace)
             if index is not None:
-                take(index, change.data, self.models)
+                if change.followed and isinstance(change.data, NotesAdded):
+                    self._deferred_at = time.monotonic()
+                take(index, change.data, self.models, defer_graph=change.followed)
+
+    def idle(self) -> bool:
+        """Catch up with the graph work the notes followed from other processes left (``take``'s ``defer_graph``),
+        a chunk at a time: once no such notes came for ``QUIET`` seconds, or at once for a namespace whose deferred
+        rows passed ``DEFER_MAX``. Returns whether some remains."""
+        more = False
+        quiet = time.monotonic() - self._deferred_at >= QUIET
+        for index in self.by_ns.values():
+            for vi in index.vectors.values():
+                waiting = vi.deferred_rows()
+                if waiting and (quiet or waiting > DEFER_MAX):
+                    more = vi.catch_up_graph() or more
+                    index.dirty = index.dirty or vi.graph_dirty
+                else:
+                    more = more or bool(waiting)
+        return more
 
     def release(self, ctx: Context, namespace: str) -> None:
         """Snapshot the namespace's full-text index while the store is still open (a no-op when nothing changed)."""
@@ -220,15 +245,17 @@ def _part(b: dict[str, Any], lo: int, hi: int) -> dict[str, Any]:
     return {k: v if isinstance(v, str) else v[lo:hi] for k, v in b.items()}
 
 
-def take(index: MemoryIndex, c: Any, models: frozenset[str] | None = None) -> None:
-    """Apply one committed change to a namespace's index (``models``: those whose vectors it holds; None: all)."""
+def take(index: MemoryIndex, c: Any, models: frozenset[str] | None = None, *, defer_graph: bool = False) -> None:
+    """Apply one committed change to a namespace's index (``models``: those whose vectors it holds; None: all).
+    ``defer_graph``: notes another process wrote — their vectors wait for the HNSW graph until this process is idle
+    (``IndexMirror.idle``), so that a follower keeps up with writers at full speed (issue 41, item 7)."""
     index.version += 1  # what recall keeps derived from the index (recall_cache.py) is stale from here
     if isinstance(c, NotesAdded):
         # the writer's columns, tokens and stored vectors, as they are: nothing embedded, tokenised only when the
         # change carries no tokens this process can take (NotesAdded)
         vectors = c.vectors if models is None else {m: v for m, v in c.vectors.items() if m in models}
         if c.columns is not None:
-            index.add_columns(c.columns, vectors, tokens=c.token_lists())
+            index.add_columns(c.columns, vectors, tokens=c.token_lists(), defer_graph=defer_graph)
         else:  # logged before columns: rows
             index.add(c.rows, vectors)
     elif isinstance(c, SupersededSet):

@@ -52,10 +52,11 @@ class IndexWrites:
                          tokens=[self.tokens_of(r) for r in rows] if text_index else None)
 
     def add_columns(self, b: dict[str, Any], vectors: dict[str, np.ndarray] | None = None, *,
-                    text_index: bool = True, tokens: list[list[str]] | None = None) -> None:
+                    text_index: bool = True, tokens: list[list[str]] | None = None, defer_graph: bool = False) -> None:
         """Index committed notes given as columns (``FIELDS``: lists, arrays, or what ``fetchnumpy`` returns, NULLs
         masked): a load fills the index from whole batches without a Python object per note (rowstore.py).
-        ``tokens``: each note's own BM25 tokens when the caller has them."""
+        ``tokens``: each note's own BM25 tokens when the caller has them; ``defer_graph``: their vectors' graph
+        work waits (``VectorIndex.add(defer=True)``)."""
         ids = np.asarray(b["id"], dtype=np.int64)
         if not ids.size:
             return
@@ -148,7 +149,7 @@ class IndexWrites:
         else:  # restored rows: their scope groups are not in the snapshot
             self.bm25.set_groups(ids, self.group_of(at))
         for model, matrix in (vectors or {}).items():
-            self.add_vectors(model, ids, matrix)
+            self.add_vectors(model, ids, matrix, defer=defer_graph)
 
     def _thread_codes(self, ids: np.ndarray, raw: np.ndarray, ns: np.ndarray, scope: np.ndarray,
                       occurred: np.ndarray) -> np.ndarray:
@@ -264,12 +265,13 @@ class IndexWrites:
     def _tokens(content: str, occurred_at: datetime) -> list[str]:
         return tokenize(index_text(content, occurred_at))
 
-    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True) -> None:
+    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True,
+                    defer: bool = False) -> None:
         self.version += 1
         index = self.vectors.get(model)
         if index is None:
             index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
-        index.add(ids, matrix, build=build)
+        index.add(ids, matrix, build=build, defer=defer)
 
     def adopt_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
         """A load's vectors: ``matrix`` (normalised; its first ``len(ids)`` rows, maybe mapped from a file, with spare

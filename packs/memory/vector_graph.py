@@ -33,6 +33,9 @@ _IN_FLIGHT = 2  # graph inserts queued or running at once: one runs while the ne
 _LIST_PER_ASKED_ROW = 6  # a search list at most this many times the rows asked (a 200-row leg's: 2,400)
 _INSERTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="palimpsest-hnsw")
 TAIL_MAX = 5000  # "a few newer items" (also the snapshots' rule, snapshot.py): at 5,000 a tail costs a search ~0.5 ms
+# deferred graph work done per call of catch_up_graph: ~0.12 ms of insert CPU a row (ann_params.md), so a chunk is
+# ~0.25 s, the longest a search waits for an insert of the tail
+CATCH_UP_ROWS = 2000
 
 
 def keeps(covered: int, total: int) -> bool:
@@ -85,6 +88,11 @@ class GraphRows:
         viewed where its snapshot file lies (``restore_graph(view=True)``, never with inserts queued) is first read
         into memory of its own, and the file's mapping let go."""
         graph, viewed = self._g, self._viewed
+        if graph is not None and viewed is None and self._tail is not None:  # rows deferred (defer_rows): in first
+            start, stop = self._tail
+            self._tail, self.graph_dirty = None, True
+            self._pending.append(_INSERTS.submit(self._insert, start + np.flatnonzero(self._alive[start:stop]), graph))
+            self.sync()  # the caller changes the graph next, on this thread
         if graph is None or viewed is None:
             return graph
         own = self._new_graph()
@@ -138,9 +146,11 @@ class GraphRows:
         while len(self._pending) > leave:
             self._pending.popleft().result()
 
-    def _graph_add(self, id_arr: np.ndarray, m: np.ndarray, build: bool) -> None:
+    def _graph_add(self, id_arr: np.ndarray, m: np.ndarray, build: bool, defer: bool = False) -> None:
         """Queue the rows just added for the graph (waiting while ``_IN_FLIGHT`` inserts are queued), or build the
-        graph once the index is large enough (``build``)."""
+        graph once the index is large enough (``build``); ``defer``: leave that work for :meth:`catch_up_graph`."""
+        if defer and self._defer(self._n_rows - id_arr.size, self._n_rows, build):
+            return
         self.sync(leave=_IN_FLIGHT - 1)  # bounded: an ingest that outruns its graph waits here
         if self._tail_takes(self._n_rows - id_arr.size, self._n_rows):
             return
@@ -166,6 +176,66 @@ class GraphRows:
         graph = self._new_graph()
         self._insert(np.flatnonzero(self._alive[: self._n_rows]), graph)
         self._g, self.graph_dirty = graph, True
+        self._building, self.graph_owed = None, False
+
+    # -- deferred graph work (a follower's: ADR 0031, "Followers that keep up") ------------------------------------
+    def _defer(self, start: int, stop: int, build: bool) -> bool:
+        """Leave the graph work of rows ``[start, stop)`` for later: they join the graph's tail (scored exactly by
+        every search until :meth:`catch_up_graph` inserts them), or, with no graph yet, the graph is owed once
+        the index is large enough. False (do it now) for a viewed graph with inserts queued (never the case)."""
+        if self._g is None:
+            self.graph_owed = self.graph_owed or bool(build and self.ann.min_rows
+                                                      and len(self._row_of) >= self.ann.min_rows)
+            return True
+        if self._pending and self._viewed is not None:
+            return False
+        self._tail = (start if self._tail is None else self._tail[0], stop)
+        return True
+
+    def deferred_rows(self) -> int:
+        """How many rows wait for graph work: the tail's, or every row while a graph is owed."""
+        if self._g is None:
+            return self._n_rows if self.graph_owed else 0
+        return 0 if self._tail is None else self._tail[1] - self._tail[0]
+
+    def catch_up_graph(self, rows: int = CATCH_UP_ROWS) -> bool:
+        """Do up to ``rows`` rows of the deferred graph work in the background: the next rows of a graph being built
+        (swapped in once it holds every row: until then searches scan), or of the tail of the graph searched (a
+        search waits for that insert, so a chunk is small). Returns whether work remains; a call while the last
+        chunk still runs queues nothing."""
+        if self._pending and not self._pending[0].done():
+            return True
+        self.sync()
+        if self._g is None:
+            if not self.graph_owed:
+                return False
+            if self._building is None:
+                self._building = (self._new_graph(), 0)
+            graph, upto = self._building
+            if upto >= self._n_rows:  # it holds every row: searched from now on
+                graph.expansion_search = self.ann.expansion_search
+                self._g, self._building, self.graph_owed, self.graph_dirty = graph, None, False, True
+                return False
+            stop = min(self._n_rows, upto + rows)
+            self._pending.append(_INSERTS.submit(self._insert, upto + np.flatnonzero(self._alive[upto:stop]), graph))
+            self._building = (graph, stop)
+            return True
+        if self._tail is None:
+            return False
+        if self._viewed is not None:  # a viewed graph is read-only: copied (its tail inserted) first
+            self._writable_graph()
+            return False
+        start, stop = self._tail
+        cut = min(stop, start + rows)
+        self._pending.append(_INSERTS.submit(self._insert, start + np.flatnonzero(self._alive[start:cut]), self._g))
+        self._tail, self.graph_dirty = (None if cut == stop else (cut, stop)), True
+        return self._tail is not None
+
+    def _drop_build(self) -> None:
+        """Rows moved or went (a compaction, a removal): a graph being built is started again later."""
+        if self._building is not None:
+            self.sync()
+            self._building = None
 
     def expansion(self, ask: int | None = None) -> int:
         """The graph's search list for this index's size (``Ann.search_list``)."""

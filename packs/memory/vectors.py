@@ -68,6 +68,8 @@ class VectorIndex(GraphRows):
         self._viewed: memoryview | None = None  # the snapshot file's mapped bytes while the graph searches them
         self._tail: tuple[int, int] | None = None  # rows [start, stop) a viewed graph lacks (vector_graph.py)
         self._pending: deque[Future] = deque()  # the graph inserts queued or running in the background, oldest first
+        self.graph_owed = False  # a graph is due but was deferred (vector_graph.GraphRows.catch_up_graph)
+        self._building: tuple[HNSW, int] | None = None  # a deferred graph being built, and the rows it has been given
         self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
         # the stored graph holds the first saved_rows vectors, and vectors were only added since (snapshot.py)
         self.saved_rows, self.appended_only = 0, False
@@ -123,10 +125,13 @@ class VectorIndex(GraphRows):
             self._row_by_id = grown
         self._row_by_id[ids] = rows
 
-    def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray, *, build: bool = True) -> None:
+    def add(self, ids: Sequence[int] | np.ndarray, matrix: np.ndarray, *, build: bool = True,
+            defer: bool = False) -> None:
         """Add rows (an existing id is replaced), normalised and held in half precision (``half.rows_of``).
         ``build=False``: do not build the graph yet even if the index is now large enough (a load first tries to
-        restore a saved one; see :meth:`build_graph`). A load hands its rows over with :meth:`adopt` instead."""
+        restore a saved one; see :meth:`build_graph`). ``defer``: leave the rows' graph work for
+        :meth:`catch_up_graph` (searches score them exactly meanwhile). A load hands its rows over with
+        :meth:`adopt` instead."""
         m = np.asarray(matrix, dtype=np.float32)
         if m.ndim == 1:
             m = m[None, :]
@@ -162,7 +167,7 @@ class VectorIndex(GraphRows):
                 self._alive[start + j] = True
         self._n_rows += len(ids)
         self._map_rows(id_arr, np.arange(start, self._n_rows, dtype=np.int64))
-        self._graph_add(id_arr, m, build)
+        self._graph_add(id_arr, m, build, defer)
 
     def adopt(self, ids: np.ndarray, matrix: np.ndarray) -> None:
         """Take a load's rows as they are: ``matrix``'s first ``len(ids)`` rows are the vectors of ``ids`` (distinct,
@@ -204,11 +209,13 @@ class VectorIndex(GraphRows):
                 if self._graph is not None:  # (once the queued inserts are in)
                     self._writable_graph().remove(int(i))
                     self.graph_dirty = True
+                self._drop_build()
         if _compact and self._n_dead > 1024 and self._n_dead * 3 > self._n_rows:
             self._compact()
         return n
 
     def _compact(self) -> None:
+        self._drop_build()
         live = np.flatnonzero(self._alive[: self._n_rows])
         n = live.size
         self._mat[:n] = self._mat[live]
@@ -321,8 +328,8 @@ class VectorIndex(GraphRows):
         rows = rows[rows >= 0]
         rows = rows[ok[rows]]
         tail = self.tail_rows(ok)
-        if tail is not None:  # the rows the graph does not hold yet, all scored
-            rows = np.concatenate([rows, tail])
+        if tail is not None:  # the rows the graph does not hold yet, all scored (once: a row re-added since the
+            rows = np.unique(np.concatenate([rows, tail]))  # graph took it is found by the graph and in the tail)
         if rows.size < k and rows.size < count:
             return None
         return self._rescored(rows, q, k, min_cosine)

@@ -2,7 +2,8 @@
 
 - :class:`ChangeListener`: LISTENs for other processes' commits and, on each notification (or every few seconds,
   in case one was lost), calls the runtime's ``wake`` (which catches up with the change log under the runtime's
-  lock). The log is the truth; a notification only says "look now". A lost connection is opened again.
+  lock). The log is the truth; a notification only says "look now". A lost connection is opened again. Between
+  notifications it calls ``idle``, which lets the mirrors do the work they deferred to keep up (``Mirror.idle``).
 - :class:`Heartbeat`: keeps a server's row in ``_palimpsest.servers`` fresh while it serves, writes it again if it
   went missing (a database restored, a row pruned), and deletes it when the server stops.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable
 
 log = logging.getLogger("palimpsest")
@@ -20,8 +22,9 @@ RETRY_FIRST, RETRY_MAX = 0.2, 5.0  # seconds between attempts to open a lost con
 
 
 class ChangeListener:
-    def __init__(self, connect: Callable[[], Any], location: str, wake: Callable[..., object]) -> None:
-        self._connect, self._location, self._wake = connect, location, wake
+    def __init__(self, connect: Callable[[], Any], location: str, wake: Callable[..., object],
+                 idle: Callable[[], bool] | None = None) -> None:
+        self._connect, self._location, self._wake, self._idle = connect, location, wake, idle
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="palimpsest-follower", daemon=True)
 
@@ -39,21 +42,28 @@ class ChangeListener:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._wake()  # whatever was committed while this connection was away
                     retry = RETRY_FIRST
-                    idle = 0.0
+                    quiet_for = 0.0
+                    # the mirrors' deferred work (Mirror.idle): asked for a chunk at most every LISTEN_POLL, after
+                    # each catch-up and for as long as they say some remains (they say when it is due)
+                    chores, last_chore = True, 0.0
                     while not self._stop.is_set():
                         got = [n.payload for n in conn.notifies(timeout=LISTEN_POLL, stop_after=1)]
                         if got:  # and every other one already here (commits during the last catch-up)
                             got += [n.payload for n in conn.notifies(timeout=0.0)]
                         woke = bool(got)
-                        idle = 0.0 if woke else idle + LISTEN_POLL
-                        if not woke and idle < SAFETY_POLL:
+                        now = time.monotonic()
+                        if self._idle is not None and chores and now - last_chore >= LISTEN_POLL:
+                            chores, last_chore = bool(self._idle()), now
+                        quiet_for = 0.0 if woke else quiet_for + LISTEN_POLL
+                        if not woke and quiet_for < SAFETY_POLL:
                             continue
-                        idle = 0.0
+                        quiet_for = 0.0
                         # a notification's payload is its commit's last sequence number: the runtime reads the log
                         # only when it has not applied that far (its own commits and those its last read took
                         # cost a read of the log each, most of them empty; issue 41, item 7)
                         if self._wake(newest(got)) is False:  # the runtime closed
                             return
+                        chores = True
             except Exception:  # noqa: BLE001 - a lost connection: log it and listen again
                 if self._stop.is_set():
                     return

@@ -142,8 +142,9 @@ class PgStore(Store):
             self.rollback_quietly()
             raise
 
-    def follow(self, wake: Callable[..., object]) -> None:
-        self._listener = ChangeListener(lambda: postgres.raw_connect(self._url, self._secrets), self.location, wake)
+    def follow(self, wake: Callable[..., object], idle: Callable[[], bool] | None = None) -> None:
+        self._listener = ChangeListener(lambda: postgres.raw_connect(self._url, self._secrets), self.location, wake,
+                                        idle)
         self._listener.start()
 
     def unfollow(self) -> None:

@@ -102,9 +102,10 @@ class Store:
     def prepare(self, codec: Any, change_log_hours: float) -> None:
         """After migrations: how change data travels (``codec``) and how long the log keeps it."""
 
-    def follow(self, wake: Callable[..., object]) -> None:
+    def follow(self, wake: Callable[..., object], idle: Callable[[], bool] | None = None) -> None:
         """Call ``wake()`` whenever another process may have committed (nothing to do when none can); ``wake(n)``
-        when it knows that commit's last sequence number ``n``."""
+        when it knows that commit's last sequence number ``n``; ``idle()`` between commits, while it returns True
+        (the mirrors' deferred work, ``Mirror.idle``)."""
 
     def unfollow(self) -> None:
         """Stop following other processes (their commits then arrive only with a catch-up: a write's lock, a
