@@ -35,7 +35,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
-from palimpsest_memory.runtime.adapters import http_data, web
+from palimpsest_memory.runtime.adapters import http_data, http_health, web
 from palimpsest_memory.runtime.adapters.serving import (
     ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
     announce, stop_on_signals, success, tool_name, url_of,
@@ -276,6 +276,7 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
 
     web.mount(app)  # the page at /, its assets at /ui, the offline docs at /docs (ADR 0019)
     http_data.mount(app, runtime, error_response)  # /v1/export and /v1/import (ADR 0018)
+    http_health.mount(app, runtime, error_response)  # /healthz
 
     @app.get("/v1/verbs", tags=["catalog"], operation_id="list_verbs")
     def list_verbs() -> JSONResponse:
