@@ -57,11 +57,27 @@ class VerbSpec:
 
     @property
     def summary(self) -> str:
-        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+        """The docstring's first sentence on one line (catalogs, CLI command lists, OpenAPI): its first line
+        stopped mid-sentence wherever the sentence wrapped (issue 42, bug 4)."""
+        return first_sentence(self.doc)
 
     @property
     def writes(self) -> bool:
         return self.act is not Act.ASSERTIVE
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, whitespace made single spaces (the whole paragraph when
+    no sentence ends in it; an abbreviation such as "e.g." ends none)."""
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else ""
+    for end in _SENTENCE_END.finditer(paragraph):
+        if not paragraph[:end.start()].lower().endswith(_ABBREVIATIONS):
+            return paragraph[:end.start()]
+    return paragraph
 
 
 def _check_name(kind: str, name: str) -> None:
