@@ -258,8 +258,8 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
                   description="palimpsest's verb catalog over HTTP. Success: `{\"ok\": true, \"verb\", \"result\"}`; "
                               "errors: `{\"ok\": false, \"error\": {\"code\", \"message\", \"verb\", \"details\"}}`. "
                               f"Every route takes an optional `{ACTOR_HEADER}` header: {ACTOR_DOC} "
-                              f"and an optional `{CONSISTENCY_HEADER}: strong` header: on a shared (PostgreSQL) "
-                              "store the call first catches up with every other process's commits.")
+                              f"Every route also takes an optional `{CONSISTENCY_HEADER}: strong` header: on a shared "
+                              "(PostgreSQL) store the call first catches up with every other process's commits.")
     public = {spec.full_name: spec for spec in runtime.verbs()}
     models = {name: _response_model(spec) for name, spec in public.items()}
     for route in RESOURCE_ROUTES:

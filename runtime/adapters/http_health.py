@@ -21,7 +21,8 @@ PATH = "/healthz"
 
 
 def mount(app: FastAPI, runtime: Runtime, error_response: Any) -> None:
-    @app.api_route(PATH, methods=["GET", "HEAD"], tags=["catalog"], operation_id="health")
+    @app.get(PATH, tags=["catalog"], operation_id="health")
+    @app.head(PATH, include_in_schema=False)  # one operation in the OpenAPI document
     async def health() -> JSONResponse:
         """Whether the server is up and its store reachable (503 store_unavailable when it is not)."""
         try:
