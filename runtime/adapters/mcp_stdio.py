@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import sys
 import threading
@@ -63,12 +64,16 @@ def line_problem(line: str) -> tuple[int, str, Any] | None:
 
 
 def valid_id(msg_id: Any) -> bool:
-    """A JSON-RPC request id: a string or a number (a bool is not a number here, as in JSON)."""
-    return isinstance(msg_id, (str, int, float)) and not isinstance(msg_id, bool)
+    """A JSON-RPC request id: a string or a number (a bool is not a number here, as in JSON; 1e400, which Python
+    reads as infinity, could not be written back as JSON)."""
+    if isinstance(msg_id, float):
+        return math.isfinite(msg_id)
+    return isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool)
 
 
 def _json_type(value: Any) -> str:
-    return {bool: "a boolean", type(None): "null", list: "an array", dict: "an object"}.get(type(value), "that")
+    return {bool: "a boolean", type(None): "null", list: "an array", dict: "an object",
+            float: "a number too large to write back"}.get(type(value), "that")
 
 
 class FloatIds:

@@ -51,8 +51,12 @@ def test_pal_mcp_answers_every_request_id(target: str) -> None:
             assert "memory_recall" in {t["name"] for t in answer["result"]["tools"]}
         answer = server.call(4.5, "memory_remember", {"content": "a float id still writes"})
         assert answer["id"] == 4.5 and answer["result"]["isError"] is False, answer
-        for msg_id in (True, False, None, [1], {"a": 1}):
-            answer = server.request(msg_id, "tools/list")
+        for msg_id in (True, False, None, [1], {"a": 1}, "1e400"):
+            if msg_id == "1e400":  # a number JSON can hold and Python reads as infinity
+                server.send('{"jsonrpc": "2.0", "id": 1e400, "method": "tools/list", "params": {}}')
+                answer = server.answer()
+            else:
+                answer = server.request(msg_id, "tools/list")
             assert answer == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": answer["error"]
                               ["message"]}} and "string or a number" in answer["error"]["message"], answer
         assert server.request(8, "tools/list", {})["id"] == 8  # still serving
