@@ -34,6 +34,7 @@ BENCHES = [  # (results file, command)
     ("brain_ledger.md", ["bench/brain_ledger.py"]),
     ("kg_yago", ["bench/kg_yago.py", "--questions", "20000"]),
     ("startup.md", ["bench/startup.py", "--runs", "7"]),
+    ("mcp.md", ["bench/mcp_cost.py", "--runs", "5", "--queries", "40"]),
     ("data_rights.md", ["bench/data_rights.py", "--notes", "100000"]),
     ("postgres.md", ["bench/pg_multi.py", "--notes", "20000", "--size", "100000"]),
     ("pg_restart.md", ["bench/pg_restart.py", "--notes", "10000", "--restarts", "5", "--opens", "5"]),
@@ -43,8 +44,9 @@ ON_REQUEST = [("kg_scale", ["bench/kg_scale.py", "--facts", "1000000", "--edges"
 # goals.md is written by hand from the reports below (the issues' goals next to what was reached): update it when
 # a figure it quotes moves.
 # house.md compares two trees (`python bench/house_compare.py --base DIR`), so it too is run by hand.
-REPORTS = ["goals.md", "house.md", "locomo.md", "locomo_episodes.md", "embedder_cost.md", "speed.md", "ann_params.md", "memory_perf.md", "memory_rss.md", "memory_graph.md",
-           "explain.md", "brain.md", "brain_ledger.md", "kg.md", "reliability.md", "startup.md", "data_rights.md",
+REPORTS = ["goals.md", "house.md", "locomo.md", "locomo_episodes.md", "embedder_cost.md", "speed.md", "ann_params.md",
+           "memory_perf.md", "memory_rss.md", "memory_graph.md", "explain.md", "brain.md", "brain_ledger.md", "kg.md",
+           "reliability.md", "startup.md", "mcp.md", "data_rights.md",
            "postgres.md", "pg_restart.md", "copy_store.md", "namespaces.md"]
 
 

@@ -50,6 +50,9 @@ class VerbSpec:
     doc: str = ""
     # many items in one call: the runtime pauses the cycle collector while its top-level call runs (ADR 0029)
     bulk: bool = False
+    # erases what it selects for real (a forget), where every other write adds a version, an edge or a mark and
+    # keeps the history: MCP's destructiveHint says so to a client (ADR 0033)
+    erases: bool = False
 
     @property
     def full_name(self) -> str:
@@ -57,11 +60,27 @@ class VerbSpec:
 
     @property
     def summary(self) -> str:
-        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+        """The docstring's first sentence on one line (catalogs, CLI command lists, OpenAPI): its first line
+        stopped mid-sentence wherever the sentence wrapped (issue 42, bug 4)."""
+        return first_sentence(self.doc)
 
     @property
     def writes(self) -> bool:
         return self.act is not Act.ASSERTIVE
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, whitespace made single spaces (the whole paragraph when
+    no sentence ends in it; an abbreviation such as "e.g." ends none)."""
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split()) if doc else ""
+    for end in _SENTENCE_END.finditer(paragraph):
+        if not paragraph[:end.start()].lower().endswith(_ABBREVIATIONS):
+            return paragraph[:end.start()]
+    return paragraph
 
 
 def _check_name(kind: str, name: str) -> None:
@@ -127,12 +146,15 @@ class Pack:
         return f"Pack({self.name!r}, version={self.version!r}, requires={list(self.requires)!r})"
 
     def verb(
-        self, name: str, *, act: Act | str, visibility: Visibility | str = Visibility.PUBLIC, bulk: bool = False
+        self, name: str, *, act: Act | str, visibility: Visibility | str = Visibility.PUBLIC, bulk: bool = False,
+        erases: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register ``handler(params: ParamsModel, ctx: Context) -> ResultModel`` as ``<pack>.<name>``.
 
         ``bulk=True`` declares a verb that takes many items in one call (a batch of notes, facts, records): the
         runtime pauses Python's cycle collector while its top-level call runs (``runtime/collector.py``).
+        ``erases=True`` declares a writing verb that erases data for real instead of keeping its history (a
+        forget); an assertive verb cannot erase.
 
         Fails at import time when the name is malformed, the act or visibility is unknown, a model is missing
         from the annotations, or the params model accepts unknown fields.
@@ -143,6 +165,8 @@ class Pack:
             vis_ = Visibility(visibility)
         except ValueError as exc:
             raise PackLoadError(f"{self.name}.{name}: {exc}") from None
+        if erases and act_ is Act.ASSERTIVE:
+            raise PackLoadError(f"{self.name}.{name}: an assertive verb cannot erase")
 
         def register(handler: Callable[..., Any]) -> Callable[..., Any]:
             params_model, result_model = _models_of(handler, f"{self.name}.{name}")
@@ -151,6 +175,7 @@ class Pack:
             self.verbs[name] = VerbSpec(
                 pack=self.name, name=name, act=act_, visibility=vis_, params_model=params_model,
                 result_model=result_model, handler=handler, doc=inspect.getdoc(handler) or "", bulk=bool(bulk),
+                erases=bool(erases),
             )
             return handler
 

@@ -62,7 +62,7 @@ def _ids(ctx: Context, sql: str, args: list[Any]) -> list[int]:
     return sorted({int(r[0]) for r in ctx.db.query(sql, [ctx.namespace, *args])})
 
 
-@pack.verb("forget", act=Act.COMMISSIVE)
+@pack.verb("forget", act=Act.COMMISSIVE, erases=True)
 def forget(params: ForgetParams, ctx: Context) -> ForgetResult:
     """Erase for real: an entity and its facts, the edges and sole-source facts of nodes, or the whole namespace;
     tombstones (what, when, why, who) stay. dry_run reports what would go."""

@@ -75,7 +75,7 @@ def _selected(params: ForgetParams, ctx: Context) -> list[int]:
     return [r[0] for r in ctx.db.query(f"SELECT id FROM memory.notes WHERE {' AND '.join(where)} ORDER BY id", args)]
 
 
-@pack.verb("forget", act=Act.COMMISSIVE)
+@pack.verb("forget", act=Act.COMMISSIVE, erases=True)
 def forget(params: ForgetParams, ctx: Context) -> ForgetResult:
     """Erase notes for real (by ids, by filters, or the whole namespace): text, vectors, postings, tags, audit
     trail, edges, facts they alone grounded, serve-ledger entries; a tombstone (id, when, why, who) stays.

@@ -242,10 +242,10 @@ class CandidatesGroupResult(BaseModel):
 
 
 class ArchiveParams(NamespacedParams):
-    """Forget notes that are wrong or no longer wanted: they leave search results but stay readable by id and in
+    """Archive notes that are wrong or no longer wanted: they leave search results but stay readable by id and in
     the history (nothing is erased)."""
 
-    ids: list[int] = Field(min_length=1, description="The ids of the notes to forget, as returned by remember or "
+    ids: list[int] = Field(min_length=1, description="The ids of the notes to archive, as returned by remember or "
                                                      "recall, e.g. [12, 15].")
 
 

@@ -126,7 +126,11 @@ class Session:
         print_json(data) if self.as_json else print_result(data)
 
     def run(self, verb: str, params: dict[str, Any], internal: bool = False) -> None:
-        self.show(self.call(verb, params, internal=internal))
+        from palimpsest_memory.runtime.adapters.cli_results import exit_if_missing
+
+        data = self.call(verb, params, internal=internal)
+        self.show(data)
+        exit_if_missing(verb, data, self.as_json)  # ids asked for and not found: exit 3
 
     def verbs(self) -> list[dict[str, Any]]:
         """The public verbs (name, act, summary), from the server with ``--server``, else the local catalog."""
@@ -499,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
         cli = build_cli()
     try:
         command = typer.main.get_command(cli)
+        from palimpsest_memory.runtime.adapters.cli_help import literal_help
+
+        literal_help(command)  # "[adapters] host" is text, not a Rich style tag
         args = hoist_root_options(command, args)
         rc = command.main(args=args, prog_name="pal", standalone_mode=False)  # a typer.Exit(n) comes back as n
     except PalimpsestError as exc:

@@ -35,7 +35,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
-from palimpsest_memory.runtime.adapters import http_data, web
+from palimpsest_memory.runtime.adapters import http_data, http_health, web
 from palimpsest_memory.runtime.adapters.serving import (
     ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
     announce, stop_on_signals, success, tool_name, url_of,
@@ -258,8 +258,8 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
                   description="palimpsest's verb catalog over HTTP. Success: `{\"ok\": true, \"verb\", \"result\"}`; "
                               "errors: `{\"ok\": false, \"error\": {\"code\", \"message\", \"verb\", \"details\"}}`. "
                               f"Every route takes an optional `{ACTOR_HEADER}` header: {ACTOR_DOC} "
-                              f"and an optional `{CONSISTENCY_HEADER}: strong` header: on a shared (PostgreSQL) "
-                              "store the call first catches up with every other process's commits.")
+                              f"Every route also takes an optional `{CONSISTENCY_HEADER}: strong` header: on a shared "
+                              "(PostgreSQL) store the call first catches up with every other process's commits.")
     public = {spec.full_name: spec for spec in runtime.verbs()}
     models = {name: _response_model(spec) for name, spec in public.items()}
     for route in RESOURCE_ROUTES:
@@ -276,6 +276,7 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
 
     web.mount(app)  # the page at /, its assets at /ui, the offline docs at /docs (ADR 0019)
     http_data.mount(app, runtime, error_response)  # /v1/export and /v1/import (ADR 0018)
+    http_health.mount(app, runtime, error_response)  # /healthz
 
     @app.get("/v1/verbs", tags=["catalog"], operation_id="list_verbs")
     def list_verbs() -> JSONResponse:

@@ -33,28 +33,25 @@ from mcp.server import Server
 
 from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors, load_catalog
 from palimpsest_memory.runtime.adapters.mcp_stdio import checked_stdio_server
+from palimpsest_memory.runtime.adapters.mcp_tools import ToolView, tool_view
 from palimpsest_memory.runtime.adapters.serving import (
     AdapterSettings, Guard, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
-    result_data, run_uvicorn, announce, discover, stop_on_signals, success, tool_name, url_of,
+    result_data, run_uvicorn, announce, discover, stop_on_signals, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.mcp")
 
 
-def tool_for(spec: VerbSpec, *, output_schema: bool = True) -> types.Tool:
-    """The MCP tool of a verb. Its description is the params model's docstring when it has one (written for an
-    agent: what the tool is for and when to call it), else the first paragraph of the verb's docstring; the
-    input schema is the params model's, compacted (no titles, ``X | None`` as ``X``); the output schema (the
-    result model's) only when asked, since it is most of a tool's size and a client needs it only to
-    validate the structured result."""
+def tool_for(spec: VerbSpec, config: Any = None, *, core: bool = False, output_schema: bool = True) -> ToolView:
+    """The MCP tool of a verb, with the way its calls and answers pass (:mod:`mcp_tools`). Its description is the
+    params model's docstring when it has one (written for an agent: what the tool is for and when to call it),
+    else the first paragraph of the verb's docstring; the input schema is the params model's, compacted (no
+    titles, ``X | None`` as ``X``); the output schema (the result model's) only when asked, since it is most of a
+    tool's size and a client needs it only to validate the structured result."""
     schema = spec.params_model.model_json_schema()
     description = " ".join((schema.pop("description", None) or first_paragraph(spec.doc) or spec.full_name).split())
-    return types.Tool(
-        name=tool_name(spec.full_name), title=spec.full_name, description=description,
-        input_schema=compact_schema(schema),
-        output_schema=spec.result_model.model_json_schema(mode="serialization") if output_schema else None,
-        annotations=types.ToolAnnotations(read_only_hint=not spec.writes, open_world_hint=False),
-    )
+    return tool_view(spec, config, core=core, output_schema=output_schema, description=description,
+                     input_schema=compact_schema(schema))
 
 
 def first_paragraph(doc: str) -> str:
@@ -171,8 +168,11 @@ def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[st
     chosen = select_tools(runtime.verbs(), tools, config)
     if output_schemas is None:
         output_schemas = bool((config.get("mcp") or {}).get("output_schemas", False))
-    public = {tool_name(spec.full_name): spec for spec in chosen}
-    tool_list = [tool_for(spec, output_schema=output_schemas) for spec in public.values()]
+    core = tools is None or (isinstance(tools, str) and tools.strip() == CORE)  # core: [mcp] core_params apply
+    views = {tool_name(spec.full_name): tool_for(spec, config, core=core, output_schema=output_schemas)
+             for spec in chosen}
+    public = {name: view.spec for name, view in views.items()}
+    tool_list = [view.tool for view in views.values()]
     inputs = {tool.name: tool.input_schema for tool in tool_list}
     server_thread = f"mcp-{uuid.uuid4().hex[:12]}"  # stdio: this server serves one client session
     session_threads: dict[str, str] = {}  # streamable HTTP: the transport's session id → its thread
@@ -190,10 +190,14 @@ def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[st
         return types.ListToolsResult(tools=tool_list)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        spec = public.get(params.name)
-        if spec is None:
+        view = views.get(params.name)
+        if view is None:
             return error_result(_refusal(runtime, params.name, public))
-        arguments = dict(params.arguments or {})
+        spec = view.spec
+        try:
+            arguments, detail = view.arguments(params.arguments or {})
+        except PalimpsestError as exc:
+            return error_result(exc)
         named = arguments.get("actor")
         if actor is not None and named is not None and named != actor:
             # the server is bound to one actor: a client may not act for another through a verb's own field
@@ -210,9 +214,7 @@ def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[st
         except Exception as exc:  # a bug: still the one error shape; the traceback goes to the log
             log.exception("%s failed", spec.full_name)
             return error_result(errors.InternalError(f"unexpected {type(exc).__name__}: {exc}", verb=spec.full_name))
-        data = result_data(result)
-        return types.CallToolResult(content=[types.TextContent(text=json.dumps(success(spec.full_name, data)))],
-                                    structured_content=data)
+        return view.answer(result_data(result), detail)
 
     return Server("palimpsest", version=__version__, instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool,

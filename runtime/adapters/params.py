@@ -1,6 +1,7 @@
 """Turn a verb's pydantic params model into a typer command signature, field by field.
 
-Required scalars become positional arguments (in field order); other scalars typed options; enums and
+Required scalars become positional arguments (in field order), and so do the items of the first required list of
+scalars (``pal memory get 12 15``; its ``--ids`` option stays, and both add up); other scalars typed options; enums and
 literals choices; booleans ``--x/--no-x`` flags; lists of scalars repeatable options that also split on commas
 (``--tags a,b`` and ``--tags a --tags b`` are the same two tags); dates text that pydantic parses; anything nested
 (objects, lists of objects) JSON text. Every option defaults to "not given", so the params model's own defaults
@@ -25,6 +26,7 @@ from palimpsest_memory.runtime import errors
 SCALARS = (str, int, float)
 TEXT_PARSED = (dt.datetime, dt.date)
 SKIPPED_FIELDS = {"namespace"}  # set for every command by the global --namespace option
+POSITIONAL = "__positional"  # the variadic argument that fills a required list: <field>__positional
 
 
 def _unwrap(tp: Any) -> Any:
@@ -65,12 +67,20 @@ def _cli_type(name: str, tp: Any) -> tuple[Any, str]:
 def command_signature(model: type[BaseModel]) -> tuple[inspect.Signature, dict[str, str]]:
     params: list[inspect.Parameter] = []
     kinds: dict[str, str] = {}
+    variadic = False  # click takes one variadic argument per command
     for name, field in model.model_fields.items():
         if name in SKIPPED_FIELDS:
             continue
         params.append(_parameter(name, field, kinds))
-    # typer wants arguments (no default) before options
-    params.sort(key=lambda p: p.default is not inspect.Parameter.empty)
+        if kinds[name] == "list" and field.is_required() and not variadic:
+            variadic = True
+            kinds[name + POSITIONAL] = "list"
+            params.append(inspect.Parameter(name + POSITIONAL, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                            annotation=Annotated[Optional[list[str]], typer.Argument(
+                                                metavar=name.upper(), show_default=False,
+                                                help=f"{field.description or 'The ' + name}; or --{name.replace('_', '-')}")]))
+    # typer wants arguments (no default, then the variadic one) before options
+    params.sort(key=lambda p: (p.kind is inspect.Parameter.KEYWORD_ONLY, p.default is not inspect.Parameter.empty))
     return inspect.Signature(params), kinds
 
 
@@ -108,6 +118,11 @@ def collect(model: type[BaseModel], kinds: dict[str, str], values: dict[str, Any
             value = [v.value for v in value]
         elif kind == "list":
             value = [part.strip() for v in value for part in str(v).split(",") if part.strip()]
+            if key.endswith(POSITIONAL):  # the items given as arguments come first, then --<field>'s
+                key = key[:-len(POSITIONAL)]
+                value = value + out.get(key, [])
+            elif key in out:
+                value = out[key] + value
         elif value == "-" and isinstance(value, str):
             value = read_stdin(key, verb)
         elif kind == "json":

@@ -225,7 +225,7 @@ class Guard:
                                                     details={"reason": "host"}), 421)
             return
         origin = headers.get("origin")
-        if self.allowed_hosts is not None and origin and origin.partition("://")[2].lower() not in self.allowed_hosts:
+        if self.allowed_hosts is not None and origin and origin_host(origin) not in self.allowed_hosts:
             await send_error(send, errors.Forbidden(f"cross-origin request from {origin!r} refused",
                                                     details={"reason": "origin"}))
             return
@@ -270,6 +270,18 @@ class Guard:
             await send(message)
 
         await self.app(scope, limited_receive, guarded_send)
+
+
+def origin_host(origin: str) -> str:
+    """An Origin header as ``host:port``, the port always written (80 for http, 443 for https when the Origin has
+    none): the allowed hosts also hold port-less names (for Host headers), and a port-less ``http://localhost``
+    is another origin (port 80) than a server on port 8765 (issue 46)."""
+    scheme, sep, rest = origin.strip().lower().partition("://")
+    if not sep or not rest or "/" in rest or "@" in rest:
+        return ""  # not a serialised origin ("null", a path, credentials): matches no allowed host
+    host, port = (rest.rsplit(":", 1) if not rest.endswith("]") and ":" in rest else (rest, ""))
+    port = port or {"http": "80", "https": "443"}.get(scheme, "")
+    return f"{host}:{port}" if port.isdigit() else ""
 
 
 def _too_large(limit: int) -> errors.LimitExceeded:

@@ -170,7 +170,7 @@ def test_pal_mcp_over_http_serves_both_backends(target: str) -> None:
             async with Client(server.url) as client:
                 await call_ok(client, "memory_remember", {"content": "Ada prefers tea"})
                 found = await call_ok(client, "memory_recall", {"query": "tea"})
-                assert found["results"][0]["note"]["content"] == "Ada prefers tea"
+                assert found["results"][0]["text"] == "Ada prefers tea"  # compact over MCP (ADR 0033)
 
         run(scenario)
     finally:

@@ -95,7 +95,7 @@ def test_pal_mcp_actor_flag_makes_every_tool_call_for_that_actor(site, tmp_path)
             async with Client(params) as client:
                 result = await client.call_tool("zeta_whoami", {})
                 assert result.is_error is False
-                assert result.structured_content == {"namespace": "default", "actor": "alice"}
+                assert json.loads(result.content[0].text)["result"] == {"namespace": "default", "actor": "alice"}
 
     anyio.run(scenario)
     proc = run_cli("--db", str(tmp_path / "pal.db"), "mcp", "--actor", "*", env=zeta_env(site))

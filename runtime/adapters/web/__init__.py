@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 STATIC = Path(__file__).with_name("static")
-PUBLIC_EXACT = frozenset({"/", "/docs", "/favicon.ico"})
+PUBLIC_EXACT = frozenset({"/", "/docs", "/favicon.ico", "/healthz"})  # /healthz: http_health says why
 PUBLIC_PREFIX = "/ui/"
 # the verbs the page calls; every one but brain.feedback is assertive (tests/browser checks the act)
 READ_VERBS = ("memory.recall", "memory.get", "memory.list", "memory.namespaces", "memory.count", "kg.namespaces",
@@ -39,11 +39,12 @@ def mount(app: Any) -> None:
                "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
                                           "script-src 'self'; connect-src 'self'; frame-ancestors 'none'"}
 
-    @app.get("/", include_in_schema=False)
+    # HEAD as GET without the body (a link checker, `curl -I`, an uptime probe); FileResponse leaves the body out
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def index() -> Any:
         return FileResponse(STATIC / "index.html", headers=headers)
 
-    @app.get("/docs", include_in_schema=False)
+    @app.api_route("/docs", methods=["GET", "HEAD"], include_in_schema=False)
     def docs() -> Any:
         return FileResponse(STATIC / "docs.html", headers=headers)
 

@@ -15,20 +15,27 @@ export async function render(root) {
     if (actor !== "*") profiles.push({ who: `actor ${actor}`, profile, actor });
   }
   const table = h("table", { class: "plain", id: "brain-profiles" },
-    h("tr", {}, ["for", "profile", "events", ...Object.keys(COMPONENTS).map((c) => `${c} mean`), "weights now"]
+    // "feedback since reset": brain.state counts feedback events since the profile's last init or reset, while
+    // its log (the chart) also holds the init and reset events themselves; one column named "events" read 3 where
+    // the chart said 4 (issue 42, bug 7)
+    h("tr", {}, ["for", "profile", "feedback since reset", ...Object.keys(COMPONENTS).map((c) => `${c} mean`), "weights now"]
       .map((c) => h("th", {}, c))));
   root.append(h("h3", {}, "Profiles"), table);
   for (const p of profiles) {
     const ps = p.actor ? await call("brain.state", { actor: p.actor }) : st;
     const post = ps.state.posteriors;
     table.append(h("tr", { class: "profile-row" }, h("td", {}, p.who), h("td", {}, ps.state.profile),
-      h("td", {}, String(ps.state.feedback_events)),
+      h("td", { class: "feedback-count" }, String(ps.state.feedback_events)),
       Object.keys(COMPONENTS).map((c) => h("td", {}, post[c] ? post[c].mean.toFixed(3) : "—")),
       h("td", {}, ps.projected ? Object.entries(ps.projected).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ") : "prior")));
   }
   for (const p of profiles) {
     const hist = await call("brain.history", { profile: p.profile });
-    root.append(h("h3", {}, `Profile ${hist.profile} (${p.who}): ${hist.events} events`), chart(hist));
+    const since = feedbackSinceReset(hist.points);
+    const shown = hist.points.length < hist.events ? ` (the newest ${hist.points.length} drawn)` : "";
+    root.append(h("h3", { class: "profile-heading", dataset: { feedback: since, events: hist.events } },
+      `Profile ${hist.profile} (${p.who}): ${since} feedback since reset · ${hist.events} events in its log, ` +
+      `init and resets included${shown}`), chart(hist));
   }
 }
 
@@ -66,6 +73,13 @@ function chart(hist) {
   svg.append(s("text", { x: L, y: H - 4, class: "muted" },
     `${fmtTime(pts[0].at)} → ${fmtTime(pts[pts.length - 1].at)} · dots: events (green useful, red not useful, purple correction)`));
   return svg;
+}
+
+// Feedback events after the newest init or reset: what brain.state's feedback_events counts.
+function feedbackSinceReset(points) {
+  let n = 0;
+  for (const p of points) n = p.kind === "feedback" ? n + 1 : 0;
+  return n;
 }
 
 function sdOf(q) {

@@ -8,6 +8,24 @@ const el = (tag, attrs = {}, ...kids) => {
   return e;
 };
 
+// Docstrings and descriptions mark code with `one` or ``two`` backticks (Markdown and reStructuredText): show it
+// as code, not as backticks, and blank-line paragraphs as paragraphs. Text only: nothing is parsed as HTML.
+function inline(text) {
+  const parts = String(text || "").split(/``([^`]+)``|`([^`]+)`/);
+  const out = [];
+  for (let i = 0; i < parts.length; i += 3) {
+    if (parts[i]) out.push(parts[i]);
+    const code = parts[i + 1] || parts[i + 2];
+    if (code) out.push(el("code", {}, code));
+  }
+  return out;
+}
+
+function prose(text, cls) {
+  const paras = String(text || "").split(/\n\s*\n/).map((p) => p.replace(/\s+/g, " ").trim()).filter(Boolean);
+  return paras.map((p) => el("p", cls ? { class: cls } : {}, inline(p)));
+}
+
 function headers() {
   const t = sessionStorage.getItem(TOKEN_KEY);
   return t ? { Authorization: `Bearer ${t}` } : {};
@@ -46,12 +64,12 @@ function fields(doc, schema) {
   return el("table", { class: "plain" }, el("tr", {}, el("th", {}, "field"), el("th", {}, "type"), el("th", {}, "description")),
     Object.entries(props).map(([name, p]) => el("tr", {}, el("td", {}, el("code", {}, name), req.has(name) ? " *" : ""),
       el("td", {}, typeOf(doc, p) + (p.default !== undefined ? ` = ${JSON.stringify(p.default)}` : "")),
-      el("td", {}, deref(doc, p).description || p.description || ""))));
+      el("td", {}, inline(deref(doc, p).description || p.description || "")))));
 }
 
 function render(doc) {
   const main = document.getElementById("docs");
-  main.replaceChildren(el("h2", {}, `${doc.info.title} ${doc.info.version}`), el("p", {}, doc.info.description || ""));
+  main.replaceChildren(el("h2", {}, `${doc.info.title} ${doc.info.version}`), ...prose(doc.info.description, "intro"));
   const byTag = {};
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
@@ -78,11 +96,11 @@ function render(doc) {
       });
       main.append(el("details", { class: "docs-op", "data-path": path },
         el("summary", {}, el("span", { class: `method ${method}` }, method.toUpperCase()), el("code", {}, path), "  ",
-          el("span", { class: "muted" }, op.summary || "")),
-        el("div", { class: "body" }, el("p", {}, op.description || ""),
+          el("span", { class: "muted" }, inline(op.summary))),
+        el("div", { class: "body" }, prose(op.description),
           params.length ? [el("h4", {}, "parameters"), el("table", { class: "plain" }, params.map((p) =>
             el("tr", {}, el("td", {}, el("code", {}, p.name)), el("td", {}, p.in), el("td", {}, typeOf(doc, p.schema)),
-              el("td", {}, p.description || ""))))] : null,
+              el("td", {}, inline(p.description)))))] : null,
           body ? [el("h4", {}, "body"), fields(doc, body.schema)] : null,
           result ? [el("h4", {}, "result"), fields(doc, deref(doc, result.properties ? result.properties.result : result))] : null,
           path.includes("{") ? null : [el("h4", {}, "try it"), body ? input : null, " ", send, out])));
