@@ -304,13 +304,13 @@ def main() -> int:
 
 NOTE = ("A recall never waits for a namespace's writers: its serve record (the brain's `recall_served` subscriber) "
         "takes no namespace lock and commits one logged change in one round trip, without an fsync wait (ADR 0016). "
-        "What is left in the staleness figures is the readers' following itself: each reader applies every "
-        "writer's batches (decode, BM25, episodes, vectors), on the same 2 cores as the writers and the server."
-        " At full speed the four writers commit about 2,000 notes/s and each of the four readers must replay all of "
-        "them (~0.3–0.5 ms of CPU a note), which two cores cannot do beside the writers: the followers fall behind "
-        "and the staleness grows with the run. At 400 notes/s they keep up, and staleness stays within the 200 ms "
-        "goal. A follower replays only the namespaces it holds (ADR 0016), so readers that split the namespaces "
-        "between them follow only their share.")
+        "What is left in the staleness figures is the readers' following itself, on the same 2 cores as the writers "
+        "and the server: each reader applies every writer's batches (decode, columns, BM25 bags, vectors) and "
+        "leaves the HNSW inserts of the notes it follows until it is idle (ADR 0031, \"Followers that keep up\"). "
+        "The CPU row says whether the machine had the CPU for it: a reader's CPU is mostly its own recall loop "
+        "(probe checks and a recall every loop), and with the writers at full speed the machine is saturated, so "
+        "every wait (the runtime's lock held by a recall, the scheduler) stretches. A follower replays only the "
+        "namespaces it holds (ADR 0016), so readers that split the namespaces between them follow only their share.")
 
 
 def multi_table(m: dict, title: str, how: str) -> list[str]:
