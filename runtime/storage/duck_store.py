@@ -79,6 +79,9 @@ class DuckStore(Store):
     def files_beside(self, suffix: str) -> Path | None:
         return None if self.in_memory else Path(self.location + suffix)
 
+    def owns_file(self, path: str | Path) -> str | None:
+        return None if self.in_memory else store_file_of(self.location, path)
+
     # -- commit and the change log (this process's own, in memory) -------------------------------------------
     def commit(self, began: bool, changes: list[tuple[str, str, str, Any]], origin: str) -> list[int]:
         if began:
@@ -256,6 +259,39 @@ def restore_file(source: Path, target: Path) -> None:
 
 def _quote(path: Path) -> str:
     return str(path).replace("'", "''")
+
+
+# what a file store keeps beside itself: files, and folders whose every file is the store's
+SIDE_FILES = {".wal": "its write-ahead log", INFO_SUFFIX: "its server announcement", ".erase-copy": "a rewrite's copy",
+              ".compact": "a rewrite's copy", ".restore": "a restore's copy"}
+SIDE_FOLDERS = {".index": "its index snapshots", ".backups": "its backups"}
+
+
+def store_file_of(location: str, path: str | Path) -> str | None:
+    """What ``path`` is to the store file ``location`` ("the store itself", "its write-ahead log", ...), or None
+    when it is none of its files. A path is compared after resolving links, and by inode when it exists (a hard
+    link to the store is the store), so no spelling of the store's name slips through (issue 46, F7)."""
+    store = Path(resolve(location))
+    target = Path(resolve(str(path)))
+    if target == store or _same_file(target, store):
+        return "the store itself"
+    for suffix, what in SIDE_FILES.items():
+        side = Path(f"{store}{suffix}")
+        if target == side or _same_file(target, side):
+            return what
+    if target.name.startswith(f"{store.name}{INFO_SUFFIX}.") and target.parent == store.parent:
+        return "its server announcement"  # the announcement's temp file (announce_file)
+    for suffix, what in SIDE_FOLDERS.items():
+        if target.is_relative_to(Path(f"{store}{suffix}")):
+            return what
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either does not exist
+        return False
 
 
 def info_path(target: str) -> Path | None:
