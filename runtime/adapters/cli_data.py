@@ -124,7 +124,7 @@ def files_of(db: Optional[str]) -> Optional[Callable[[Path], Optional[str]]]:
     only when there is a store to ask about (``pal --server URL export F`` needs none)."""
     if not db:
         return None
-    from palimpsest_memory.runtime.storage import store_file_of
+    from palimpsest_memory.runtime import store_file_of
 
     return lambda path: store_file_of(db, path)
 
