@@ -71,6 +71,10 @@ class ImportParams(NamespacedParams):
 
 class ImportResult(BaseModel):
     imported: dict[str, int]
+    keys: dict[str, list[str]] = Field(
+        default_factory=dict, description="The first call only: each record type's key (its columns), which no two "
+                                          "records of a file may share, so a file is checked whole before the "
+                                          "first write (issue 46, F5).")
 
 
 # -- for packs ----------------------------------------------------------------------------------------------------
@@ -214,7 +218,7 @@ def import_page(ctx: "Context", tables: list[Table], p: ImportParams) -> ImportR
         for t in tables:
             for seq, col in t.sequences:
                 advance_sequence(ctx, seq, f"SELECT max({col}) FROM {t.table}")
-    return ImportResult(imported=counts)
+    return ImportResult(imported=counts, keys={t.type: list(t.key) for t in tables} if p.first else {})
 
 
 def advance_sequence(ctx: "Context", sequence: str, max_sql: str) -> None:
