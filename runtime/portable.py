@@ -131,7 +131,11 @@ def export_page(ctx: "Context", tables: list[Table], cursor: Optional[str], limi
     if cursor is not None:
         try:
             index, after = json.loads(base64.urlsafe_b64decode(cursor))
-            index = int(index)
+            if not isinstance(index, int) or not 0 <= index < len(tables) or after is not None and (
+                    not isinstance(after, list) or len(after) != len(tables[index].key)
+                    or not all(isinstance(v, (str, float, type(None))) or isinstance(v, int) and
+                               -(2**63) <= v < 2**63 for v in after)):
+                raise ValueError("not a cursor of these tables")  # forged: refused here, not by the database
         except (ValueError, TypeError, binascii.Error):
             raise InvalidParams("cursor is not a next_cursor of this export",
                                 details={"errors": [{"loc": ["cursor"], "msg": "invalid cursor"}]}) from None
