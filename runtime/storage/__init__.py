@@ -74,7 +74,7 @@ def store_file_of(target: str | Path, path: str | Path) -> str | None:
     without opening the store; always None for a PostgreSQL database."""
     if postgres.is_url(str(target)) or str(target) == ":memory:":
         return None
-    from palimpsest_memory.runtime.storage.duck_store import store_file_of as of_file
+    from palimpsest_memory.runtime.storage.duck_files import store_file_of as of_file
 
     return of_file(str(target), path)
 

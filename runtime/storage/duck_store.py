@@ -23,16 +23,11 @@ import duckdb
 
 from palimpsest_memory.runtime.errors import StorageError
 from palimpsest_memory.runtime.storage import duck
+from palimpsest_memory.runtime.storage.duck_files import INFO_SUFFIX, clean_leftovers, resolve, store_file_of
 from palimpsest_memory.runtime.storage.store import Row, Store, server_record
 
 log = logging.getLogger("palimpsest.runtime")
-INFO_SUFFIX = ".server.json"
 REOPEN_TRIES, REOPEN_PAUSE = 400, 0.005  # ~2 s of retries to reopen a rewritten file a passing process opened
-
-
-def resolve(target: str) -> str:
-    """The file's absolute path (``~`` expanded), or ``:memory:``."""
-    return target if target == ":memory:" else str(Path(target).expanduser().resolve())
 
 
 class DuckStore(Store):
@@ -43,6 +38,8 @@ class DuckStore(Store):
         self._checkpoint_threshold = checkpoint_threshold
         self.con = duck.connect(self.location, checkpoint_threshold=checkpoint_threshold)
         self._fd = self._hold_fd()
+        if not self.in_memory:  # held now: anything half-written beside the file is a dead writer's
+            clean_leftovers(self.location)
         self._sealed = False
         self._seq = 0
         self._last: list[Row] = []  # the last commit's changes: the followers read them when they cannot take
@@ -259,39 +256,6 @@ def restore_file(source: Path, target: Path) -> None:
 
 def _quote(path: Path) -> str:
     return str(path).replace("'", "''")
-
-
-# what a file store keeps beside itself: files, and folders whose every file is the store's
-SIDE_FILES = {".wal": "its write-ahead log", INFO_SUFFIX: "its server announcement", ".erase-copy": "a rewrite's copy",
-              ".compact": "a rewrite's copy", ".restore": "a restore's copy"}
-SIDE_FOLDERS = {".index": "its index snapshots", ".backups": "its backups"}
-
-
-def store_file_of(location: str, path: str | Path) -> str | None:
-    """What ``path`` is to the store file ``location`` ("the store itself", "its write-ahead log", ...), or None
-    when it is none of its files. A path is compared after resolving links, and by inode when it exists (a hard
-    link to the store is the store), so no spelling of the store's name slips through (issue 46, F7)."""
-    store = Path(resolve(location))
-    target = Path(resolve(str(path)))
-    if target == store or _same_file(target, store):
-        return "the store itself"
-    for suffix, what in SIDE_FILES.items():
-        side = Path(f"{store}{suffix}")
-        if target == side or _same_file(target, side):
-            return what
-    if target.name.startswith(f"{store.name}{INFO_SUFFIX}.") and target.parent == store.parent:
-        return "its server announcement"  # the announcement's temp file (announce_file)
-    for suffix, what in SIDE_FOLDERS.items():
-        if target.is_relative_to(Path(f"{store}{suffix}")):
-            return what
-    return None
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # either does not exist
-        return False
 
 
 def info_path(target: str) -> Path | None:
