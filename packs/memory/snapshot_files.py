@@ -65,12 +65,16 @@ def put(ctx: Context, row_id: int, sig: str, notes: int, max_id: int, data: "byt
         name = f"{stem}-{tag.hex()}.bin"
         tmp = where / (name + ".tmp")
         crc = 0
-        with open(tmp, "wb") as f:
-            f.write(MARK + tag)
-            for p in parts:
-                f.write(p)
-                crc = zlib.crc32(p, crc)
-        os.replace(tmp, where / name)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(MARK + tag)
+                for p in parts:
+                    f.write(p)
+                    crc = zlib.crc32(p, crc)
+            os.replace(tmp, where / name)
+        except BaseException:  # a full disk: no half-written file left behind (~1 GB at 1M notes)
+            tmp.unlink(missing_ok=True)
+            raise
         for old in where.glob(stem + "-*.bin"):  # an earlier write's (its row is replaced below)
             if old.name != name:
                 try:
