@@ -207,7 +207,7 @@ def check_file(path: Path, packs: list[str], keys: dict[str, dict[str, list[str]
     be found only once the batches before it were written). Keys are kept as 64-bit hashes (8 bytes a record, not
     a Python set of millions of tuples); hashes seen twice are confirmed by a second read that keeps only those
     keys, so a collision of hashes is never reported as a repeat. Returns the number of records."""
-    hashes, where = array("q"), array("q")
+    hashes = array("q")
     for pack, batch, lines in _batches(path, packs):
         known = keys.get(pack, {})
         for r, no in zip(batch, lines):
@@ -215,12 +215,10 @@ def check_file(path: Path, packs: list[str], keys: dict[str, dict[str, list[str]
                 raise InvalidParams(f"{path}:{no}: {pack} has no record type {r['type']!r} (known: {sorted(known)})",
                                     details={"line": no})
             hashes.append(hash(_key(pack, r, known)))
-            where.append(no)
     if len(hashes) < 2:
         return len(hashes)
-    h = np.frombuffer(hashes, dtype=np.int64)
-    order = np.argsort(h, kind="stable")
-    twice = set(h[order][1:][h[order][1:] == h[order][:-1]].tolist())
+    h = np.sort(np.frombuffer(hashes, dtype=np.int64))
+    twice = set(h[1:][h[1:] == h[:-1]].tolist())
     if twice:
         first: dict[tuple[Any, ...], int] = {}
         for pack, batch, lines in _batches(path, packs):
@@ -238,9 +236,9 @@ def check_file(path: Path, packs: list[str], keys: dict[str, dict[str, list[str]
 
 
 def _key(pack: str, record: dict[str, Any], known: dict[str, list[str]]) -> tuple[Any, ...]:
-    data = record["data"]
+    values = (record["data"].get(c) for c in known[record["type"]])
     return pack, record["type"], tuple(v if isinstance(v, (str, int, float, bool, type(None))) else
-                                       json.dumps(v, sort_keys=True) for v in (data.get(c) for c in known[record["type"]]))
+                                       json.dumps(v, sort_keys=True) for v in values)
 
 
 def _shown(values: tuple[Any, ...]) -> str:
