@@ -41,10 +41,12 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
             n = exportfile().export_namespace(s.runtime(), sys.stdout, s.namespace)
             print(f"{n} records", file=sys.stderr)
             return
-        # checked before the store opens (a refused export leaves no trace), and again by the open store itself
-        target = check_target(file, force, files_of(s.db))
+        # checked before the store opens when --db names it (a refused export then leaves no trace), and always by
+        # the open store itself (a database named by the config file is known only once it is open)
+        if s.db:
+            check_target(file, force, files_of(s.db))
         rt = s.runtime()
-        target = check_target(target, force, rt.store.owns_file)
+        target = check_target(file, force, rt.store.owns_file)
 
         def write(tmp: Path) -> int:
             with tmp.open("w", encoding="utf-8") as out:

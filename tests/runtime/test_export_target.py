@@ -108,3 +108,17 @@ def test_a_name_that_only_starts_like_the_store_is_not_its_file(tmp_path) -> Non
     assert store_file_of(str(db), tmp_path / "s.duckdb.index2" / "x") is None
     assert store_file_of(str(db), tmp_path / "other" / "s.duckdb") is None
     assert store_file_of("postgresql://u@h/db", tmp_path / "s.duckdb") is None
+
+
+def test_the_store_named_by_the_configuration_is_refused_as_the_store(store) -> None:  # type: ignore[no-untyped-def]
+    """Without --db (the database comes from the configuration) the store is known once it is open: the refusal
+    still names it as the store, not as a file --force could replace."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
+    env.update(PALIMPSEST_CONFIG_DISABLED="1", PALIMPSEST__packs__memory__embedder="hashing", PYTHONPATH=str(ROOT),
+               PALIMPSEST__runtime__database=str(store / "s.duckdb"))
+    before = digest(store)
+    proc = subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--json", "export",
+                           "s.duckdb"], capture_output=True, text=True, env=env, cwd=str(store), timeout=300)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "the store itself" in error_of(proc)["message"]
+    assert digest(store) == before
