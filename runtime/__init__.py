@@ -42,13 +42,13 @@ _WHERE = {
     # the store seam (ADR 0031): what adapters and tools may know of a store without opening it
     "Store": "palimpsest_memory.runtime.storage", "describe_store": "palimpsest_memory.runtime.storage",
     "is_store_file": "palimpsest_memory.runtime.storage", "live_servers": "palimpsest_memory.runtime.storage",
-    "restore_file": "palimpsest_memory.runtime.storage",
+    "restore_file": "palimpsest_memory.runtime.storage", "store_file_of": "palimpsest_memory.runtime.storage",
 }
 
 __all__ = [
     "Act", "CallInfo", "Change", "Context", "Mirror", "NamespacedParams", "Pack", "PalimpsestError", "Params",
     "Runtime", "Store", "VerbSpec", "Visibility", "__version__", "describe_store", "errors", "hookimpl", "hookspec",
-    "hostile_value", "is_store_file", "live_servers", "load_catalog", "restore_file",
+    "hostile_value", "is_store_file", "live_servers", "load_catalog", "restore_file", "store_file_of",
 ]
 
 
@@ -80,4 +80,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from palimpsest_memory.runtime.mirror import Change, Mirror
     from palimpsest_memory.runtime.pack import Act, Pack, VerbSpec, Visibility
     from palimpsest_memory.runtime.params import NamespacedParams, Params
-    from palimpsest_memory.runtime.storage import Store, describe_store, is_store_file, live_servers, restore_file
+    from palimpsest_memory.runtime.storage import (Store, describe_store, is_store_file, live_servers, restore_file,
+                                                   store_file_of)

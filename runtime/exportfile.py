@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterator, Optional
+
+import numpy as np
 
 from palimpsest_memory.runtime.errors import InvalidParams, PackLoadError
 from palimpsest_memory.runtime.portable import PAGE
@@ -77,14 +80,27 @@ def export_namespace(rt: "Runtime", out: IO[str], namespace: Optional[str] = Non
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as f:
-        for no, line in enumerate(f, 1):
+    """Each non-blank line as a JSON object; a line that is not UTF-8, not JSON, nested too deeply for the parser
+    or not an object is an InvalidParams naming it (issue 46, item 6: these were tracebacks)."""
+    try:
+        f = path.open("rb")
+    except OSError as exc:
+        raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}") from None
+    with f:
+        for no, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8-sig" if no == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidParams(f"{path}:{no}: not UTF-8 (byte {exc.start} of the line)",
+                                    details={"line": no}) from None
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InvalidParams(f"{path}:{no}: not JSON ({exc.msg})", details={"line": no}) from None
+            except RecursionError:
+                raise InvalidParams(f"{path}:{no}: nested too deeply to be a record", details={"line": no}) from None
             if not isinstance(obj, dict):
                 raise InvalidParams(f"{path}:{no}: a line must be a JSON object", details={"line": no})
             yield no, obj
@@ -98,6 +114,9 @@ def read_header(path: Path) -> dict[str, Any]:
         if obj.get("version") != VERSION:
             raise InvalidParams(f"{path}:{no}: export format version {obj.get('version')!r}; this palimpsest "
                                 f"reads version {VERSION}", details={"line": no})
+        if not isinstance(obj.get("packs", {}), dict) or not isinstance(obj.get("namespace", ""), (str, type(None))):
+            raise InvalidParams(f"{path}:{no}: the header's packs must be an object and its namespace a string",
+                                details={"line": no})
         return obj
     raise InvalidParams(f"{path}: empty file")
 
@@ -147,22 +166,26 @@ def _line_of(message: str, batch: list[dict[str, Any]], lines: list[int]) -> str
 def import_file(rt: "Runtime", path: str | Path, namespace: Optional[str] = None) -> dict[str, dict[str, int]]:
     """Import an export into ``namespace`` (default: the one it was exported from), all or nothing: every pack's
     ``import_records`` calls share ONE transaction (``Runtime.call_all``) — each pack first checks that the
-    namespace is empty, then every batch is written, then each pack advances its sequences past the imported ids
-    and reloads its mirrors — and it commits only once the whole file is in. A bad line, an id already used, or a
-    process killed part way leaves the store as it was: no partial namespace, no imported id a sequence could hand
-    out again, no other process's mirror behind the tables (issue 41)."""
+    namespace is empty, then the whole file is checked (:func:`check_file`: nothing is written until the last line
+    has been read), then every batch is written, then each pack advances its sequences past the imported ids and
+    reloads its mirrors — and it commits only once the whole file is in. A bad line, a key repeated anywhere in the
+    file, an id already used in the store, or a process killed part way leaves the store as it was: no partial
+    namespace, no imported id a sequence could hand out again, no other process's mirror behind the tables (issue
+    41), and the same import retried once the file is right succeeds (issue 46, F5)."""
     path = Path(path)
     header = read_header(path)
     ns = namespace or header.get("namespace") or rt.default_namespace
     packs = portable_packs(rt)
-    missing = [p for p in header.get("packs", {}) if p not in packs]
+    missing = [p for p in header.get("packs") or {} if p not in packs]
     if missing:
         raise InvalidParams(f"the export holds data of packs that are not loaded here: {missing}")
 
     def write(call: Any) -> dict[str, dict[str, int]]:
+        keys: dict[str, dict[str, list[str]]] = {}
+        for pack in packs:  # before a row is written: every pack finds the namespace empty, and says its keys
+            keys[pack] = call(f"{pack}.import_records", {"records": [], "first": True}).keys
+        check_file(path, packs, keys)
         counts: dict[str, dict[str, int]] = {}
-        for pack in packs:  # before a row is written: every pack finds the namespace empty
-            call(f"{pack}.import_records", {"records": [], "first": True})
         for pack, batch, lines in _batches(path, packs):
             try:
                 res = call(f"{pack}.import_records", {"records": batch})
@@ -176,3 +199,47 @@ def import_file(rt: "Runtime", path: str | Path, namespace: Optional[str] = None
         return counts
 
     return rt.call_all(write, namespace=ns, internal=True)
+
+
+def check_file(path: Path, packs: list[str], keys: dict[str, dict[str, list[str]]]) -> int:
+    """Pass 1 of an import, which writes nothing: every line is a record of a loaded pack and a type it knows, the
+    end marker closes the file, and no two records of a type share its key (a repeated id in a later batch used to
+    be found only once the batches before it were written). Keys are kept as 64-bit hashes (8 bytes a record, not
+    a Python set of millions of tuples); hashes seen twice are confirmed by a second read that keeps only those
+    keys, so a collision of hashes is never reported as a repeat. Returns the number of records."""
+    hashes = array("q")
+    for pack, batch, lines in _batches(path, packs):
+        known = keys.get(pack, {})
+        for r, no in zip(batch, lines):
+            if r["type"] not in known:
+                raise InvalidParams(f"{path}:{no}: {pack} has no record type {r['type']!r} (known: {sorted(known)})",
+                                    details={"line": no})
+            hashes.append(hash(_key(pack, r, known)))
+    if len(hashes) < 2:
+        return len(hashes)
+    h = np.sort(np.frombuffer(hashes, dtype=np.int64))
+    twice = set(h[1:][h[1:] == h[:-1]].tolist())
+    if twice:
+        first: dict[tuple[Any, ...], int] = {}
+        for pack, batch, lines in _batches(path, packs):
+            for r, no in zip(batch, lines):
+                key = _key(pack, r, keys[pack])
+                if hash(key) not in twice:
+                    continue
+                if key in first:
+                    cols = ", ".join(keys[pack][r["type"]])
+                    raise InvalidParams(f"{path}:{no}: {pack} {r['type']} ({cols}) {_shown(key[2])} repeats line "
+                                        f"{first[key]}: a key is imported once (nothing was imported)",
+                                        details={"line": no, "first_line": first[key]})
+                first[key] = no
+    return len(hashes)
+
+
+def _key(pack: str, record: dict[str, Any], known: dict[str, list[str]]) -> tuple[Any, ...]:
+    values = (record["data"].get(c) for c in known[record["type"]])
+    return pack, record["type"], tuple(v if isinstance(v, (str, int, float, bool, type(None))) else
+                                       json.dumps(v, sort_keys=True) for v in values)
+
+
+def _shown(values: tuple[Any, ...]) -> str:
+    return repr(values[0]) if len(values) == 1 else repr(values)

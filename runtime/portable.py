@@ -71,6 +71,10 @@ class ImportParams(NamespacedParams):
 
 class ImportResult(BaseModel):
     imported: dict[str, int]
+    keys: dict[str, list[str]] = Field(
+        default_factory=dict, description="The first call only: each record type's key (its columns), which no two "
+                                          "records of a file may share, so a file is checked whole before the "
+                                          "first write (issue 46, F5).")
 
 
 # -- for packs ----------------------------------------------------------------------------------------------------
@@ -127,7 +131,11 @@ def export_page(ctx: "Context", tables: list[Table], cursor: Optional[str], limi
     if cursor is not None:
         try:
             index, after = json.loads(base64.urlsafe_b64decode(cursor))
-            index = int(index)
+            if not isinstance(index, int) or not 0 <= index < len(tables) or after is not None and (
+                    not isinstance(after, list) or len(after) != len(tables[index].key)
+                    or not all(isinstance(v, (str, float, type(None))) or isinstance(v, int) and
+                               -(2**63) <= v < 2**63 for v in after)):
+                raise ValueError("not a cursor of these tables")  # forged: refused here, not by the database
         except (ValueError, TypeError, binascii.Error):
             raise InvalidParams("cursor is not a next_cursor of this export",
                                 details={"errors": [{"loc": ["cursor"], "msg": "invalid cursor"}]}) from None
@@ -214,7 +222,7 @@ def import_page(ctx: "Context", tables: list[Table], p: ImportParams) -> ImportR
         for t in tables:
             for seq, col in t.sequences:
                 advance_sequence(ctx, seq, f"SELECT max({col}) FROM {t.table}")
-    return ImportResult(imported=counts)
+    return ImportResult(imported=counts, keys={t.type: list(t.key) for t in tables} if p.first else {})
 
 
 def advance_sequence(ctx: "Context", sequence: str, max_sql: str) -> None:

@@ -54,7 +54,12 @@ def read_cursor(cursor: str | None) -> tuple[datetime | None, int] | None:
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         vf = None if data["v"] is None else datetime.fromisoformat(data["v"])
-        return vf, int(data["i"])
+        fid = data["i"]
+        if vf is not None and vf.tzinfo is not None:
+            raise ValueError("a cursor's time has no zone")
+        if not isinstance(fid, int) or isinstance(fid, bool) or not -(2**63) <= fid < 2**63:  # forged: not an id
+            raise ValueError(f"the fact id {fid!r} is not a 64-bit integer")  # the database would refuse
+        return vf, fid
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise errors.InvalidParams(f"cursor is not a next_cursor of kg.facts ({exc})",
                                    details={"errors": [{"loc": ["cursor"], "msg": "invalid cursor"}]}) from None

@@ -84,6 +84,14 @@ def _cursor(order: str, descending: bool, note: Note) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def cursor_id(value: object) -> int:
+    """A cursor's note id as the listing wrote it: an integer of 64 bits. A forged one (a float such as 1e308, a
+    100-digit number) is a bad cursor, not an id the database refuses (issue 46: it was a storage_error)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not -(2**63) <= value < 2**63:
+        raise ValueError(f"the id {value!r} is not a 64-bit integer")
+    return value
+
+
 def _after(p: ListParams) -> tuple[datetime | None, int] | None:
     if p.cursor is None:
         return None
@@ -92,7 +100,9 @@ def _after(p: ListParams) -> tuple[datetime | None, int] | None:
         if data["o"] != p.order or data["d"] != p.descending:
             raise ValueError("made for another order")
         key = datetime.fromisoformat(data["k"]) if p.order == "occurred_at" else None
-        return key, int(data["i"])
+        if key is not None and key.tzinfo is not None:
+            raise ValueError("a cursor's time has no zone")
+        return key, cursor_id(data["i"])
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise errors.InvalidParams(f"cursor is not a next_cursor of this listing ({exc})",
                                    details={"errors": [{"loc": ["cursor"], "msg": "invalid cursor"}]}) from None

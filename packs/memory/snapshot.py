@@ -145,7 +145,8 @@ def restore_graph(ctx: Context, vi: VectorIndex, model: str) -> bool:
     # its file lies until it first changes (its own copy then); otherwise usearch copies it into its own memory and
     # the newer vectors are inserted
     viewable = keeps(covered, len(vi))
-    view = files.held(ctx, data) if viewable and files.names_a_file(data) else None  # (a row's own bytes: loaded)
+    # (a row's own bytes: loaded; a file of the first format, without a CRC-32: loaded, and saved again at close)
+    view = files.held(ctx, data) if viewable and files.names_a_file(data) and not moved else None
     if view is not None:
         if vi.restore_graph(view, upto=mx, view=True):
             return True
@@ -247,6 +248,8 @@ def map_vectors(ctx: Context, model: str, dim: int) -> tuple[np.ndarray, np.ndar
     if len(meta) != 1 or meta[0][0] != lo or meta[0][1] != vector_signature(model, dim):
         return None
     n, mx = int(meta[0][2]), int(meta[0][3])
+    if files.legacy(meta[0][4]):  # no CRC-32 yet: read (restore_vectors), so the close saves it again with one
+        return None
     found = files.file_of(ctx, meta[0][4])
     if found is None:
         return None

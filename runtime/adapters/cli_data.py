@@ -22,25 +22,37 @@ PROG = "palimpsest"
 def register(app: typer.Typer, session: Callable[[], Any]) -> None:
     @app.command("export")
     def export_cmd(file: str = typer.Argument(..., help="The JSONL file to write ('-' for stdout)."),
+                   force: bool = typer.Option(False, "--force", help="Replace FILE if it exists (never the store's "
+                                                                      "own files)."),
                    ) -> None:
         """Export a namespace (--namespace, default the configured one) as versioned JSONL: notes, vectors,
         audit trail, tombstones, the kg with its full history, the brain's posteriors, events and serves."""
+        from palimpsest_memory.runtime.newfile import check_target, write_new
+
         s = session()
         if s.server:  # the server that holds the database writes the export (GET /v1/export)
             if file == "-":
                 raise errors.InvalidParams("export through --server writes a file: name one instead of '-'")
-            size = s.client().export_to(file, s.namespace)
+            target = check_target(file, force, files_of(s.db))
+            size = write_new(target, force, lambda tmp: s.client().export_to(str(tmp), s.namespace))
             print(json.dumps({"bytes": size, "file": file}) if s.as_json else f"{size} bytes written to {file}")
             return
-        rt = s.runtime()
         if file == "-":
-            n = exportfile().export_namespace(rt, sys.stdout, s.namespace)
+            n = exportfile().export_namespace(s.runtime(), sys.stdout, s.namespace)
             print(f"{n} records", file=sys.stderr)
             return
-        tmp = Path(file + ".part")
-        with tmp.open("w", encoding="utf-8") as out:
-            n = exportfile().export_namespace(rt, out, s.namespace)
-        tmp.replace(file)
+        # checked before the store opens when --db names it (a refused export then leaves no trace), and always by
+        # the open store itself (a database named by the config file is known only once it is open)
+        if s.db:
+            check_target(file, force, files_of(s.db))
+        rt = s.runtime()
+        target = check_target(file, force, rt.store.owns_file)
+
+        def write(tmp: Path) -> int:
+            with tmp.open("w", encoding="utf-8") as out:
+                return int(exportfile().export_namespace(rt, out, s.namespace))
+
+        n = write_new(target, force, write)
         print(json.dumps({"records": n, "file": file}) if s.as_json else f"{n} records written to {file}")
 
     @app.command("copy")
@@ -107,6 +119,16 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         restore_file(source, target)
         print(json.dumps({"restored": str(target)}) if s.as_json else f"{target} restored from {source}")
 
+
+
+def files_of(db: Optional[str]) -> Optional[Callable[[Path], Optional[str]]]:
+    """What a path is to the store ``--db`` names (see Store.owns_file); None without --db. DuckDB is imported
+    only when there is a store to ask about (``pal --server URL export F`` needs none)."""
+    if not db:
+        return None
+    from palimpsest_memory.runtime import store_file_of
+
+    return lambda path: store_file_of(db, path)
 
 
 def exportfile() -> Any:

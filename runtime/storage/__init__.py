@@ -27,7 +27,7 @@ __all__ = [
     "Database", "Store", "TransactionFrame", "describe_store", "dialect_of", "discover_migrations", "is_store_file",
     "live_servers", "PostgresServer", "postgres_available",
     "migrate", "migrate_meta", "open_store", "reachable_from_here", "restore_file", "rollback_quietly", "schema_versions",
-    "statement_kinds",
+    "statement_kinds", "store_file_of",
 ]
 
 
@@ -67,6 +67,16 @@ def describe_store(target: str | Path) -> str:
     from palimpsest_memory.runtime.storage.duck_store import resolve
 
     return resolve(str(target))
+
+
+def store_file_of(target: str | Path, path: str | Path) -> str | None:
+    """What ``path`` is to the store ``target`` if it is one of its files (see :meth:`Store.owns_file`), found
+    without opening the store; always None for a PostgreSQL database."""
+    if postgres.is_url(str(target)) or str(target) == ":memory:":
+        return None
+    from palimpsest_memory.runtime.storage.duck_files import store_file_of as of_file
+
+    return of_file(str(target), path)
 
 
 def live_servers(target: str | Path, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:

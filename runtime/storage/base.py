@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import hashlib
-import re
+import json
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
@@ -19,8 +19,17 @@ META_SCHEMA = "_palimpsest"
 # Statement kinds an assertive (read-only) verb may run; everything else is refused before the database sees it.
 # EXPLAIN is not among them: EXPLAIN ANALYZE executes the statement it explains.
 READ_ONLY_STATEMENTS = {"SELECT"}
-# Sequences never roll back: a read-only call that advanced one would change the store for good.
-SEQUENCE_CALL = re.compile(r"\b(?:nextval|setval)\s*\(", re.IGNORECASE)
+# Sequences never roll back: a read-only call that advanced one would change the store for good. The parser's own
+# tree (json_serialize_sql) finds the calls whatever the spelling: "nextval"(, nextval/**/(, system.main.NEXTVAL(
+# (issue 46: a regex on the text missed the first two, and took 'nextval(' in a string for a call).
+WRITING_FUNCTIONS = frozenset({"nextval", "setval"})
+# Table functions a read may call: they make values or read the catalog. Every other one is refused in a read-only
+# call, including those DuckDB adds later (fail closed): checkpoint() and force_checkpoint() write the file,
+# query()/query_table()/json_execute_serialized_sql() run SQL the guard never saw, the logging and profiling
+# switches change the shared connection.
+READING_TABLE_FUNCTIONS = frozenset({"unnest", "range", "generate_series", "json_each", "json_tree", "repeat",
+                                     "repeat_row", "jsonb_array_elements_text"})
+READING_TABLE_PREFIXES = ("duckdb_", "pragma_")
 
 
 class BackendError(Exception):
@@ -160,12 +169,45 @@ def statement_kinds(sql: str, verb: str) -> tuple[str, ...]:
             except Exception as exc:  # noqa: BLE001 - a statement DuckDB's Python API cannot classify
                 raise ReadOnlyViolation(f"cannot classify the statement, so it is refused: {type(exc).__name__}: "
                                         f"{exc}", verb=verb) from None
-        if SEQUENCE_CALL.search(sql):
-            kinds += ("SEQUENCE_CALL",)
+        if "SELECT" in kinds:
+            kinds += _function_kinds(sql)
         if len(_STATEMENT_KINDS) >= _STATEMENT_CACHE_SIZE:
             _STATEMENT_KINDS.clear()
         _STATEMENT_KINDS[sql] = kinds
     return kinds
+
+
+def _function_kinds(sql: str) -> tuple[str, ...]:
+    """What the functions a SELECT calls may do, from DuckDB's parse tree (quoted names, comments and schemas
+    already undone by the parser): ``SEQUENCE_CALL`` for nextval/setval, ``FUNCTION <name>`` for a table function
+    that is not a plain read, ``UNCLASSIFIED`` when the tree cannot be had (refused in a read-only call). Called
+    under ``_PARSER_LOCK``."""
+    assert _PARSER is not None
+    try:
+        tree = json.loads(_PARSER.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+    except Exception:  # noqa: BLE001 - whatever DuckDB cannot serialise is not known to be a plain read
+        return ("UNCLASSIFIED",)
+    if tree.get("error"):
+        return ("UNCLASSIFIED",)
+    out: list[str] = []
+
+    def walk(node: Any, table: bool) -> None:
+        if isinstance(node, dict):
+            name = node.get("function_name")
+            if isinstance(name, str):
+                name = name.lower()
+                if name in WRITING_FUNCTIONS:
+                    out.append("SEQUENCE_CALL")
+                elif table and name not in READING_TABLE_FUNCTIONS and not name.startswith(READING_TABLE_PREFIXES):
+                    out.append(f"FUNCTION {name}")
+            for key, value in node.items():
+                walk(value, key == "function" and node.get("type") == "TABLE_FUNCTION")
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, False)
+
+    walk(tree, False)
+    return tuple(dict.fromkeys(out))
 
 
 class TransactionFrame(Protocol):

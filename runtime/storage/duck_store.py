@@ -23,16 +23,11 @@ import duckdb
 
 from palimpsest_memory.runtime.errors import StorageError
 from palimpsest_memory.runtime.storage import duck
+from palimpsest_memory.runtime.storage.duck_files import INFO_SUFFIX, clean_leftovers, resolve, store_file_of
 from palimpsest_memory.runtime.storage.store import Row, Store, server_record
 
 log = logging.getLogger("palimpsest.runtime")
-INFO_SUFFIX = ".server.json"
 REOPEN_TRIES, REOPEN_PAUSE = 400, 0.005  # ~2 s of retries to reopen a rewritten file a passing process opened
-
-
-def resolve(target: str) -> str:
-    """The file's absolute path (``~`` expanded), or ``:memory:``."""
-    return target if target == ":memory:" else str(Path(target).expanduser().resolve())
 
 
 class DuckStore(Store):
@@ -43,6 +38,8 @@ class DuckStore(Store):
         self._checkpoint_threshold = checkpoint_threshold
         self.con = duck.connect(self.location, checkpoint_threshold=checkpoint_threshold)
         self._fd = self._hold_fd()
+        if not self.in_memory:  # held now: anything half-written beside the file is a dead writer's
+            clean_leftovers(self.location)
         self._sealed = False
         self._seq = 0
         self._last: list[Row] = []  # the last commit's changes: the followers read them when they cannot take
@@ -78,6 +75,9 @@ class DuckStore(Store):
 
     def files_beside(self, suffix: str) -> Path | None:
         return None if self.in_memory else Path(self.location + suffix)
+
+    def owns_file(self, path: str | Path) -> str | None:
+        return None if self.in_memory else store_file_of(self.location, path)
 
     # -- commit and the change log (this process's own, in memory) -------------------------------------------
     def commit(self, began: bool, changes: list[tuple[str, str, str, Any]], origin: str) -> list[int]:

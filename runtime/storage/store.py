@@ -51,6 +51,11 @@ class Store:
         """A folder beside the store's file for derived data (``<file><suffix>``), None when there is no file."""
         return None
 
+    def owns_file(self, path: str | Path) -> str | None:
+        """What ``path`` is to this store if it is one of its own files (the store, its WAL, its index snapshots,
+        its backups, ...), else None: a command that writes a file the user names must never write these."""
+        return None
+
     # -- transactions ---------------------------------------------------------------------------------------
     def begin(self, *, read_only: bool) -> None:
         self.con.execute("BEGIN TRANSACTION")

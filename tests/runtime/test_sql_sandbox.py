@@ -87,3 +87,56 @@ def test_a_statement_the_guard_cannot_classify_is_a_typed_refusal(rt) -> None:  
     with pytest.raises(errors.PalimpsestError) as err:
         rt.call("hostile.read", {"sql": "UPDATE EXTENSIONS"})
     assert not isinstance(err.value, errors.InternalError)
+
+
+# -- every spelling of a sequence call or a side-effecting table function (issue 46, item 6 and item 8) -----------
+# Each form is first run in a writing call, which must really advance the sequence (or run the function): so the
+# refusal in the read-only call is the guard's, of a statement that would have changed the store, not a
+# statement that fails anyway. The regex the guard had missed "nextval"( and nextval/**/( and every table function.
+SEQUENCE_FORMS = [
+    "SELECT \"nextval\"('hostile.ids')",
+    "SELECT nextval/**/('hostile.ids')",
+    "SELECT nextval -- a comment\n('hostile.ids')",
+    "SELECT \"NEXTVAL\"('hostile.ids')",
+    "SELECT system.main.nextval('hostile.ids')",
+    "SELECT (SELECT \"nextval\"('hostile.ids'))",
+    "WITH a AS (SELECT \"nextval\"('hostile.ids') AS v) SELECT v FROM a",
+    "SELECT * FROM query('SELECT nextval(''hostile.ids'')')",
+    "SELECT * FROM \"query\"('SELECT \"nextval\"(''hostile.ids'')')",
+]
+
+
+@pytest.mark.parametrize("sql", SEQUENCE_FORMS)
+def test_every_spelling_of_a_sequence_call_is_refused_in_a_read_only_call(rt, sql) -> None:  # type: ignore[no-untyped-def]
+    rt.call("hostile.write", {"sql": "SELECT nextval('hostile.ids')"})
+    rt.call("hostile.write", {"sql": sql})
+    assert current(rt) == 2  # the form really advances the sequence: the guard below has something to stop
+    with pytest.raises(errors.ReadOnlyViolation) as err:
+        rt.call("hostile.read", {"sql": sql})
+    assert "SEQUENCE_CALL" in err.value.message or "FUNCTION query" in err.value.message, err.value.message
+    assert current(rt) == 2
+
+
+@pytest.mark.parametrize("sql, named", [
+    ("SELECT * FROM checkpoint()", "checkpoint"),
+    ("SELECT * FROM \"checkpoint\"()", "checkpoint"),
+    ("SELECT * FROM main.\"CHECKPOINT\"()", "checkpoint"),
+    ("SELECT * FROM force_checkpoint()", "force_checkpoint"),
+    ("SELECT count(*) FROM (SELECT * FROM checkpoint()) c", "checkpoint"),
+    ("SELECT * FROM query_table('hostile.t')", "query_table"),
+    ("SELECT * FROM enable_profiling()", "enable_profiling"),
+])
+def test_a_table_function_that_is_not_a_plain_read_is_refused_in_a_read_only_call(rt, sql, named) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.ReadOnlyViolation) as err:
+        rt.call("hostile.read", {"sql": sql})
+    assert f"FUNCTION {named}" in err.value.message  # refused by the guard, naming the function
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) FROM range(3)", "SELECT * FROM unnest([1, 2])", "SELECT count(*) FROM generate_series(1, 3)",
+    "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'hostile'", "SELECT currval('hostile.ids')",
+    "SELECT 'nextval(' AS text_that_only_looks_like_a_call",
+])
+def test_plain_reads_still_run_in_a_read_only_call(rt, sql) -> None:  # type: ignore[no-untyped-def]
+    rt.call("hostile.write", {"sql": "SELECT nextval('hostile.ids')"})
+    assert rt.call("hostile.read", {"sql": sql}).rows

@@ -198,3 +198,39 @@ def test_history_ends_at_a_forgotten_version_and_the_old_one_stays_superseded(rt
     assert [v.id for v in rt.call("memory.history", {"id": old}).versions] == [old]
     assert rt.call("memory.get", {"ids": [old]}).notes[0].superseded_by == new
     assert all(h.note.id != old for h in rt.call("memory.recall", {"query": "launch"}).results)
+
+
+def test_every_trace_is_gone_right_after_the_call_not_only_after_a_close(tmp_path) -> None:
+    """Issue 46, item 8: each trace the forget names is first shown to be there (an audit row holding a tag of the
+    secret, a belief version's text, the index snapshots in their rows and files), then gone as soon as the call
+    returns — a process killed before its close must leave none of them (the earlier test looked after a close,
+    which rewrites the snapshots anyway, and wrote no belief)."""
+    config = {"packs": {"memory": {"embedder": "hashing", "index_snapshot_min_notes": 1,
+                                   "vector_index": {"min_rows": 30}}}}
+    path = tmp_path / "traces.duckdb"
+    rt = open_test_runtime(config=config, discover=True, path=str(path))
+    try:
+        for i in range(40):
+            remember(rt, f"ordinary note number {i} about the weather", thread="t1")
+        sid = rt.call("memory.upsert_belief", {"fact_key": "vault.code", "content": SECRET}).note.id
+        rt.call("memory.update", {"id": sid, "tags": ["vault", "zanzibar-7731"]})  # an audit row with the word
+        rt.close()  # writes the index snapshots (full text, vectors, graph) to their files
+        rt = open_rt_with(config, path)
+        con = rt.store.con
+        ns = rt.default_namespace
+        assert con.execute("SELECT count(*) FROM memory.note_audit WHERE note_id = ?", [sid]).fetchone()[0] > 0
+        assert con.execute("SELECT content FROM memory.belief_versions WHERE note_id = ?", [sid]).fetchone()[0]
+        assert con.execute("SELECT count(*) FROM memory.index_snapshot WHERE namespace = ?", [ns]).fetchone()[0]
+        assert b"zanzibar" in every_file_beside(path)
+        rt.call("memory.forget", {"ids": [sid], "reason": "user asked"})
+        con = rt.store.con  # the rewrite reopened the file
+        assert con.execute("SELECT count(*) FROM memory.note_audit WHERE note_id = ?", [sid]).fetchone()[0] == 0
+        assert con.execute("SELECT content FROM memory.belief_versions WHERE note_id = ?", [sid]).fetchone()[0] == ""
+        assert con.execute("SELECT count(*) FROM memory.index_snapshot WHERE namespace = ?", [ns]).fetchone()[0] == 0
+        assert b"zanzibar" not in every_file_beside(path) and b"quentin" not in every_file_beside(path)
+    finally:
+        rt.close()
+
+
+def open_rt_with(config: dict, path: Path):  # type: ignore[no-untyped-def]
+    return open_test_runtime(config=config, discover=True, path=str(path))

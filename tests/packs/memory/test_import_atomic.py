@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from palimpsest_memory.packs.memory import importing
 from palimpsest_memory.packs.memory.commands import import_conversations
 from palimpsest_memory.packs.memory.importers import Conversation, Turn, iter_jsonl, line_bound
 from palimpsest_memory.runtime import errors
@@ -78,13 +79,54 @@ def test_a_file_rejected_at_line_651_writes_nothing(store, tmp_path, why, bad, e
         h.note.scope == "earlier" for h in store.call("memory.recall", {"query": "harbour turn number"}).results)
 
 
-def test_a_key_already_stored_with_other_content_rolls_the_whole_import_back(store, tmp_path):  # type: ignore[no-untyped-def]
-    # passes validation (the file is consistent) but the store refuses it in the write pass, after 600 notes
-    rows = [turn(i, scope="earlier") for i in range(3, 603)] + [{**turn(0, "Zed", "earlier", "new text"), "id": "L1"}]
+@pytest.fixture
+def stored(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
+    """The size of each batch the import's write pass stored, in order (the real store_notes runs): a test about
+    the write pass asserts it was reached, not refused earlier by the check pass (issue 46, item 8)."""
+    real, seen = importing.store_notes, []
+
+    def counting(ctx, batch):  # type: ignore[no-untyped-def]
+        out = real(ctx, batch)
+        seen.append(len(batch))
+        return out
+
+    monkeypatch.setattr(importing, "store_notes", counting)
+    return seen
+
+
+def test_a_key_already_stored_with_other_content_rolls_the_whole_import_back(store, tmp_path, stored):  # type: ignore[no-untyped-def]
+    # passes validation (the file is consistent) but the store refuses it in the write pass, after 600 notes (ids
+    # of their own: a line without one is turn L<n> of its file, and L1 would be the stored note's key at line 1)
+    rows = [{**turn(i, scope="earlier"), "id": f"T{i}"} for i in range(3, 603)] + [
+        {**turn(0, "Zed", "earlier", "new text"), "id": "L1"}]
     before = counts(store)
     with pytest.raises(errors.Conflict):
         import_file(store, write_lines(tmp_path / "clash.jsonl", rows))
+    assert stored == [importing.BATCH]  # reached: the first batch was written, the second refused by the store
     assert counts(store) == before
+    res = import_file(store, write_lines(tmp_path / "fixed.jsonl", rows[:-1]))  # the retry, the clash removed
+    assert res.created == 600 and counts(store)["memory.notes"] == before["memory.notes"] + 600
+
+
+def test_a_locomo_file_refused_in_its_write_pass_leaves_nothing(store, tmp_path, stored):  # type: ignore[no-untyped-def]
+    turns = [{"speaker": "Ann", "text": f"turn {i} about the harbour", "dia_id": f"D{i}"} for i in range(600)]
+    turns.append({"speaker": "Ann", "text": "other text", "dia_id": "L1"})  # the key of a stored note: a clash
+    sample = {"sample_id": "earlier", "conversation": {"speaker_a": "Ann", "speaker_b": "Ben",
+                                                       "session_1_date_time": "1:56 pm on 8 May, 2023",
+                                                       "session_1": turns}}
+    path = tmp_path / "clash.json"
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    before = counts(store)
+    with pytest.raises(errors.Conflict):
+        store.call("memory.import_file", {"path": str(path), "format": "locomo", "key_prefix": "jsonl"},
+                   internal=True)
+    assert stored == [importing.BATCH]  # reached the write pass
+    assert counts(store) == before
+    sample["conversation"]["session_1"] = turns[:-1]
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    res = store.call("memory.import_file", {"path": str(path), "format": "locomo", "key_prefix": "jsonl"},
+                     internal=True)
+    assert res.created == 600
 
 
 def test_a_good_file_imports_fully_and_a_rerun_adds_nothing(store, tmp_path):  # type: ignore[no-untyped-def]
@@ -103,7 +145,7 @@ def test_a_good_file_imports_fully_and_a_rerun_adds_nothing(store, tmp_path):  #
     assert hits[0].note.content == "Ada: turn number 1199 about the harbour"
 
 
-def test_import_conversations_is_one_transaction_too(make_pal_runtime):  # type: ignore[no-untyped-def]
+def test_import_conversations_is_one_transaction_too(make_pal_runtime, stored):  # type: ignore[no-untyped-def]
     from datetime import datetime
     rt = make_pal_runtime(config=HASHING)
     good = Conversation("s1", ["Ann"], [Turn("Ann", f"hello {i}", datetime(2026, 1, 1), "a", f"D{i}") for i in range(700)])
@@ -111,6 +153,14 @@ def test_import_conversations_is_one_transaction_too(make_pal_runtime):  # type:
     before = counts(rt)
     with pytest.raises(errors.LimitExceeded):
         import_conversations(rt, [good, bad], "t", None)
+    assert stored == [] and counts(rt) == before  # refused by the check pass, before any write
+    import_conversations(rt, [Conversation("s0", ["Cy"], [Turn("Cy", "said once", datetime(2026, 1, 1), "a", "D9")])],
+                         "t", None)
+    before = counts(rt)
+    clash = Conversation("s0", ["Cy"], [Turn("Cy", "said otherwise", datetime(2026, 1, 1), "a", "D9")])
+    with pytest.raises(errors.Conflict):  # the stored key s0/D9 with other content: refused in the write pass
+        import_conversations(rt, [good, clash], "t", None)
+    assert stored == [1, importing.BATCH]  # reached: the first 500 were written, the batch holding the clash refused
     assert counts(rt) == before
     res = import_conversations(rt, [good], "t", None)
     assert res["created"] == 700 and len(res["note_ids"]) == 700
