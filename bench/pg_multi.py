@@ -160,12 +160,13 @@ def reader(a: argparse.Namespace) -> dict:
 
 
 # -- the parent ------------------------------------------------------------------------------------------------------
-def spawn(role: str, index: int, url: str, a: argparse.Namespace, stop: str) -> subprocess.Popen:
+def spawn(role: str, index: int, url: str, a: argparse.Namespace, stop: str, nice: int = 0) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **ENV}
     argv = [sys.executable, __file__, "--role", role, "--index", str(index), "--url", url, "--stop", stop,
             "--writers", str(a.writers), "--notes", str(a.notes), "--batch", str(a.batch), "--pause", str(a.pause),
             "--rate", str(a.rate)]
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=(lambda: os.nice(nice)) if nice else None)
 
 
 def result_of(proc: subprocess.Popen) -> dict:
@@ -178,7 +179,8 @@ def many_processes(server, a: argparse.Namespace) -> dict:  # type: ignore[no-un
     url = server.fresh()
     open_rt(url).close()  # migrations once, before the processes start
     stop = Path(tempfile.mkdtemp(prefix="pal-pgmulti-")) / "stop"
-    writers = [spawn("writer", i, url, a, str(stop)) for i in range(a.writers)]
+    nice = getattr(a, "nice", 0)
+    writers = [spawn("writer", i, url, a, str(stop), nice) for i in range(a.writers)]
     readers = [spawn("reader", j, url, a, str(stop)) for j in range(a.readers)]
     for p in writers + readers:
         assert p.stdout is not None and p.stdout.readline().strip() == "ready"
@@ -261,6 +263,8 @@ def main() -> int:
     p.add_argument("--paced", type=float, default=400.0,
                    help="a second many-process run with the writers kept to this many notes/s together (0: none)")
     p.add_argument("--paced-batch", type=int, default=50)
+    p.add_argument("--niced", type=int, default=10, help="a third run: writers at full speed at this nice level "
+                                                         "(lower CPU priority; 0: no such run)")
     p.add_argument("--size", type=int, default=100000, help="notes in the PostgreSQL-vs-DuckDB recall comparison")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "postgres.md"))
@@ -288,6 +292,9 @@ def main() -> int:
                                                "notes": int(min(a.notes, a.paced * 60))})
             multi["paced"] = many_processes(server, paced_args)
             print("paced:", json.dumps(multi["paced"]), flush=True)
+        if a.niced:  # full speed again, the writers yielding the CPU to the readers when both want it
+            multi["niced"] = many_processes(server, argparse.Namespace(**{**vars(a), "nice": a.niced}))
+            print("niced:", json.dumps(multi["niced"]), flush=True)
         targets = {"duckdb": str(Path(tempfile.mkdtemp(prefix="pal-pgbench-")) / "size.duckdb"),
                    "postgres": server.fresh()}
         filled = {name: ingest(target, a.size) for name, target in targets.items()}
@@ -361,6 +368,11 @@ def report(a: argparse.Namespace, command: str, m: dict, duck: dict, pg: dict) -
                              f"As above, batches of {a.paced_batch}, each writer sleeping after a batch to keep to "
                              f"{a.paced / a.writers:,.0f} notes/s: a write rate the four followers can apply on "
                              "this machine.")
+    if "niced" in m:
+        lines += multi_table(m["niced"], f"The same at full speed, the writers at nice {a.niced}",
+                             "As the first run, but the writer processes run at a lower CPU priority (`os.nice`), so "
+                             "that when the machine is saturated the readers (and the server) get the CPU first: "
+                             "what is left is the followers' own pace, not the queue for two cores.")
     lines += [
         "Staleness includes up to one reader loop (its period is the resolution): a probe becomes visible at the "
         "reader's listener thread's apply, and is *seen* at the reader's next probe check. A probe not seen within "
