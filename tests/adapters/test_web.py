@@ -5,10 +5,13 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from palimpsest_memory.runtime import Runtime, errors
 from palimpsest_memory.runtime.adapters.web import STATIC, timeline_svg
@@ -141,3 +144,26 @@ def test_assets_ship_and_reference_no_network() -> None:
     for p in STATIC.iterdir():
         text = p.read_text(encoding="utf-8")
         assert not re.search(r"https?://(?!www\.w3\.org/)", text), f"{p.name} references the network"
+
+
+_DAYS = st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(starts=st.lists(_DAYS, min_size=1, max_size=3), known=st.one_of(st.none(), _DAYS))
+def test_timeline_svg_draws_any_dates_a_fact_can_hold(tmp_path: Path, starts: list, known: Any) -> None:
+    """Facts from year 1 to year 9999, asked as known at either end (issue 46: `--known-at 0001-01-01T00:00:00Z
+    --svg` crashed: the picture's margin went before year 1)."""
+    with Runtime.open(tmp_path / "svg.duckdb") as r:
+        subject = f"S{abs(hash((tuple(starts), known)))}"
+        for day, city in zip(starts, ("Rome", "Oslo", "Lima")):
+            r.call("kg.assert_fact", {"subject": subject, "predicate": "lives_in", "object": city,
+                                      "valid_from": day.isoformat()})
+        params = {"subject": subject}
+        if known is not None:
+            params["known_at"] = f"{known.isoformat()}T00:00:00Z"
+        svg = timeline_svg.render(r.call("kg.timeline", params).model_dump(mode="json"))
+    import xml.dom.minidom
+
+    xml.dom.minidom.parseString(svg)  # well-formed
+    assert f"timeline of {subject}" in svg

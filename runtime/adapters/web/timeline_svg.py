@@ -27,6 +27,10 @@ def _t(value: str | None) -> float | None:
     return dt.timestamp()
 
 
+FIRST_DAY = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
+LAST_DAY = datetime(9999, 12, 31, tzinfo=timezone.utc).timestamp()
+
+
 def _day(value: str | None) -> str:
     return value[:10] if value else "open"
 
@@ -41,7 +45,8 @@ def domain(result: dict[str, Any]) -> tuple[float, float]:
     if hi - lo < 30 * 86400:
         lo, hi = lo - 15 * 86400, hi + 15 * 86400
     pad = (hi - lo) * 0.06
-    return lo - pad, hi + pad
+    # within what a date can be (a timeline asked at 0001-01-01 would pad past year 1: no date to tick there)
+    return max(lo - pad, FIRST_DAY), min(hi + pad, LAST_DAY)
 
 
 def _ticks(lo: float, hi: float) -> list[tuple[float, str]]:
@@ -63,7 +68,7 @@ def _ticks(lo: float, hi: float) -> list[tuple[float, str]]:
     step = next(s for s in (1, 3, 6, 12) if months / s <= 12) if months > 1 else 0
     if step:
         y, m = start.year, start.month
-        while True:
+        while y <= 9999:  # (the last year a date has)
             d = datetime(y, m, 1, tzinfo=timezone.utc)
             if d.timestamp() > hi:
                 break
@@ -73,10 +78,13 @@ def _ticks(lo: float, hi: float) -> list[tuple[float, str]]:
             y, m = y + (m - 1) // 12, (m - 1) % 12 + 1
         return out
     d = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    step_days = timedelta(days=7 if (hi - lo) > 14 * 86400 else 1)
     while d.timestamp() <= hi:
         if d.timestamp() >= lo:
             out.append((d.timestamp(), d.strftime("%Y-%m-%d")))
-        d += timedelta(days=7 if (hi - lo) > 14 * 86400 else 1)
+        if d > datetime.max.replace(tzinfo=timezone.utc) - step_days:  # the last days a date has
+            break
+        d += step_days
     return out
 
 
