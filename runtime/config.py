@@ -9,6 +9,7 @@ Precedence (later wins): default.toml < user file (``PALIMPSEST_CONFIG`` or ``~/
 from __future__ import annotations
 
 import copy
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -130,6 +131,11 @@ def check_shape(cfg: Mapping[str, Any]) -> None:
         if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
             want = "a list of pack names" if kind is list else "a number" if isinstance(kind, tuple) else f"a {kind.__name__}"
             raise ConfigError(f"config: runtime.{key} must be {want}, got {value!r}",
+                              details={"key": f"runtime.{key}"})
+        # a number: hours, seconds, megabytes; none of them negative, NaN or infinite (inf hours crashed every
+        # command at open, a negative or NaN deadline was taken as given; issue 46)
+        if isinstance(kind, tuple) and (isinstance(value, bool) or not math.isfinite(value) or value < 0):
+            raise ConfigError(f"config: runtime.{key} must be a finite number, 0 or more, got {value!r}",
                               details={"key": f"runtime.{key}"})
 
 

@@ -77,6 +77,28 @@ def test_wrong_typed_sections_are_a_config_error_naming_the_key(override, key) -
     assert err.value.details["key"] == key and err.value.exit_code == 5
 
 
+@pytest.mark.parametrize("key, value", [("idempotency_hours", float("inf")), ("deadline_seconds", -1),
+                                        ("deadline_seconds", float("nan")), ("max_staleness_seconds", True),
+                                        ("mirror_budget_mb", float("-inf")), ("change_log_hours", -0.5)])
+def test_a_runtime_number_that_is_negative_nan_or_infinite_is_a_config_error(key, value) -> None:  # type: ignore[no-untyped-def]
+    """issue 46: `idempotency_hours = inf` crashed every command at open; a negative or NaN deadline was accepted."""
+    from palimpsest_memory.runtime.config import load_config
+
+    with pytest.raises(errors.ConfigError, match="finite number, 0 or more") as err:
+        load_config({"runtime": {key: value}}, env={"PALIMPSEST_CONFIG_DISABLED": "1"})
+    assert err.value.details["key"] == f"runtime.{key}"
+    assert load_config({"runtime": {key: 0}}, env={"PALIMPSEST_CONFIG_DISABLED": "1"})["runtime"][key] == 0
+
+
+def test_an_infinite_number_from_the_environment_is_refused_before_the_store_opens(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from palimpsest_memory.runtime import Runtime
+
+    with pytest.raises(errors.ConfigError, match="idempotency_hours"):
+        Runtime.open(tmp_path / "s.duckdb", env={"PALIMPSEST_CONFIG_DISABLED": "1",
+                                                 "PALIMPSEST__runtime__idempotency_hours": "inf"})
+    assert not (tmp_path / "s.duckdb").exists()
+
+
 def test_a_wrong_typed_environment_section_and_deep_toml_are_config_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from palimpsest_memory.runtime.config import load_config
 
