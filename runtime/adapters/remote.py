@@ -35,6 +35,26 @@ def error_from_dict(payload: Any, *, status: int | None = None, verb: str | None
     return exc
 
 
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, parts.hostname, parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+
+
+class _TokenStaysHome(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect, and sends the bearer token on only to the origin it was meant for: urllib's own
+    handler copies every header to wherever the redirect points (issue 46: a redirect leaked the token)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        token = req.unredirected_hdrs.get("Authorization")
+        if new is not None and token and _origin(new.full_url) == _origin(req.full_url):
+            new.add_unredirected_header("Authorization", token)
+        return new
+
+
+_OPENER = urllib.request.build_opener(_TokenStaysHome)
+
+
 class RemoteClient:
     """Call verbs on a palimpsest HTTP server.
 
@@ -110,13 +130,13 @@ class RemoteClient:
         if data is not None:
             req.add_header("Content-Type", content_type)
         if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
+            req.add_unredirected_header("Authorization", f"Bearer {self.token}")  # (_TokenStaysHome)
         return req
 
     def _open(self, req: urllib.request.Request, what: str) -> Any:
         """The open response (a context manager), or the server's error / an unreachable server as ours."""
         try:
-            return urllib.request.urlopen(req, timeout=self.timeout)
+            return _OPENER.open(req, timeout=self.timeout)
         except (urllib.error.URLError, OSError) as exc:
             self._fail(exc, what)
 
@@ -126,7 +146,7 @@ class RemoteClient:
         req = self._build(method, path, data, "application/json", headers)
         req.add_header("Accept", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with _OPENER.open(req, timeout=self.timeout) as resp:
                 return _decode(resp.read(), resp.status, verb)
         except (urllib.error.URLError, OSError) as exc:
             self._fail(exc, verb, (headers or {}).get(IDEMPOTENCY_HEADER))
