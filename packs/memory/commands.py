@@ -43,22 +43,24 @@ def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, na
 EXTRA_COUNTS = {"chatgpt": ("skipped",), "claude": ("skipped",), "markdown": ("links", "unresolved", "skipped")}
 
 
-def remote_payload(file: str, fmt: str, scope: Optional[str]) -> list[dict[str, Any]]:
-    """``--server``: the file parsed here, as ``memory.import_conversations``'s conversations (one per scope)."""
+def remote_payload(file: str, fmt: str, scope: Optional[str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """``--server``: the file parsed here, as ``memory.import_conversations``'s conversations (one per scope),
+    and the counts only the parse knows (so the output is the same as a local import's)."""
     if fmt in PARSERS:
         by_scope: dict[str, dict[str, Any]] = {}
-        sc = scope or fmt
-        for m in PARSERS[fmt](file, load_export(file), [0]):
+        sc, skipped, threads = scope or fmt, [0], set()
+        for m in PARSERS[fmt](file, load_export(file), skipped):
+            threads.add(m.conversation)
             conv = by_scope.setdefault(sc, {"scope": sc, "speakers": [], "notes": []})
             if m.turn.speaker not in conv["speakers"]:
                 conv["speakers"].append(m.turn.speaker)
             conv["notes"].append({**m.note(fmt, sc), "occurred_at": m.turn.occurred_at.isoformat()})
-        return list(by_scope.values())
+        return list(by_scope.values()), {"conversations": len(threads), "skipped": skipped[0]}
     if fmt == "markdown":  # its edges need the notes' ids inside the import's transaction: import_file only
         raise errors.InvalidParams("pal import markdown runs against a local store: stop the server, or import "
                                    "without --server where the database is")
     convs = parse_locomo(file) if fmt == "locomo" else parse_jsonl(file, scope)
-    return [{"scope": c.scope, "speakers": c.speakers, "notes": c.notes(fmt)} for c in convs]
+    return [{"scope": c.scope, "speakers": c.speakers, "notes": c.notes(fmt)} for c in convs], {}
 
 
 @hookimpl
@@ -73,7 +75,8 @@ def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]
         with Console(stderr=True).status(f"importing {file} (one transaction: all or nothing)",
                                          spinner="dots") if not quiet else nullcontext():
             if session.server:
-                res = session.call("memory.import_conversations", {"conversations": remote_payload(file, fmt, scope)})
+                payload, parsed = remote_payload(file, fmt, scope)
+                res = {**session.call("memory.import_conversations", {"conversations": payload}), **parsed}
             else:
                 res = session.call("memory.import_file", params, internal=True)
         counts = {"conversations": res["conversations"], "created": res["created"], "replayed": res["replayed"]}
