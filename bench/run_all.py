@@ -39,6 +39,7 @@ BENCHES = [  # (results file, command)
     ("postgres.md", ["bench/pg_multi.py", "--notes", "20000", "--size", "100000"]),
     ("pg_restart.md", ["bench/pg_restart.py", "--notes", "10000", "--restarts", "5", "--opens", "5"]),
     ("pg_follower_pace.md", ["bench/pg_follower_pace.py", "--writers", "4", "--notes", "60000"]),
+    ("import_formats.md", ["bench/import_formats.py", "--messages", "10000"]),  # ChatGPT, Claude, Markdown (issue 42)
     ("mutation.md", ["bench/mutation.py"]),  # planted bugs in the guard, importers, forget, follower (issue 46)
 ]
 # Long runs, only when named (`python bench/run_all.py kg_scale`); their figures are kept in bench/results/kg.md.
@@ -49,7 +50,8 @@ ON_REQUEST = [("kg_scale", ["bench/kg_scale.py", "--facts", "1000000", "--edges"
 REPORTS = ["goals.md", "house.md", "locomo.md", "locomo_episodes.md", "embedder_cost.md", "speed.md", "ann_params.md",
            "memory_perf.md", "memory_rss.md", "memory_graph.md", "explain.md", "brain.md", "brain_ledger.md", "kg.md",
            "reliability.md", "startup.md", "mcp.md", "data_rights.md",
-           "postgres.md", "pg_follower_pace.md", "pg_restart.md", "copy_store.md", "namespaces.md", "mutation.md"]
+           "postgres.md", "pg_follower_pace.md", "pg_restart.md", "copy_store.md", "namespaces.md", "import_formats.md",
+           "mutation.md"]
 
 
 def machine() -> str:

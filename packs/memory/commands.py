@@ -1,4 +1,5 @@
-"""``pal import locomo FILE`` and ``pal import jsonl FILE``: the memory pack's CLI commands (a pack hook).
+"""``pal import locomo|jsonl|chatgpt|claude FILE`` and ``pal import markdown DIR``: the memory pack's CLI
+commands (a pack hook).
 
 Each import is one call, hence one transaction: a file rejected at any line writes nothing (issue 16, item 2;
 ADR 0008, "Imports"). Locally it is the sub-handler ``memory.import_file`` (it streams the file); with ``--server``
@@ -16,6 +17,8 @@ import typer
 from rich.console import Console
 
 from palimpsest_memory.packs.memory.importers import Conversation, parse_jsonl, parse_locomo
+from palimpsest_memory.packs.memory.importers_chat import PARSERS, load_export
+from palimpsest_memory.runtime import errors
 from palimpsest_memory.runtime import exportfile, hookimpl
 
 
@@ -37,6 +40,29 @@ def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, na
             "note_ids": dict(zip(turns, res.ids))}
 
 
+EXTRA_COUNTS = {"chatgpt": ("skipped",), "claude": ("skipped",), "markdown": ("links", "unresolved", "skipped")}
+
+
+def remote_payload(file: str, fmt: str, scope: Optional[str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """``--server``: the file parsed here, as ``memory.import_conversations``'s conversations (one per scope),
+    and the counts only the parse knows (so the output is the same as a local import's)."""
+    if fmt in PARSERS:
+        by_scope: dict[str, dict[str, Any]] = {}
+        sc, skipped, threads = scope or fmt, [0], set()
+        for m in PARSERS[fmt](file, load_export(file), skipped):
+            threads.add(m.conversation)
+            conv = by_scope.setdefault(sc, {"scope": sc, "speakers": [], "notes": []})
+            if m.turn.speaker not in conv["speakers"]:
+                conv["speakers"].append(m.turn.speaker)
+            conv["notes"].append({**m.note(fmt, sc), "occurred_at": m.turn.occurred_at.isoformat()})
+        return list(by_scope.values()), {"conversations": len(threads), "skipped": skipped[0]}
+    if fmt == "markdown":  # its edges need the notes' ids inside the import's transaction: import_file only
+        raise errors.InvalidParams("pal import markdown runs against a local store: stop the server, or import "
+                                   "without --server where the database is")
+    convs = parse_locomo(file) if fmt == "locomo" else parse_jsonl(file, scope)
+    return [{"scope": c.scope, "speakers": c.speakers, "notes": c.notes(fmt)} for c in convs], {}
+
+
 @hookimpl
 def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]) -> None:
     group = typer.Typer(help="Import conversations as memory notes (one note per turn), all or nothing.",
@@ -49,15 +75,20 @@ def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]
         with Console(stderr=True).status(f"importing {file} (one transaction: all or nothing)",
                                          spinner="dots") if not quiet else nullcontext():
             if session.server:
-                convs = parse_locomo(file) if fmt == "locomo" else parse_jsonl(file, scope)
-                payload = [{"scope": c.scope, "speakers": c.speakers, "notes": c.notes(fmt)} for c in convs]
-                res = session.call("memory.import_conversations", {"conversations": payload})
+                payload, parsed = remote_payload(file, fmt, scope)
+                res = {**session.call("memory.import_conversations", {"conversations": payload}), **parsed}
             else:
                 res = session.call("memory.import_file", params, internal=True)
         counts = {"conversations": res["conversations"], "created": res["created"], "replayed": res["replayed"]}
-        print(json.dumps(counts) if session.as_json else
-              f"{counts['created']} notes created, {counts['replayed']} already there, "
-              f"from {counts['conversations']} conversation(s)")
+        extra = {k: res.get(k, 0) for k in EXTRA_COUNTS.get(fmt, ())}  # the JSON of the older formats is unchanged
+        if session.as_json:
+            print(json.dumps({**counts, **extra}))
+            return
+        print(f"{counts['created']} notes created, {counts['replayed']} already there, " + (
+            f"{extra['links']} links, {extra['unresolved']} links to no file, {extra['skipped']} files with "
+            "nothing to import" if fmt == "markdown" else f"from {counts['conversations']} conversation(s)"))
+        if extra.get("skipped") and fmt in PARSERS:
+            print(f"{extra['skipped']} message(s) skipped (system, tool, hidden or empty)")
 
     @group.command("locomo")
     def locomo(file: str = typer.Argument(..., help="A LoCoMo-format JSON file.")) -> None:
@@ -71,6 +102,33 @@ def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]
         """Import a JSONL chat log ({speaker, text, timestamp, thread?, scope?, id?} per line), read line by line;
         a bad line is an error naming it and nothing is imported."""
         run(file, "jsonl", scope)
+
+    @group.command("chatgpt")
+    def chatgpt(export: str = typer.Argument(..., help="conversations.json of a ChatGPT data export (or the "
+                                                       "export's folder or .zip)."),
+                scope: Optional[str] = typer.Option(None, help="Scope of every note (default: chatgpt).")) -> None:
+        """Import a ChatGPT data export: each conversation a thread (the branch last shown), each message a
+        note "user: ..." / "assistant: ..." at its time; system, tool and hidden messages are skipped. Importing
+        it again adds only what is new (keys chatgpt:<conversation id>:<message id>)."""
+        run(export, "chatgpt", scope)
+
+    @group.command("claude")
+    def claude(export: str = typer.Argument(..., help="A Claude.ai data export: its conversations.json, the "
+                                                      "unzipped folder or the .zip."),
+               scope: Optional[str] = typer.Option(None, help="Scope of every note (default: claude).")) -> None:
+        """Import a Claude.ai data export: each conversation a thread, each message a note "user: ..." /
+        "assistant: ..." at its time (thinking and tool use left out). Importing it again adds only what is new
+        (keys claude:<conversation uuid>:<message uuid>)."""
+        run(export, "claude", scope)
+
+    @group.command("markdown")
+    def markdown(folder: str = typer.Argument(..., help="A folder of .md files, e.g. an Obsidian vault."),
+                 scope: Optional[str] = typer.Option(None, help="Scope of files whose front matter names none "
+                                                                "(default: the folder's name).")) -> None:
+        """Import a Markdown folder: one note per file (long files with headings: one per section), front
+        matter tags/date/title, [[links]] as related_to edges; the file's mtime when it has no date. A file
+        edited since an earlier import is refused as a conflict naming it."""
+        run(folder, "markdown", scope)
 
     @group.command("palimpsest")
     def palimpsest(file: str = typer.Argument(..., help="A file written by `pal export`.")) -> None:

@@ -20,6 +20,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.importers import Turn, file_bound, iter_jsonl, line_bound, parse_locomo
+from palimpsest_memory.packs.memory.importers_chat import PARSERS, load_export
+from palimpsest_memory.packs.memory.importers_markdown import Vault, parse_vault
 from palimpsest_memory.packs.memory.models import NoteIn
 from palimpsest_memory.packs.memory.remember import check_note_limits, store_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings
@@ -32,8 +34,10 @@ PARTICIPATES = "participates_in"  # (speaker, participates_in, <conversation sco
 
 class ImportFileParams(NamespacedParams):
     path: str = Field(min_length=1, description="The file, read by the process that holds the store.")
-    format: Literal["jsonl", "locomo"]
-    scope: Optional[str] = Field(None, description="JSONL: the scope of lines without one (default: file stem).")
+    format: Literal["jsonl", "locomo", "chatgpt", "claude", "markdown"]
+    scope: Optional[str] = Field(None, description="JSONL: the scope of lines without one (default: file stem); "
+                                                   "chatgpt, claude: every note's (default: the format's name); "
+                                                   "markdown: of files without one (default: the folder's name).")
     key_prefix: Optional[str] = Field(None, min_length=1, description="Idempotency key prefix (default: format).")
 
 
@@ -53,6 +57,10 @@ class ImportResult(BaseModel):
     created: int
     replayed: int = Field(description="Notes whose idempotency key was already stored: a re-import adds nothing.")
     ids: list[int] = Field(default_factory=list, description="import_conversations only: note ids, in input order.")
+    skipped: int = Field(0, description="chatgpt, claude: messages not imported (system, tool, hidden, empty); "
+                                        "markdown: files with nothing to import (empty, kg pages).")
+    links: int = Field(0, description="markdown: edges between the notes, from [[links]] and relation keys.")
+    unresolved: int = Field(0, description="markdown: [[links]] to no file of the folder (not an error).")
 
 
 @dataclass
@@ -61,7 +69,7 @@ class Item:
 
     where: str  # "line 651", "sample conv-26 turn D1:3"
     loc: list[Any]
-    scope: str
+    scope: Optional[str]
     speaker: Optional[str]  # registered as a person of the scope (None: the scope's speakers are given)
     note: dict[str, Any]
 
@@ -135,6 +143,8 @@ def write(ctx: Context, plan: dict[str, ConversationPlan], items: Iterable[Item]
     """Pass 2, in the call's transaction: speakers and scopes as entities, ``participates_in`` facts, then the
     notes in batches (entities first, so the notes' mentions link to them). Returns created, replayed, ids."""
     for scope, conv in plan.items():
+        if scope is None:  # notes without a scope (a Markdown file whose front matter says `scope: null`)
+            continue
         for speaker in conv.speakers:
             ctx.call("kg.upsert_entity", {"name": speaker, "kind": "person"})
         ctx.call("kg.upsert_entity", {"name": scope, "kind": "project"})
@@ -171,18 +181,38 @@ def write(ctx: Context, plan: dict[str, ConversationPlan], items: Iterable[Item]
 
 
 def run_import(ctx: Context, items: Callable[[], Iterator[Item]],
-               seed: Iterable[tuple[str, list[str]]] = ()) -> ImportResult:
+               seed: Iterable[tuple[str, list[str]]] = (),
+               after: Optional[Callable[[list[int]], None]] = None) -> ImportResult:
+    """Validate every item, then write them; ``after(ids)`` writes what needs the notes' ids (edges), still
+    inside the one transaction."""
     with all_or_nothing():
         plan = {scope: ConversationPlan(speakers=dict.fromkeys(speakers)) for scope, speakers in seed}
         validate(ctx.settings, items(), plan)
         created, replayed, ids = write(ctx, plan, items())
+        if after is not None:
+            after(ids)
     return ImportResult(conversations=len(plan), notes=len(ids), created=created, replayed=replayed, ids=ids)
+
+
+def link_vault(ctx: Context, vault: Vault, ids: list[int]) -> int:
+    """A folder's links as memory edges (``memory.link_many``: re-linking an existing edge adds none)."""
+    s: MemorySettings = ctx.settings
+    links = [{"source_id": ids[i], "target_id": ids[j], "relation": r} for i, j, r in vault.links if ids[i] != ids[j]]
+    for k in range(0, len(links), s.max_batch):
+        try:
+            ctx.call("memory.link_many", {"links": links[k:k + s.max_batch]})
+        except errors.PalimpsestError as exc:  # e.g. a `supersedes` key on a note another note supersedes
+            exc.message = f"while linking the notes ([[links]] and relation keys): {exc.message}"
+            exc.args = (exc.message,)
+            raise
+    return len(links)
 
 
 @pack.verb("import_file", act=Act.COMMISSIVE, visibility=Visibility.SUBHANDLER, bulk=True)
 def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
-    """Import a JSONL chat log or a LoCoMo file, all or nothing: validated whole before anything is written,
-    then written in this call's one transaction (``pal import``)."""
+    """Import a JSONL chat log, a LoCoMo file, a ChatGPT or Claude.ai export or a Markdown folder, all or
+    nothing: validated whole before anything is written, then written in this call's one transaction
+    (``pal import``)."""
     s: MemorySettings = ctx.settings
     prefix = params.key_prefix or params.format
     if params.format == "locomo":
@@ -195,6 +225,28 @@ def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
                     yield Item(f"{params.path}: sample {c.scope} turn {t.turn_id}", ["sample", c.scope, t.turn_id],
                                c.scope, None, note_of(t, c.scope, prefix))
         res = run_import(ctx, locomo, seed=[(c.scope, c.speakers) for c in convs])
+    elif params.format in PARSERS:  # chatgpt, claude
+        with all_or_nothing():
+            data = load_export(params.path, max_bytes=file_bound(s.max_content_chars))
+        scope, skipped, threads = params.scope or params.format, [0], set()
+
+        def chat() -> Iterator[Item]:
+            skipped[0] = 0  # counted again by each pass
+            for m in PARSERS[params.format](params.path, data, skipped):
+                threads.add(m.conversation)
+                yield Item(m.where, m.loc, scope, m.turn.speaker, m.note(params.format, scope))
+        res = run_import(ctx, chat)
+        res.skipped, res.conversations = skipped[0], len(threads)  # one scope, many conversations
+    elif params.format == "markdown":
+        with all_or_nothing():
+            vault = parse_vault(params.path, params.scope, max_bytes=file_bound(s.max_content_chars))
+        linked = [0]
+
+        def markdown() -> Iterator[Item]:
+            for sec in vault.sections:
+                yield Item(f"{params.path}: {sec.where}", sec.loc, sec.note["scope"], None, sec.note)
+        res = run_import(ctx, markdown, after=lambda ids: linked.__setitem__(0, link_vault(ctx, vault, ids)))
+        res.skipped, res.links, res.unresolved = vault.skipped, linked[0], vault.unresolved
     else:
         bound = line_bound(s.max_content_chars)
 

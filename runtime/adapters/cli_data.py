@@ -21,15 +21,27 @@ PROG = "palimpsest"
 
 def register(app: typer.Typer, session: Callable[[], Any]) -> None:
     @app.command("export")
-    def export_cmd(file: str = typer.Argument(..., help="The JSONL file to write ('-' for stdout)."),
+    def export_cmd(file: str = typer.Argument(..., help="The JSONL file to write ('-' for stdout), or a format "
+                                                        "followed by its target: `markdown DIR`."),
+                   dest: Optional[str] = typer.Argument(None, help="After `markdown`: the folder to write."),
                    force: bool = typer.Option(False, "--force", help="Replace FILE if it exists (never the store's "
-                                                                      "own files)."),
+                                                                      "own files); write into a non-empty DIR."),
                    ) -> None:
         """Export a namespace (--namespace, default the configured one) as versioned JSONL: notes, vectors,
-        audit trail, tombstones, the kg with its full history, the brain's posteriors, events and serves."""
+        audit trail, tombstones, the kg with its full history, the brain's posteriors, events and serves.
+        `pal export markdown DIR` writes an Obsidian-friendly folder instead: one file per note, kg facts per
+        entity."""
         from palimpsest_memory.runtime.newfile import check_target, write_new
 
         s = session()
+        if dest is not None:  # `pal export FORMAT TARGET`
+            if file == "markdown":
+                export_markdown_cmd(s, dest, force)
+                return
+            if file != "palimpsest":
+                raise errors.InvalidParams(f"unknown export format {file!r}: `pal export FILE`, `pal export "
+                                           "palimpsest FILE` or `pal export markdown DIR`")
+            file = dest
         if s.server:  # the server that holds the database writes the export (GET /v1/export)
             if file == "-":
                 raise errors.InvalidParams("export through --server writes a file: name one instead of '-'")
@@ -119,6 +131,16 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         restore_file(source, target)
         print(json.dumps({"restored": str(target)}) if s.as_json else f"{target} restored from {source}")
 
+
+
+def export_markdown_cmd(s: Any, dest: str, force: bool) -> None:
+    """``pal export markdown DIR`` (runtime/adapters/export_markdown.py), locally or through --server."""
+    from palimpsest_memory.runtime.adapters.export_markdown import export_markdown
+
+    owner = None if s.server else s.runtime().store.owns_file  # the store, its WAL, snapshots, backups
+    out = export_markdown(lambda verb, params: s.call(verb, params), dest, force, owner)
+    print(json.dumps(out) if s.as_json else f"{out['notes']} notes, {out['edges']} links and {out['facts']} facts "
+          f"of {out['entities']} entities written to {out['folder']}")
 
 
 def files_of(db: Optional[str]) -> Optional[Callable[[Path], Optional[str]]]:

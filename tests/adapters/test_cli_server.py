@@ -128,3 +128,20 @@ def test_commands_that_run_in_process_refuse_server(tmp_path: Path) -> None:
     assert proc.returncode == 5
     assert json.loads(proc.stdout)["error"]["code"] == "config_error"
     assert not (tmp_path / "local.duckdb").exists()
+
+
+def test_chat_exports_import_through_the_server_and_markdown_says_it_cannot(server: ServerProcess,
+                                                                          tmp_path: Path) -> None:
+    """Issue 42.5: `pal --server URL import chatgpt|claude` parses the export here and imports it there in one
+    call, with the counts a local import prints; a Markdown folder (its edges need the notes' ids inside the
+    import's transaction) is refused before anything is sent."""
+    s = ("--server", server.url, "-n", "chats")
+    export = REPO / "tests" / "fixtures" / "imports" / "chatgpt" / "conversations.json"
+    first = json.loads(ok(pal(tmp_path, *s, "--json", "import", "chatgpt", str(export))))
+    assert first == {"conversations": 2, "created": 7, "replayed": 0, "skipped": 3}
+    again = json.loads(ok(pal(tmp_path, *s, "--json", "import", "chatgpt", str(export))))
+    assert (again["created"], again["replayed"]) == (0, 7)
+    refused = pal(tmp_path, *s, "--json", "import", "markdown", str(REPO / "tests" / "fixtures" / "imports" / "vault"))
+    assert refused.returncode == 2 and "local store" in (refused.stdout + refused.stderr)
+    assert json.loads(ok(pal(tmp_path, *s, "--json", "call", "memory.count", "--params", "{}"))) == {"count": 7}
+    assert not (tmp_path / "local.duckdb").exists()
