@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from palimpsest_memory.runtime import changelog
 from palimpsest_memory.runtime.dispatch import Context, Frame
+from palimpsest_memory.runtime.errors import StorageError
 from palimpsest_memory.runtime.events import Subscription
 from palimpsest_memory.runtime.mirror import Change, Mirror, mirrors_of
 
@@ -327,10 +328,15 @@ class Followers:
                     rt.lock_namespace(frame, namespace)
                 body(Context(rt, pack, label, namespace, frame, 0, actor, read_only=False))
                 rt.commit(frame)
-            except Exception:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001
                 if frame.began and rt.store is not None:
                     rt.store.rollback_quietly()
-                log.exception("%s failed", label)
+                if isinstance(exc, (OSError, StorageError)):  # the machine's, not the code's (a full disk at a
+                    # close's snapshot write, issue 46): one line, no traceback printed after a command that succeeded
+                    log.warning("%s could not finish: %s (nothing committed is lost: what it would have written "
+                                "is derived, and made again when needed)", label, exc)
+                else:
+                    log.exception("%s failed", label)
                 return None
             self._after_commit(frame)
         if follow_events and frame.events:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 from pydantic import BaseModel, ValidationError
 
 from palimpsest_memory.runtime.compact import backup_path
-from palimpsest_memory.runtime.errors import DeadlineExceeded, InternalError, InvalidParams, PalimpsestError, ReadOnlyViolation, from_validation_error
+from palimpsest_memory.runtime.errors import (DeadlineExceeded, InternalError, InvalidParams, PalimpsestError,
+                                             ReadOnlyViolation, StorageError, from_validation_error)
 from palimpsest_memory.runtime.hookspecs import hookimpl
 from palimpsest_memory.runtime.pack import VerbSpec
 from palimpsest_memory.runtime.storage import Database
@@ -316,6 +317,10 @@ class CoreDispatch:
             if exc.verb is None:
                 exc.verb = call.verb
             raise
+        except OSError as exc:  # the machine's (a full disk, a file it may not write), not the handler's: typed,
+            # said in one line (issue 46: a close's snapshot write on a full disk printed a handler "crash")
+            raise StorageError(f"{call.verb} could not write: {exc}", verb=call.verb,
+                               details={"errno": exc.errno, "file": exc.filename}) from exc
         except Exception as exc:  # a handler bug: report it typed, keep the cause for the log
             logging.getLogger("palimpsest").exception("handler of %s crashed", call.verb)
             raise InternalError(f"{type(exc).__name__}: {exc}", verb=call.verb) from exc
