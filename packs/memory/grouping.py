@@ -9,8 +9,8 @@ The shipped rule (``RULE``) and the ones ADR 0036's ablation measured beside it,
 ``s_1 ≥ s_2 ≥ …`` (scores in [0, 1]) at ranks ``r_1 < r_2 < …`` (1-based, in the whole pooled ranking):
 
 - ``max``: ``s_1`` — the episode is as good as its best turn (what "sessions ranked by their best turn" is);
-- ``softor``: ``1 − Π_{i ≤ TOP} (1 − s_i)`` — the chance that at least one of its best turns answers, each read as
-  an independent probability;
+- ``softor``: ``1 − Π_{i ≤ TOP} (1 − s_i)`` — the chance that one of its best turns answers, each read as an
+  independent probability;
 - ``sum``: ``Σ_{i ≤ TOP} s_i``;
 - ``mean``: ``(1/min(TOP, n)) Σ_{i ≤ TOP} s_i`` — the context stage's thread value (``thread_top``);
 - ``rrf``: ``Σ_i 1 / (RRF_K + r_i)`` over every pooled turn — reciprocal-rank fusion of the turns' places;
