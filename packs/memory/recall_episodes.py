@@ -25,18 +25,16 @@ from palimpsest_memory.runtime import Context
 def spans(ctx: Context, params: RecallParams, codes: list[int]) -> dict[int, tuple[int, int, int, float, float]]:
     """Per thread code: (notes, first id, last id, first occurred, last occurred) over the notes the recall's
     filters let through — an episode as this recall may see it (``as_of`` shows it as it was then). One pass over
-    the thread column with a lookup table: ~1 ms a million notes, with no per-thread bookkeeping on the write
-    path to keep right through edits, forgets and re-inferred episodes."""
+    the thread column with a lookup table (~1.1 ms at a million notes, the numpy part alone) instead of per-thread
+    bookkeeping on the write path, which edits, forgets and re-inferred episodes would all have to keep right."""
     index = ctx.state.index.of(ctx.namespace)
     filters = RecallFilters.model_validate(params.model_dump(include=set(RecallFilters.model_fields)))
     mask = recall_cache.allowed(index, ctx.namespace, filters).mask  # over the slots in use
     n = mask.size
-    thread = index.cols["thread"][:n].astype(np.int64)
-    want = np.zeros(int(max(codes, default=0)) + 1, dtype=bool)
+    thread = index.cols["thread"][:n]
+    want = np.zeros(len(index.threads.values), dtype=bool)  # one flag per thread code: every code is in range
     want[[c for c in codes if c > 0]] = True
-    inside = thread < want.size
-    sel = np.flatnonzero(inside & mask)
-    sel = sel[want[thread[sel]]]
+    sel = np.flatnonzero(want[thread] & mask)  # 1.1 ms at 1M notes (7 with a bounds check and an int64 copy)
     code, ids, occ = thread[sel], index.slot_id[sel], index.cols["occurred"][:n][sel]
     out = {}
     for c in np.unique(code).tolist():
