@@ -117,6 +117,14 @@ def test_limit_counts_episodes_and_the_budget_cuts_whole_turns(make_pal_runtime,
     assert [t.id for e in cut.episodes for t in e.turns] == [h.note.id for h in cut.results]
 
 
+def test_min_score_drops_turns_before_grouping(rt, chats):
+    every = grouped(rt, "postgres orion", scope="orion", limit=10, turns=20)
+    cut = sorted(t.score for e in every.episodes for t in e.turns)[len(every.results) // 2]
+    r = grouped(rt, "postgres orion", scope="orion", limit=10, turns=20, min_score=cut)
+    kept = [t.id for e in every.episodes for t in e.turns if t.score >= cut]
+    assert [t.id for e in r.episodes for t in e.turns] == kept and all(e.turns for e in r.episodes)
+
+
 @pytest.mark.parametrize("params", [{"group": "session"}, {"group": "episode", "turns": 0},
                                     {"group": "episode", "turns": 21}, {"turns": 2}, {"group": "note", "turns": 2},
                                     {"group": "episode", "limit": 0}])
