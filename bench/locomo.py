@@ -8,12 +8,13 @@ Every turn of a conversation is one note: content ``"<speaker>: <text>"`` (+ ``"
 scope = its conversation, occurred_at = the session date, and thread = its session *or nothing* (an agent that
 remembers content, time and scope only). Side by side in one run: plain BM25, dense, the old default and the new
 default, with and without ``thread``, one store per conversation and one shared store; per category and per
-evidence span (one session / several); ablations of the new default with a paired bootstrap interval over
-questions; a leave-one-conversation-out check of the one tunable tried; then the product itself through the
-runtime (``bench_runtime_rows.py``). Evidence ids are normalised as ../shared/data/README.md says; questions
-whose evidence is empty after normalisation count as recall 1. Nothing about a question but its text is used at
-retrieval time. ``--file`` takes any LoCoMo-format file (repeatable); the default is the shared dev file, which
-is for sanity only: the figures that count are on conversations nobody tuned on.
+evidence span (one session / several); the session-level table of recall by episode (bench/locomo_sessions.py);
+ablations of the new default with a paired bootstrap interval over questions; a leave-one-conversation-out check
+of the one tunable tried; then the product itself through the runtime (``bench_runtime_rows.py``). Evidence ids are
+normalised as ../shared/data/README.md says; questions whose evidence is empty after normalisation count as recall
+1. Nothing about a question but its text is used at retrieval time. ``--file`` takes any LoCoMo-format file
+(repeatable); the default is the shared dev file, which is for sanity only: the figures that count are on
+conversations nobody tuned on.
 
 The pure part imports only ``packs.memory`` modules (no runtime); its schemes mirror the product's stages.
 """
@@ -966,6 +967,8 @@ def main(argv=None) -> int:
             out += loco(st, replace(new, name="no crowding", crowding=0.0), grid, env, emb, cache, qcache, qconv)
         out += coverage_section(st, new, emb, cache, qcache, qconv, cats, span)
         out += gap_rows(path, convs, st, new, [emb, *others], cache, qcache, cats, span, args.runtime)
+        from locomo_sessions import section as sessions  # issue 44 item 2: the episode-level table (ADR 0036)
+        out += sessions(path, convs, st, emb, cache, qcache, cats, args.runtime)
         out.append(f"\nEvaluation time: {time.perf_counter() - t_start:.1f} s.")
         if args.runtime:
             from bench_runtime_rows import runtime_rows

@@ -24,6 +24,7 @@ RESULTS = ROOT / "bench" / "results"
 BENCHES = [  # (results file, command)
     ("locomo.md", ["bench/locomo.py"]),
     ("locomo_episodes.md", ["bench/locomo_episodes.py"]),
+    ("locomo_sessions.md", ["bench/locomo_sessions.py"]),  # recall by episode at session level (issue 44, ADR 0036)
     ("memory_perf.md", ["bench/memory_perf.py", "--sizes", "10000,100000"]),
     ("embedder_cost.md", ["bench/embedder_cost.py", "--embedders", "wordllama,e5"]),
     ("speed.md", ["bench/speed.py", "--sizes", "10000,100000"]),
@@ -47,7 +48,8 @@ ON_REQUEST = [("kg_scale", ["bench/kg_scale.py", "--facts", "1000000", "--edges"
 # goals.md is written by hand from the reports below (the issues' goals next to what was reached): update it when
 # a figure it quotes moves.
 # house.md compares two trees (`python bench/house_compare.py --base DIR`), so it too is run by hand.
-REPORTS = ["goals.md", "house.md", "locomo.md", "locomo_episodes.md", "embedder_cost.md", "speed.md", "ann_params.md",
+REPORTS = ["goals.md", "house.md", "locomo.md", "locomo_episodes.md", "locomo_sessions.md", "embedder_cost.md",
+           "speed.md", "ann_params.md",
            "memory_perf.md", "memory_rss.md", "memory_graph.md", "explain.md", "brain.md", "brain_ledger.md", "kg.md",
            "reliability.md", "startup.md", "mcp.md", "data_rights.md",
            "postgres.md", "pg_follower_pace.md", "pg_restart.md", "copy_store.md", "namespaces.md", "import_formats.md",

@@ -5,8 +5,9 @@ import math
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import AfterValidator, BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
 
+from palimpsest_memory.packs.memory.models_episodes import EpisodeHit
 from palimpsest_memory.runtime.params import NamespacedParams, Params
 
 MemoryType = Literal["episodic", "semantic"]
@@ -156,6 +157,17 @@ class RecallParams(RecallFilters, NamespacedParams):
                                                          "are (default: the current time).")
     expand_graph: bool = Field(False, description="Also return notes linked to the best matches (e.g. the note a "
                                                   "decision supersedes).")
+    group: Literal["note", "episode"] = Field("note", description="'note': the best notes (the default); 'episode':"
+                                              " the best conversations or sessions (a thread, or an episode inferred "
+                                              "from pauses), each with its best notes and its time span.")
+    turns: int = Field(3, ge=1, le=20, description="With group='episode': the most notes shown per episode "
+                                                   "(default 3). limit then counts episodes.")
+
+    @model_validator(mode="after")
+    def _turns_need_episodes(self) -> "RecallParams":
+        if "turns" in self.model_fields_set and self.group != "episode":  # a silent no-op would mislead
+            raise ValueError("turns applies only with group='episode'")
+        return self
 
 
 class Breakdown(BaseModel):
@@ -190,6 +202,8 @@ class RecallResult(BaseModel):
     fusion: str
     embedder: str
     truncated: bool = Field(False, description="The response budget cut the list short.")
+    episodes: Optional[list[EpisodeHit]] = Field(None, description="With group='episode': the episodes best first;"
+                                                                  " `results` then holds their turns, in order.")
 
 
 # -- sub-handlers ----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from datetime import datetime
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import ranking, stages
+from palimpsest_memory.packs.memory import ranking, recall_episodes, stages
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.models import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
 from palimpsest_memory.packs.memory.remember import note_from_index
@@ -54,6 +54,9 @@ def answer(params: RecallParams, ctx: Context) -> tuple[RecallResult, Scored, di
     scored, fusion, model, weights = rank(params, ctx)
     keep = np.arange(len(scored.ids)) if params.min_score is None else np.flatnonzero(
         np.asarray(scored.score) >= params.min_score)
+    if params.group == "episode":  # the same ranking, grouped (ADR 0036)
+        result, top = recall_episodes.answer(params, ctx, scored, keep, fusion, model)
+        return result, top, weights
     top = ranking.head(scored, keep[: params.limit])  # only the notes that can be served leave the columns
     rows = ctx.state.index.of(ctx.namespace).rows  # the index holds each committed note as stored: no SQL on the recall path
     hits, used, truncated = [], 0, False

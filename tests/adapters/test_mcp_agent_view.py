@@ -22,7 +22,7 @@ from test_adapters_mcp import call_err, call_ok, run  # noqa: E402
 from palimpsest_memory.runtime import load_catalog  # noqa: E402
 from palimpsest_memory.runtime.pack import Act  # noqa: E402
 
-RECALL_CORE = {"query", "limit", "scope", "created_after", "created_before", "detail"}
+RECALL_CORE = {"query", "limit", "scope", "created_after", "created_before", "group", "turns", "detail"}
 COMPACT_FIELDS = {"id", "text", "time", "score", "scope"}
 BUDGET = 2560  # bytes of the answer's text (what the agent reads) for 10 results
 # Issue 42 measured 10 LoCoMo results as 1.6 KB of note text in a 6.5 KB answer; `pal import locomo` notes
@@ -136,6 +136,32 @@ def test_recall_answers_are_compact_by_default_and_whole_with_detail(target: str
         assert [r["note"]["id"] for r in whole["results"]] == [r["id"] for r in results]
         assert {"fusion", "embedder", "query"} <= set(whole) and "salience" in whole["results"][0]["note"]
         assert len(whole_text) > 2 * len(text)
+    finally:
+        err = server.close()
+    assert server.proc.returncode == 0, err
+
+
+def test_recall_by_episode_is_a_core_parameter_and_its_answer_stays_compact(target: str) -> None:
+    """ADR 0036: group="episode" over `pal mcp --tools core`: the episodes go out with their turns' ids, scores and
+    spans, the turns' notes in the compact results."""
+    server = RawMcp(target)
+    try:
+        server.initialize()
+        for i in range(6):
+            answer = server.call(100 + i, "memory_remember", {"content": locomo_sized(i), "scope": "conv-26",
+                                                              "thread": f"session_{i // 3}",
+                                                              "occurred_at": f"2023-05-{8 + i:02d}T13:56:00Z"})
+            assert answer["result"]["isError"] is False, answer
+        got = server.call(7, "memory_recall", {"query": "the pottery class", "group": "episode", "turns": 2,
+                                               "limit": 2})
+        body = json.loads(got["result"]["content"][0]["text"])["result"]
+        episodes, results = body["episodes"], body["results"]
+        assert [e["thread"] for e in episodes] and {e["thread"] for e in episodes} <= {"session_0", "session_1"}
+        assert [t["id"] for e in episodes for t in e["turns"]] == [r["id"] for r in results]
+        assert all(set(r) == COMPACT_FIELDS for r in results) and all(e["span"]["notes"] == 3 for e in episodes)
+        flat = json.loads(server.call(8, "memory_recall", {"query": "the pottery class"})["result"]["content"][0]
+                          ["text"])["result"]
+        assert "episodes" not in flat
     finally:
         err = server.close()
     assert server.proc.returncode == 0, err

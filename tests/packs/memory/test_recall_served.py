@@ -82,3 +82,18 @@ def test_the_subhandlers_give_what_recall_ranks_with(make_pal_runtime):
     got = rt.call("memory.recall", {"query": q, "now": NOW.isoformat(), "include_breakdown": True,
                                     "limit": 50}).results
     assert [(h.note.id, h.score) for h in got] == list(zip(scored.ids, scored.score))
+
+
+def test_a_recall_by_episode_publishes_the_turns_it_served(make_pal_runtime):
+    """ADR 0036: the brain learns from what was shown, the episodes' turns, with their own components."""
+    seen: list = []
+    rt = make_pal_runtime(listener(seen), discover=True, config=CONFIG, clock=lambda: NOW)
+    seed(rt)
+    res = rt.call("memory.recall", {"query": "Orion Postgres", "now": NOW.isoformat(), "group": "episode",
+                                    "turns": 2, "include_breakdown": True})
+    event = seen[0][0]
+    assert [n.note_id for n in event.notes] == [t.id for e in res.episodes for t in e.turns] == [
+        h.note.id for h in res.results]
+    for n, h in zip(event.notes, res.results):
+        b = h.breakdown
+        assert n.score == h.score and n.components == ScoreComponents(b.relevance, b.effective_salience, b.recency)
