@@ -216,9 +216,9 @@ BASELINES = [
 
 
 def shipped() -> Scheme:
-    """The new default, read from config/default.toml (the product's values)."""
+    """The new default, read from the memory pack's defaults.toml (the product's values)."""
     import tomllib
-    cfg = tomllib.loads((ROOT / "config" / "default.toml").read_text())["packs"]["memory"]
+    cfg = tomllib.loads((ROOT / "packs" / "memory" / "defaults.toml").read_text())
     c = cfg["context"]
     return Scheme("new default", cfg["fusion_weights"]["text"], cfg["fusion_weights"]["vector"],
                   expansion=c["expansion_weight"], alpha=c["neighbour_alpha"], beta=c["thread_beta"],

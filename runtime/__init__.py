@@ -33,7 +33,8 @@ def _version() -> str:
 _WHERE = {
     "CallInfo": "palimpsest_memory.runtime.dispatch", "Context": "palimpsest_memory.runtime.dispatch",
     "hostile_value": "palimpsest_memory.runtime.dispatch",
-    "Runtime": "palimpsest_memory.runtime.engine", "load_catalog": "palimpsest_memory.runtime.engine",
+    "Runtime": "palimpsest_memory.runtime.engine", "load_catalog": "palimpsest_memory.runtime.opening",
+    "config_sources": "palimpsest_memory.runtime.opening",
     "PalimpsestError": "palimpsest_memory.runtime.errors",
     "hookimpl": "palimpsest_memory.runtime.hookspecs", "hookspec": "palimpsest_memory.runtime.hookspecs",
     "Change": "palimpsest_memory.runtime.mirror", "Mirror": "palimpsest_memory.runtime.mirror",
@@ -48,7 +49,7 @@ _WHERE = {
 __all__ = [
     "Act", "CallInfo", "Change", "Context", "Mirror", "NamespacedParams", "Pack", "PalimpsestError", "Params",
     "Runtime", "Store", "VerbSpec", "Visibility", "__version__", "describe_store", "errors", "hookimpl", "hookspec",
-    "hostile_value", "is_store_file", "live_servers", "load_catalog", "restore_file",
+    "config_sources", "hostile_value", "is_store_file", "live_servers", "load_catalog", "restore_file",
 ]
 
 
@@ -74,7 +75,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     __version__: str
     from palimpsest_memory.runtime import errors
     from palimpsest_memory.runtime.dispatch import CallInfo, Context, hostile_value
-    from palimpsest_memory.runtime.engine import Runtime, load_catalog
+    from palimpsest_memory.runtime.engine import Runtime
+    from palimpsest_memory.runtime.opening import config_sources, load_catalog
     from palimpsest_memory.runtime.errors import PalimpsestError
     from palimpsest_memory.runtime.hookspecs import hookimpl, hookspec
     from palimpsest_memory.runtime.mirror import Change, Mirror

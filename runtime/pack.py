@@ -97,7 +97,9 @@ class Pack:
     ``state`` is a class built once per runtime (no arguments) as ``ctx.state``, whose :class:`~palimpsest_memory.runtime.Mirror`
     attributes the runtime loads, feeds committed changes and closes; ``events`` maps the names of the events
     the pack publishes to their payload types (subscribers use ``@pack.subscribe("<pack>.<event>")``);
-    ``portable`` says the pack has ``export_records`` / ``import_records`` verbs for ``pal export`` (ADR 0018).
+    ``portable`` says the pack has ``export_records`` / ``import_records`` verbs for ``pal export`` (ADR 0018);
+    ``defaults`` is the pack's ``defaults.toml`` (beside its settings model): the values of its ``[packs.<name>]``
+    section that every other config layer overrides (ADR 0035).
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class Pack:
         state: type | None = None,
         events: dict[str, type] | None = None,
         portable: bool = False,
+        defaults: str | Path | None = None,
     ) -> None:
         _check_name("pack", name)
         for req in requires:
@@ -123,6 +126,9 @@ class Pack:
         self.version = version
         self.requires = tuple(requires)
         self.settings = settings
+        self.defaults = Path(defaults) if defaults is not None else None
+        if self.defaults is not None and settings is None:
+            raise PackLoadError(f"pack {name!r} ships defaults but declares no settings model to check them")
         self.migrations = Path(migrations) if migrations is not None else None
         self.hookspecs = hookspecs
         self.tunables = dict(tunables or {})

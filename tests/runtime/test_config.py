@@ -86,3 +86,32 @@ def test_a_wrong_typed_environment_section_and_deep_toml_are_config_errors(tmp_p
     deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(errors.ConfigError, match="TOML"):
         load_config(env={"PALIMPSEST_CONFIG": str(deep)})
+
+
+def test_pack_defaults_lie_beneath_every_other_layer_and_origins_say_which_won(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Precedence (ADR 0035): a pack's defaults.toml < the runtime's default.toml < user file < Runtime.open's config=
+    < environment, key by key; origins() names the layer each value came from (what `pal config show` prints)."""
+    from palimpsest_memory.runtime.config import config_layers, merge_layers, origins
+
+    (tmp_path / "defaults.toml").write_text('limit = 1\nmode = "pack"\n[deep]\na = 1\nb = 2\n')
+    pack = Pack("p", version="1.0", settings=Settings, defaults=tmp_path / "defaults.toml")
+    user = tmp_path / "user.toml"
+    user.write_text('[packs.p]\nmode = "user"\n[packs.p.deep]\nb = 3\n')
+    env = {"PALIMPSEST_CONFIG": str(user), "PALIMPSEST__packs__p__deep__a": "9"}
+    layers = config_layers({"runtime": {"default_namespace": "given"}}, env, packs=[pack])
+    cfg = merge_layers(layers)
+    assert cfg["packs"]["p"] == {"limit": 1, "mode": "user", "deep": {"a": 9, "b": 3}}
+    found = origins(layers)
+    assert found["packs.p.limit"] == "pack default (p)"
+    assert found["packs.p.mode"].startswith("user file") and found["packs.p.deep.b"].startswith("user file")
+    assert found["packs.p.deep.a"] == "env"
+    assert found["runtime.default_namespace"] == "Runtime.open(config=)"
+    assert found["runtime.database"] == "runtime default"
+
+
+def test_env_overrides_a_built_in_packs_default() -> None:
+    from palimpsest_memory.runtime import load_catalog
+
+    _, cfg = load_catalog(env={"PALIMPSEST_CONFIG_DISABLED": "1", "PALIMPSEST__packs__memory__context__thread_top": "7"})
+    assert cfg["packs"]["memory"]["context"]["thread_top"] == 7
+    assert cfg["packs"]["memory"]["context"]["neighbour_alpha"] == 0.5  # the rest of the table: the pack's default
