@@ -37,6 +37,8 @@ _WHERE = {
     "config_sources": "palimpsest_memory.runtime.opening",
     "PalimpsestError": "palimpsest_memory.runtime.errors",
     "hookimpl": "palimpsest_memory.runtime.hookspecs", "hookspec": "palimpsest_memory.runtime.hookspecs",
+    "CompactAnswer": "palimpsest_memory.runtime.contributions", "HttpRoute": "palimpsest_memory.runtime.contributions",
+    "McpTool": "palimpsest_memory.runtime.contributions", "WebPage": "palimpsest_memory.runtime.contributions",
     "Change": "palimpsest_memory.runtime.mirror", "Mirror": "palimpsest_memory.runtime.mirror",
     "Act": "palimpsest_memory.runtime.pack", "Pack": "palimpsest_memory.runtime.pack", "VerbSpec": "palimpsest_memory.runtime.pack", "Visibility": "palimpsest_memory.runtime.pack",
     "NamespacedParams": "palimpsest_memory.runtime.params", "Params": "palimpsest_memory.runtime.params",
@@ -47,9 +49,10 @@ _WHERE = {
 }
 
 __all__ = [
-    "Act", "CallInfo", "Change", "Context", "Mirror", "NamespacedParams", "Pack", "PalimpsestError", "Params",
-    "Runtime", "Store", "VerbSpec", "Visibility", "__version__", "describe_store", "errors", "hookimpl", "hookspec",
-    "config_sources", "hostile_value", "is_store_file", "live_servers", "load_catalog", "restore_file",
+    "Act", "CallInfo", "Change", "CompactAnswer", "Context", "HttpRoute", "McpTool", "Mirror", "NamespacedParams",
+    "Pack", "PalimpsestError", "Params", "Runtime", "Store", "VerbSpec", "Visibility", "WebPage", "__version__",
+    "config_sources", "describe_store", "errors", "hookimpl", "hookspec", "hostile_value", "is_store_file",
+    "live_servers", "load_catalog", "restore_file",
 ]
 
 
@@ -74,6 +77,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     __version__: str
     from palimpsest_memory.runtime import errors
+    from palimpsest_memory.runtime.contributions import CompactAnswer, HttpRoute, McpTool, WebPage
     from palimpsest_memory.runtime.dispatch import CallInfo, Context, hostile_value
     from palimpsest_memory.runtime.engine import Runtime
     from palimpsest_memory.runtime.opening import config_sources, load_catalog

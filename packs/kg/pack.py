@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from palimpsest_memory.packs.kg import (commands, edges, entities, entity_timeline, facts, forget, graph, overview,  # noqa: F401
-                     portable, queries)
+                     portable, queries, views)
 from palimpsest_memory.packs.kg.core import pack
 
 pack.add_hooks(commands)  # `pal kg history SUBJECT PREDICATE`
+pack.add_hooks(views)  # its MCP tools, HTTP route and web page (ADR 0035)
 
 __all__ = ["pack"]

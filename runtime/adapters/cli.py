@@ -1,6 +1,6 @@
 """``pal``: the command line, generated from the verb catalog.
 
-The fixed commands (packs, verbs, describe, call, info, serve, mcp) are written once; every public verb also gets
+The fixed commands (packs, verbs, describe, call, info, serve, mcp, config) are written once; every public verb also gets
 its own command, ``pal <pack> <verb> ARGS --options``, built from its params model, so a new verb needs no CLI
 edit. Packs add commands of their own through the ``palimpsest_register_commands`` hook, and a module of fixed
 commands is added by naming it in :data:`COMMAND_MODULES` (it defines ``register(app, session)``).
@@ -41,14 +41,15 @@ if TYPE_CHECKING:
 # Modules of extra fixed commands, imported when the CLI is built: each defines ``register(app, session)`` where
 # ``app`` is the root typer.Typer and ``session()`` returns the running command's Session.
 COMMAND_MODULES: tuple[str, ...] = ("palimpsest_memory.runtime.adapters.cli_servers",  # pal serve / mcp
-                                     "palimpsest_memory.runtime.adapters.cli_data",)  # pal export / backup / restore (ADR 0018)
+                                     "palimpsest_memory.runtime.adapters.cli_data",  # pal export / backup / restore (ADR 0018)
+                                     "palimpsest_memory.runtime.adapters.cli_config",)  # pal config show (ADR 0035)
 
 # root options that take a value, by the name of root()'s parameter they set (how main() finds the command word
 # and moves the options given after it without parsing everything)
 ROOT_VALUE_OPTIONS = {"--db": "db", "--namespace": "namespace", "-n": "namespace", "--actor": "actor",
                       "--server": "server", "--idempotency-key": "idempotency_key"}
 VALUE_OPTIONS = set(ROOT_VALUE_OPTIONS)
-FIXED = {"packs", "verbs", "describe", "call", "info", "check-pack", "serve", "mcp"}
+FIXED = {"packs", "verbs", "describe", "call", "info", "check-pack", "serve", "mcp", "config"}
 
 app = typer.Typer(help="palimpsest: a local-first memory runtime for AI agents.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False,

@@ -115,3 +115,28 @@ def test_env_overrides_a_built_in_packs_default() -> None:
     _, cfg = load_catalog(env={"PALIMPSEST_CONFIG_DISABLED": "1", "PALIMPSEST__packs__memory__context__thread_top": "7"})
     assert cfg["packs"]["memory"]["context"]["thread_top"] == 7
     assert cfg["packs"]["memory"]["context"]["neighbour_alpha"] == 0.5  # the rest of the table: the pack's default
+
+
+def test_pal_config_show_prints_each_value_with_its_source_and_hides_secrets(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    user = tmp_path / "user.toml"
+    user.write_text('[packs.memory]\nrrf_k = 42.0\n[adapters]\ntoken = "s3cret"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
+    env.update(PALIMPSEST_CONFIG=str(user), PALIMPSEST__packs__kg__max_batch="7", PALIMPSEST_PACKS="kg,memory,brain",
+               PALIMPSEST_DB="postgresql://ann:pw@db.example/pal", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    out = subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--json", "config", "show"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = {r["key"]: (r["value"], r["source"]) for r in json.loads(out.stdout)}
+    assert rows["packs.memory.rrf_k"] == (42.0, f"user file ({user})")
+    assert rows["packs.kg.max_batch"] == (7, "env")
+    assert rows["packs.memory.bm25_k1"] == (1.2, "pack default (memory)")
+    assert rows["adapters.http_port"] == (8765, "runtime default")
+    assert rows["adapters.token"] == ("(set)", f"user file ({user})")
+    assert rows["runtime.database"] == ("postgresql://ann:***@db.example/pal", "env")
+    assert "s3cret" not in out.stdout and "pw@" not in out.stdout
