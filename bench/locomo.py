@@ -39,11 +39,11 @@ sys.path.insert(0, str(ROOT))
 from palimpsest_memory.packs.memory import fusion  # noqa: E402
 from palimpsest_memory.packs.memory.bm25 import BM25Index  # noqa: E402
 from palimpsest_memory.packs.memory import ranking  # noqa: E402
-from palimpsest_memory.packs.memory.context import (ThreadExpander, date_window_boost, query_date_windows,  # noqa: E402
-                                  render_dated, speaker_boost)
+from palimpsest_memory.packs.memory.context import ThreadExpander, render_dated  # noqa: E402
 from palimpsest_memory.packs.memory.embedders import get_embedder  # noqa: E402
 from palimpsest_memory.packs.memory.text import tokenize  # noqa: E402
 from palimpsest_memory.packs.memory.threads import Episodes  # noqa: E402
+from query_signals import date_window_boost, query_date_windows, speaker_boost  # noqa: E402
 from palimpsest_memory.packs.memory.vectors import VectorIndex  # noqa: E402
 
 import locomo_coverage as cov  # noqa: E402  (bench/, on sys.path as this script's folder)

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from palimpsest_memory.runtime import changelog, compact, idempotency, storage
-from palimpsest_memory.runtime.config import (config_layers, merge_layers, origins, pack_default_layers,
-                                              pack_settings)
+from palimpsest_memory.runtime.config import config_layers, load_config, origins, pack_default_layers, pack_settings
 from palimpsest_memory.runtime.dispatch import CoreDispatch, check_namespace
 from palimpsest_memory.runtime.errors import ConfigError
 from palimpsest_memory.runtime.loader import discover, load_packs
@@ -35,8 +34,7 @@ def load_catalog(
 
     Returns the catalog and the effective configuration.
     """
-    layers = config_layers(config, env)
-    rt_cfg = merge_layers(layers).get("runtime", {})  # which packs to load: the runtime's own keys
+    rt_cfg = load_config(config, env).get("runtime", {})  # which packs to load: the runtime's own keys
     use_discovery = (packs is None) if discover_packs is None else discover_packs
     sources, failures = discover() if use_discovery else ([], {})
     for obj in packs or ():
@@ -48,7 +46,7 @@ def load_catalog(
         log.warning("pack %s is not loaded: %s", name, why)
     unavailable = loaded.failed | {d: "disabled in config" for d in loaded.disabled}
     catalog = Catalog(loaded.packs, unavailable=unavailable, plugin_manager=loaded.plugin_manager)
-    return catalog, merge_layers(pack_default_layers(loaded.packs) + layers)
+    return catalog, load_config(config, env, packs=loaded.packs)  # the loaded packs' defaults beneath
 
 
 def config_sources(*, env: Mapping[str, str] | None = None) -> list[tuple[str, Any, str]]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
@@ -300,5 +300,3 @@ class ReembedResult(BaseModel):
     embedded: int
 
 
-def as_jsonable(props: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in props.items() if v is not None}
