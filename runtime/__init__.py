@@ -2,8 +2,9 @@
 
 Everything importable from here is supported; anything else in ``runtime.*`` is internal.
 
-The names load on first use (PEP 562), so ``import palimpsest_memory.runtime`` and ``from palimpsest_memory.runtime import errors`` stay cheap: the
-``pal`` command line answers ``--help`` without importing DuckDB, pydantic models or any pack (issue 20, item 4).
+The names load on first use (PEP 562), so ``import palimpsest_memory.runtime`` and ``from palimpsest_memory.runtime
+import errors`` stay cheap: the ``pal`` command line answers ``--help`` without importing DuckDB, pydantic models or any
+pack (issue 20, item 4).
 """
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ _WHERE = {
     "CompactAnswer": "palimpsest_memory.runtime.contributions", "HttpRoute": "palimpsest_memory.runtime.contributions",
     "McpTool": "palimpsest_memory.runtime.contributions", "WebPage": "palimpsest_memory.runtime.contributions",
     "Change": "palimpsest_memory.runtime.mirror", "Mirror": "palimpsest_memory.runtime.mirror",
-    "Act": "palimpsest_memory.runtime.pack", "Pack": "palimpsest_memory.runtime.pack", "VerbSpec": "palimpsest_memory.runtime.pack", "Visibility": "palimpsest_memory.runtime.pack",
+    "Act": "palimpsest_memory.runtime.pack", "Pack": "palimpsest_memory.runtime.pack",
+    "VerbSpec": "palimpsest_memory.runtime.pack", "Visibility": "palimpsest_memory.runtime.pack",
     "NamespacedParams": "palimpsest_memory.runtime.params", "Params": "palimpsest_memory.runtime.params",
     # the store seam (ADR 0031): what adapters and tools may know of a store without opening it
     "Store": "palimpsest_memory.runtime.storage", "describe_store": "palimpsest_memory.runtime.storage",

@@ -181,7 +181,8 @@ def check_shape(cfg: Mapping[str, Any]) -> None:
         if value is None:
             continue
         if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
-            want = "a list of pack names" if kind is list else "a number" if isinstance(kind, tuple) else f"a {kind.__name__}"
+            want = ("a list of pack names" if kind is list else "a number" if isinstance(kind, tuple)
+                    else f"a {kind.__name__}")
             raise ConfigError(f"config: runtime.{key} must be {want}, got {value!r}",
                               details={"key": f"runtime.{key}"})
 

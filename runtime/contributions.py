@@ -63,8 +63,8 @@ class WebPage:
     ``render(root, query, current)`` and imports the page's helpers from ``/ui/app.js``; it is served at
     ``/ui/pages/<pack>/<file name>`` and shown at ``#/<name>``. ``title`` is its link in the page's navigation
     (None: reached by links only); ``order`` places that link (lower first). A pack keeps its page scripts in one
-    folder of their own: everything in it is served (a page may import its neighbours). A page calls verbs through the same
-    guarded API as any client; it calls assertive verbs only, or marks a write as such (ADR 0019)."""
+    folder of their own: everything in it is served (a page may import its neighbours). A page calls verbs through the
+    same guarded API as any client; it calls assertive verbs only, or marks a write as such (ADR 0019)."""
 
     name: str
     title: str | None

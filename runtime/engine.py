@@ -322,7 +322,8 @@ class Runtime:
 
     @staticmethod
     def check_actor(actor: str | None) -> str | None:
-        """``actor`` if it is a valid actor name (or None), else :class:`InvalidParams` (adapters check theirs early)."""
+        """``actor`` if it is a valid actor name (or None), else :class:`InvalidParams` (adapters check theirs
+        early)."""
         return check_actor(actor, None)
 
     def _nested_call(self, ctx: Context, verb: str, params: Any, namespace: str, frame: Frame, depth: int) -> Any:

@@ -1,4 +1,5 @@
-"""The memory ``Pack`` object; verb modules register on it (the entry point is :mod:`palimpsest_memory.packs.memory.pack`)."""
+"""The memory ``Pack`` object; verb modules register on it (the entry point is
+:mod:`palimpsest_memory.packs.memory.pack`)."""
 from __future__ import annotations
 
 from pathlib import Path

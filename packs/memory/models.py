@@ -45,7 +45,8 @@ class NoteIn(Params):
     scope: Optional[str] = Field(None, description="The project, person or topic the note belongs to, e.g. 'orion'. "
                                                    "Recall can be limited to it.")
     thread: Optional[str] = Field(None, description="The conversation or session it came from, e.g. a chat id "
-                                                  "(a thread is its scope's: the same name in another scope is another).")
+                                                  "(a thread is its scope's: the same name in another scope is "
+                                                  "another).")
     kind: Optional[Kind] = Field(None, description="decision, milestone, problem, preference, emotional or none. "
                                                    "Guessed from the text when left out.")
     source_id: Optional[str] = Field(None, description="Where it came from: a message id, file name or URL.")

@@ -1,12 +1,13 @@
-"""The memory pack: entry point ``memory = "palimpsest_memory.packs.memory.pack:pack"``. Importing it registers every verb and hook.
+"""The memory pack: entry point ``memory = "palimpsest_memory.packs.memory.pack:pack"``. Importing it registers every
+verb and hook.
 
 Verb modules import :mod:`palimpsest_memory.packs.memory.core`, never this module.
 """
 from __future__ import annotations
 
-from palimpsest_memory.packs.memory import (admin, beliefs, browse, commands, embedding, explain, forget, graph,  # noqa: F401
-                          importing, lifecycle, nodes, overview, portable, recall, remember, stages, sync, update,
-                          views, walk)
+from palimpsest_memory.packs.memory import (admin, beliefs, browse, commands, embedding, explain, forget,  # noqa: F401
+                                            graph, importing, lifecycle, nodes, overview, portable, recall, remember,
+                                            stages, sync, update, views, walk)
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.settings import MemorySettings
 

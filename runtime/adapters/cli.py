@@ -1,7 +1,7 @@
 """``pal``: the command line, generated from the verb catalog.
 
-The fixed commands (packs, verbs, describe, call, info, serve, mcp, config) are written once; every public verb also gets
-its own command, ``pal <pack> <verb> ARGS --options``, built from its params model, so a new verb needs no CLI
+The fixed commands (packs, verbs, describe, call, info, serve, mcp, config) are written once; every public verb also
+gets its own command, ``pal <pack> <verb> ARGS --options``, built from its params model, so a new verb needs no CLI
 edit. Packs add commands of their own through the ``palimpsest_register_commands`` hook, and a module of fixed
 commands is added by naming it in :data:`COMMAND_MODULES` (it defines ``register(app, session)``).
 
@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 
 # Modules of extra fixed commands, imported when the CLI is built: each defines ``register(app, session)`` where
 # ``app`` is the root typer.Typer and ``session()`` returns the running command's Session.
-COMMAND_MODULES: tuple[str, ...] = ("palimpsest_memory.runtime.adapters.cli_servers",  # pal serve / mcp
-                                     "palimpsest_memory.runtime.adapters.cli_data",  # pal export / backup / restore (ADR 0018)
-                                     "palimpsest_memory.runtime.adapters.cli_config",)  # pal config show (ADR 0035)
+COMMAND_MODULES: tuple[str, ...] = (
+    "palimpsest_memory.runtime.adapters.cli_servers",  # pal serve / mcp
+    "palimpsest_memory.runtime.adapters.cli_data",  # pal export / backup / restore (ADR 0018)
+    "palimpsest_memory.runtime.adapters.cli_config",  # pal config show (ADR 0035)
+)
 
 FIXED = {"packs", "verbs", "describe", "call", "info", "check-pack", "serve", "mcp", "config"}
 

@@ -36,10 +36,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from palimpsest_memory.runtime import HttpRoute, PalimpsestError, Runtime, VerbSpec, __version__, errors
 from palimpsest_memory.runtime.contributions import NAMESPACE
 from palimpsest_memory.runtime.adapters import http_data, http_health, web
-from palimpsest_memory.runtime.adapters.serving import (
-    ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
-    announce, stop_on_signals, success, tool_name, url_of,
-)
+from palimpsest_memory.runtime.adapters.serving import (ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER,
+                                                        AdapterSettings, Guard, bind_socket, check_bind, is_loopback,
+                                                        loopback_hosts, result_data, run_uvicorn, announce,
+                                                        stop_on_signals, success, tool_name, url_of)
 
 log = logging.getLogger("palimpsest.http")
 ACTOR_DOC = ("who the call is made for (1-128 letters, digits and _ . : @ -): `memory.recall` ranks with the brain "
@@ -158,7 +158,8 @@ def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], bod
                                      annotation=Annotated[Optional[str], Query(alias="namespace",
                                                           description="the call's namespace (default from config)")]))
     sig.append(inspect.Parameter("palimpsest_actor", inspect.Parameter.KEYWORD_ONLY, default=None,
-                                 annotation=Annotated[Optional[str], Header(alias=ACTOR_HEADER, description=ACTOR_DOC)]))
+                                 annotation=Annotated[Optional[str],
+                                                      Header(alias=ACTOR_HEADER, description=ACTOR_DOC)]))
     endpoint.__signature__ = inspect.Signature(sig)  # type: ignore[attr-defined]
     endpoint.verb = spec.full_name  # type: ignore[attr-defined]  # read back to name the verb in validation errors
     return endpoint

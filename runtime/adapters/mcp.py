@@ -14,7 +14,8 @@ without one gets ``mcp-<id>``, one label per client session (per server over std
 id over streamable HTTP), so what an agent remembers in one session is
 linked as neighbours (ADR 0008); a ``thread`` the client passes wins.
 
-``python -m palimpsest_memory.runtime.adapters.mcp [--db PATH] [--http] [--actor NAME]`` serves the configured packs without the CLI.
+``python -m palimpsest_memory.runtime.adapters.mcp [--db PATH] [--http] [--actor NAME]`` serves the configured packs
+without the CLI.
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ from palimpsest_memory.runtime.adapters.serving import (
 log = logging.getLogger("palimpsest.mcp")
 
 
-def tool_for(spec: VerbSpec, view: McpTool | None = None, *, core: bool = False, output_schema: bool = True) -> ToolView:
+def tool_for(spec: VerbSpec, view: McpTool | None = None, *, core: bool = False,
+             output_schema: bool = True) -> ToolView:
     """The MCP tool of a verb, with the way its calls and answers pass (:mod:`mcp_tools`). Its description is the
     params model's docstring when it has one (written for an agent: what the tool is for and when to call it),
     else the first paragraph of the verb's docstring; the input schema is the params model's, compacted (no
@@ -318,7 +320,8 @@ def serve_http(runtime: Any, *, host: str | None = None, port: int | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m palimpsest_memory.runtime.adapters.mcp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m palimpsest_memory.runtime.adapters.mcp",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="database file (default from config)")
     parser.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     parser.add_argument("--host")
