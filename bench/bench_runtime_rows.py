@@ -10,7 +10,7 @@ import numpy as np
 
 from locomo_runtime import evaluate_runtime
 
-# The pipeline before issue 19: no inferred episodes, no information prior (everything else as config/default.toml).
+# The pipeline before issue 19: no inferred episodes, no information prior (everything else as packs/memory/defaults.toml).
 OLD_CONFIG = {"packs": {"memory": {"context": {"episode_gap_minutes": 0.0, "information_prior": False}}}}
 # The default before the information prior (inferred episodes only).
 PREV_CONFIG = {"packs": {"memory": {"context": {"information_prior": False}}}}

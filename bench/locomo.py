@@ -40,11 +40,11 @@ sys.path.insert(0, str(ROOT))
 from palimpsest_memory.packs.memory import fusion  # noqa: E402
 from palimpsest_memory.packs.memory.bm25 import BM25Index  # noqa: E402
 from palimpsest_memory.packs.memory import ranking  # noqa: E402
-from palimpsest_memory.packs.memory.context import (ThreadExpander, date_window_boost, query_date_windows,  # noqa: E402
-                                  render_dated, speaker_boost)
+from palimpsest_memory.packs.memory.context import ThreadExpander, render_dated  # noqa: E402
 from palimpsest_memory.packs.memory.embedders import get_embedder  # noqa: E402
 from palimpsest_memory.packs.memory.text import tokenize  # noqa: E402
 from palimpsest_memory.packs.memory.threads import Episodes  # noqa: E402
+from query_signals import date_window_boost, query_date_windows, speaker_boost  # noqa: E402
 from palimpsest_memory.packs.memory.vectors import VectorIndex  # noqa: E402
 
 import locomo_coverage as cov  # noqa: E402  (bench/, on sys.path as this script's folder)
@@ -217,9 +217,9 @@ BASELINES = [
 
 
 def shipped() -> Scheme:
-    """The new default, read from config/default.toml (the product's values)."""
+    """The new default, read from the memory pack's defaults.toml (the product's values)."""
     import tomllib
-    cfg = tomllib.loads((ROOT / "config" / "default.toml").read_text())["packs"]["memory"]
+    cfg = tomllib.loads((ROOT / "packs" / "memory" / "defaults.toml").read_text())
     c = cfg["context"]
     return Scheme("new default", cfg["fusion_weights"]["text"], cfg["fusion_weights"]["vector"],
                   expansion=c["expansion_weight"], alpha=c["neighbour_alpha"], beta=c["thread_beta"],

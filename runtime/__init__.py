@@ -2,8 +2,9 @@
 
 Everything importable from here is supported; anything else in ``runtime.*`` is internal.
 
-The names load on first use (PEP 562), so ``import palimpsest_memory.runtime`` and ``from palimpsest_memory.runtime import errors`` stay cheap: the
-``pal`` command line answers ``--help`` without importing DuckDB, pydantic models or any pack (issue 20, item 4).
+The names load on first use (PEP 562), so ``import palimpsest_memory.runtime`` and ``from palimpsest_memory.runtime
+import errors`` stay cheap: the ``pal`` command line answers ``--help`` without importing DuckDB, pydantic models or any
+pack (issue 20, item 4).
 """
 from __future__ import annotations
 
@@ -33,11 +34,15 @@ def _version() -> str:
 _WHERE = {
     "CallInfo": "palimpsest_memory.runtime.dispatch", "Context": "palimpsest_memory.runtime.dispatch",
     "hostile_value": "palimpsest_memory.runtime.dispatch",
-    "Runtime": "palimpsest_memory.runtime.engine", "load_catalog": "palimpsest_memory.runtime.engine",
+    "Runtime": "palimpsest_memory.runtime.engine", "load_catalog": "palimpsest_memory.runtime.opening",
+    "config_sources": "palimpsest_memory.runtime.opening",
     "PalimpsestError": "palimpsest_memory.runtime.errors",
     "hookimpl": "palimpsest_memory.runtime.hookspecs", "hookspec": "palimpsest_memory.runtime.hookspecs",
+    "CompactAnswer": "palimpsest_memory.runtime.contributions", "HttpRoute": "palimpsest_memory.runtime.contributions",
+    "McpTool": "palimpsest_memory.runtime.contributions", "WebPage": "palimpsest_memory.runtime.contributions",
     "Change": "palimpsest_memory.runtime.mirror", "Mirror": "palimpsest_memory.runtime.mirror",
-    "Act": "palimpsest_memory.runtime.pack", "Pack": "palimpsest_memory.runtime.pack", "VerbSpec": "palimpsest_memory.runtime.pack", "Visibility": "palimpsest_memory.runtime.pack",
+    "Act": "palimpsest_memory.runtime.pack", "Pack": "palimpsest_memory.runtime.pack",
+    "VerbSpec": "palimpsest_memory.runtime.pack", "Visibility": "palimpsest_memory.runtime.pack",
     "NamespacedParams": "palimpsest_memory.runtime.params", "Params": "palimpsest_memory.runtime.params",
     # the store seam (ADR 0031): what adapters and tools may know of a store without opening it
     "Store": "palimpsest_memory.runtime.storage", "describe_store": "palimpsest_memory.runtime.storage",
@@ -46,9 +51,10 @@ _WHERE = {
 }
 
 __all__ = [
-    "Act", "CallInfo", "Change", "Context", "Mirror", "NamespacedParams", "Pack", "PalimpsestError", "Params",
-    "Runtime", "Store", "VerbSpec", "Visibility", "__version__", "describe_store", "errors", "hookimpl", "hookspec",
-    "hostile_value", "is_store_file", "live_servers", "load_catalog", "restore_file", "store_file_of",
+    "Act", "CallInfo", "Change", "CompactAnswer", "Context", "HttpRoute", "McpTool", "Mirror", "NamespacedParams",
+    "Pack", "PalimpsestError", "Params", "Runtime", "Store", "VerbSpec", "Visibility", "WebPage", "__version__",
+    "config_sources", "describe_store", "errors", "hookimpl", "hookspec", "hostile_value", "is_store_file",
+    "live_servers", "load_catalog", "restore_file", "store_file_of",
 ]
 
 
@@ -73,8 +79,10 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     __version__: str
     from palimpsest_memory.runtime import errors
+    from palimpsest_memory.runtime.contributions import CompactAnswer, HttpRoute, McpTool, WebPage
     from palimpsest_memory.runtime.dispatch import CallInfo, Context, hostile_value
-    from palimpsest_memory.runtime.engine import Runtime, load_catalog
+    from palimpsest_memory.runtime.engine import Runtime
+    from palimpsest_memory.runtime.opening import config_sources, load_catalog
     from palimpsest_memory.runtime.errors import PalimpsestError
     from palimpsest_memory.runtime.hookspecs import hookimpl, hookspec
     from palimpsest_memory.runtime.mirror import Change, Mirror

@@ -1,9 +1,12 @@
-"""Configuration: the shipped ``config/default.toml``, then a user file, then environment variables.
+"""Configuration: each pack's ``defaults.toml``, the runtime's ``config/default.toml``, a user file, environment.
 
-Precedence (later wins): default.toml < user file (``PALIMPSEST_CONFIG`` or ``~/.config/palimpsest/config.toml``)
-< ``config=`` given to ``Runtime.open`` < environment. Environment variables:
+Precedence (later wins, tables merge key by key): a pack's defaults (``Pack(defaults=)``, the file beside its
+settings model, read as its ``[packs.<name>]`` section: a pack sets its own keys only) < the runtime's default.toml
+(the runtime's own keys; ADR 0035) < user file (``PALIMPSEST_CONFIG`` or ``~/.config/palimpsest/config.toml``)
+< ``config=`` given to ``Runtime.open`` < environment. Each of these is a :data:`Layer`; :func:`origins` says which
+layer set each value (``pal config show``). Environment variables:
 ``PALIMPSEST_DB`` (database path), ``PALIMPSEST_PACKS`` / ``PALIMPSEST_DISABLE_PACKS`` (comma lists), and
-``PALIMPSEST__<section>__<key>=<toml value>`` for any key (``PALIMPSEST__packs__memory__recall_limit=5``).
+``PALIMPSEST__<section>__<key>=<toml value>`` for any key (``PALIMPSEST__packs__memory__max_tags=10``).
 ``PALIMPSEST_CONFIG_DISABLED`` skips the user file (tests set it so a developer's own file cannot leak in).
 """
 from __future__ import annotations
@@ -13,7 +16,7 @@ import math
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, ValidationError
 
@@ -88,20 +91,70 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def load_config(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The effective configuration as a plain dict."""
+# One source of settings: a name saying where its values come from (``pal config show``), and its tables.
+Layer = tuple[str, dict[str, Any]]
+RUNTIME_DEFAULT = "runtime default"
+USER_FILE = "user file"
+GIVEN = "Runtime.open(config=)"
+ENV = "env"
+
+
+def pack_default_layers(packs: Iterable[Any]) -> list[Layer]:
+    """The defaults of each pack that ships a ``defaults.toml`` (``Pack.defaults``), under ``[packs.<name>]``."""
+    return [(f"pack default ({pack.name})", {"packs": {pack.name: _read_toml(pack.defaults)}})
+            for pack in packs if getattr(pack, "defaults", None) is not None]
+
+
+def config_layers(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+                  packs: Iterable[Any] = ()) -> list[Layer]:
+    """Every source of settings, lowest precedence first."""
     env = os.environ if env is None else env
-    cfg = _read_toml(default_config_path())
+    layers = [*pack_default_layers(packs), (RUNTIME_DEFAULT, _read_toml(default_config_path()))]
     user = Path(env.get("PALIMPSEST_CONFIG", "~/.config/palimpsest/config.toml")).expanduser()
     if "PALIMPSEST_CONFIG" in env and not user.is_file():
         raise ConfigError(f"PALIMPSEST_CONFIG points to {user}, which does not exist")
     if user.is_file() and "PALIMPSEST_CONFIG_DISABLED" not in env:
-        cfg = merge(cfg, _read_toml(user))
+        layers.append((f"{USER_FILE} ({user})", _read_toml(user)))
     if overrides:
-        cfg = merge(cfg, overrides)
-    cfg = merge(cfg, _env_overrides(env))
+        layers.append((GIVEN, dict(overrides)))
+    layers.append((ENV, _env_overrides(env)))
+    return layers
+
+
+def merge_layers(layers: Iterable[Layer]) -> dict[str, Any]:
+    """The layers merged (later wins) and checked: the effective configuration."""
+    cfg: dict[str, Any] = {}
+    for _, tables in layers:
+        cfg = merge(cfg, tables)
     check_shape(cfg)
     return cfg
+
+
+def origins(layers: Iterable[Layer]) -> dict[str, str]:
+    """Each value's dotted key (``packs.memory.rrf_k``) and the name of the layer whose value is in effect."""
+    found: dict[str, str] = {}
+
+    def walk(node: Mapping[str, Any], prefix: str, source: str) -> None:
+        for key, value in node.items():
+            dotted = f"{prefix}{key}"
+            if isinstance(value, Mapping):
+                found.pop(dotted, None)
+                walk(value, dotted + ".", source)
+            else:
+                found[dotted] = source
+                # a value replacing a whole table (or a table a value) drops the keys it replaced
+                for old in [k for k in found if k.startswith(dotted + ".")]:
+                    del found[old]
+
+    for source, tables in layers:
+        walk(tables, "", source)
+    return found
+
+
+def load_config(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+                packs: Iterable[Any] = ()) -> dict[str, Any]:
+    """The effective configuration as a plain dict (``packs``: the loaded packs, whose defaults lie beneath)."""
+    return merge_layers(config_layers(overrides, env, packs))
 
 
 # The sections the runtime reads itself, and the type each of their keys must have (packs validate their own).
@@ -129,7 +182,8 @@ def check_shape(cfg: Mapping[str, Any]) -> None:
         if value is None:
             continue
         if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
-            want = "a list of pack names" if kind is list else "a number" if isinstance(kind, tuple) else f"a {kind.__name__}"
+            want = ("a list of pack names" if kind is list else "a number" if isinstance(kind, tuple)
+                    else f"a {kind.__name__}")
             raise ConfigError(f"config: runtime.{key} must be {want}, got {value!r}",
                               details={"key": f"runtime.{key}"})
         # a number: hours, seconds, megabytes; none of them negative, NaN or infinite (inf hours crashed every

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from palimpsest_memory.runtime.compact import backup_path
 from palimpsest_memory.runtime.errors import (DeadlineExceeded, InternalError, InvalidParams, PalimpsestError,
-                                             ReadOnlyViolation, StorageError, from_validation_error)
+                                              ReadOnlyViolation, StorageError, from_validation_error)
 from palimpsest_memory.runtime.hookspecs import hookimpl
 from palimpsest_memory.runtime.pack import VerbSpec
 from palimpsest_memory.runtime.storage import Database
@@ -88,8 +88,8 @@ class Context:
 
     def record_change(self, kind: str, data: Any = None, *, namespace: str | None = None) -> None:
         """Tell this pack's mirrors what this call changed in the store; they get it (as a
-        :class:`~palimpsest_memory.runtime.mirror.Change`) after the outermost transaction commits, never if it rolls back.
-        ``namespace``: the namespace the change is about, when a store-wide verb changed another one than its own
+        :class:`~palimpsest_memory.runtime.mirror.Change`) after the outermost transaction commits, never if it rolls
+        back. ``namespace``: the namespace the change is about, when a store-wide verb changed another one than its own
         (per-namespace mirrors take a change only for the namespace it names)."""
         if self.read_only:
             raise ReadOnlyViolation("a read-only call has no changes to record", verb=self.verb)

@@ -1,54 +1,28 @@
-"""``Runtime``: the object a host app holds. It loads packs, opens the store and dispatches verb calls."""
+"""``Runtime``: the object a host app holds, and the call path: one verb call in one transaction, under the
+namespace's lock, its mirrors fed after the commit. Opening (packs, config, store, mirrors) is
+:mod:`palimpsest_memory.runtime.opening`; the tunables' table and mirror are :mod:`palimpsest_memory.runtime.tunables`.
+"""
 from __future__ import annotations
 
 import logging
-import math
-import os
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, NoReturn, Sequence
+from typing import Any, Callable, Iterable, Mapping, NoReturn
 
 from pydantic import BaseModel
 
-from palimpsest_memory.runtime import changelog, collector, compact, idempotency, storage
+from palimpsest_memory.runtime import changelog, collector, compact, idempotency, storage, tunables
 from palimpsest_memory.runtime.aftercommit import Followers
-from palimpsest_memory.runtime.config import load_config, pack_settings
-from palimpsest_memory.runtime.dispatch import (NAMESPACE_LEVEL, CallInfo, Context, CoreDispatch, Frame, check_actor, check_namespace,
-                              utc_now, validate_params)
-from palimpsest_memory.runtime.errors import (ConfigError, InternalError, InvalidParams, PalimpsestError,
-                                             ReadOnlyViolation, StorageError, StoreUnavailable)
-from palimpsest_memory.runtime.loader import discover, load_packs
-from palimpsest_memory.runtime.mirror import Change, Mirror
+from palimpsest_memory.runtime.dispatch import (CallInfo, Context, Frame, check_actor, check_namespace, utc_now,
+                                                validate_params)
+from palimpsest_memory.runtime.errors import (InternalError, InvalidParams, PalimpsestError, ReadOnlyViolation,
+                                             StorageError, StoreUnavailable)
+from palimpsest_memory.runtime.opening import boot, load_catalog
 from palimpsest_memory.runtime.pack import Pack, VerbSpec
-from palimpsest_memory.runtime.registry import Catalog
 
-log = logging.getLogger("palimpsest")
-
-
-def load_catalog(
-    *, config: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
-    packs: Iterable[Pack | Any] | None = None, discover_packs: bool | None = None,
-) -> tuple[Catalog, dict[str, Any]]:
-    """Load and check packs without opening a database: the catalog adapters are generated from.
-
-    Returns the catalog and the effective configuration.
-    """
-    cfg = load_config(config, env)
-    rt_cfg = cfg.get("runtime", {})
-    use_discovery = (packs is None) if discover_packs is None else discover_packs
-    sources, failures = discover() if use_discovery else ([], {})
-    for obj in packs or ():
-        name = obj.name if isinstance(obj, Pack) else getattr(getattr(obj, "pack", None), "name", repr(obj))
-        sources = [s for s in sources if s[0] != name] + [(name, obj)]
-    loaded = load_packs(sources, import_failures=failures, select=list(rt_cfg.get("packs") or []),
-                        disable=list(rt_cfg.get("disabled") or []))
-    for name, why in loaded.failed.items():
-        log.warning("pack %s is not loaded: %s", name, why)
-    unavailable = loaded.failed | {d: "disabled in config" for d in loaded.disabled}
-    catalog = Catalog(loaded.packs, unavailable=unavailable, plugin_manager=loaded.plugin_manager)
-    return catalog, cfg
+__all__ = ["Runtime", "load_catalog"]  # load_catalog: defined in opening, kept importable from here
 
 
 class Runtime:
@@ -59,8 +33,8 @@ class Runtime:
         self._state: dict[str, Any] = {}
         self._settings: dict[str, Any] = {}
         self._loggers: dict[str, logging.Logger] = {}
-        self._tunables_mirror = _Tunables()
-        self._tunables = self._tunables_mirror.values  # (namespace, actor or '*', pack, name) -> value
+        self.tunables = tunables.Tunables()
+        self._tunables = self.tunables.values  # (namespace, actor or '*', pack, name) -> value
         self.store: storage.Store | None = None  # the one seam to the backend (ADR 0031)
         self.origin = uuid.uuid4().hex  # this runtime's name in the change log
         self.clock: Callable[[], Any] = utc_now
@@ -93,59 +67,7 @@ class Runtime:
         rt = cls()
         if clock is not None:
             rt.clock = clock
-        rt.catalog, rt.config = load_catalog(config=config, env=env, packs=packs, discover_packs=discover_packs)
-        rt_cfg = rt.config.get("runtime", {})
-        rt.default_namespace = check_namespace(str(rt_cfg.get("default_namespace", "default")), "runtime")
-        rt.deadline_seconds = float(rt_cfg["deadline_seconds"])
-        rt.max_staleness_seconds = float(rt_cfg["max_staleness_seconds"])
-        if not math.isfinite(rt.max_staleness_seconds) or rt.max_staleness_seconds < 0:
-            raise ConfigError(f"config: runtime.max_staleness_seconds must be 0 (no bound) or a positive number of "
-                              f"seconds, got {rt.max_staleness_seconds!r}",
-                              details={"key": "runtime.max_staleness_seconds"})
-        budget = float(rt_cfg.get("mirror_budget_mb", 0))
-        if not math.isfinite(budget) or budget < 0:
-            raise ConfigError(f"config: runtime.mirror_budget_mb must be 0 (no limit) or a positive number of MB, "
-                              f"got {budget!r}", details={"key": "runtime.mirror_budget_mb"})
-        rt.followers.budget = int(budget * 1024 * 1024)
-        rt._pm = rt.catalog.plugin_manager
-        rt._core = CoreDispatch(rt)
-        rt._pm.register(rt._core, name="runtime-core")
-        rt._loggers[RUNTIME_OWNER] = log
-        rt._state[RUNTIME_OWNER] = None
-        rt.followers.mirrors[RUNTIME_OWNER] = [("tunables", rt._tunables_mirror)]
-        for pack in rt.catalog.packs.values():
-            rt._settings[pack.name] = pack_settings(pack.name, pack.settings, rt.config)
-            rt._state[pack.name] = state = pack.state()
-            rt._loggers[pack.name] = logging.getLogger(f"palimpsest.{pack.name}")
-            rt.followers.add_mirrors(pack.name, state)
-            for sub in pack.subscriptions:
-                rt.followers.add_subscription(sub)
-        target = str(path if path is not None else rt_cfg.get("database", ":memory:"))
-        store = rt.store = storage.open_store(target, checkpoint_threshold=rt_cfg.get("checkpoint_threshold"),
-                                              env={**os.environ, **(env or {})})
-        rt.path = store.location  # printable: an absolute path, or a URL without its credentials
-        try:
-            store.prepare(changelog.Codec(type(s).__module__.rpartition(".")[0] or type(s).__module__
-                                          for s in rt._state.values() if s is not None),
-                          float(rt_cfg["change_log_hours"]))
-            idempotency.ensure_table(store.con)
-            compact.ensure_table(store.con)
-            if store.writable:  # a read-only role leaves the pruning to the others
-                idempotency.prune(store.con, rt.clock(), float(rt_cfg["idempotency_hours"]))
-            for pack in rt.catalog.packs.values():
-                storage.migrate(store.con, pack.name, pack.migrations)
-            compact.resume(rt)  # before any mirror reads the store: a rewrite reopens it
-            rt.followers.load_all()
-            rt._loaded = True
-            store.seal()
-            store.opened()
-            store.follow(rt._wake, rt._idle)
-            # with no tracing wrapper installed, a call goes straight to the handler: pluggy's hook machinery
-            # costs more than a nested sub-handler's own work (a recall makes several)
-            rt._traced = len(rt._pm.hook.palimpsest_dispatch.get_hookimpls()) > 1
-        except BaseException:
-            rt.close()
-            raise
+        boot(rt, path, config=config, packs=packs, discover_packs=discover_packs, env=env)
         return rt
 
     def close(self) -> None:
@@ -400,7 +322,8 @@ class Runtime:
 
     @staticmethod
     def check_actor(actor: str | None) -> str | None:
-        """``actor`` if it is a valid actor name (or None), else :class:`InvalidParams` (adapters check theirs early)."""
+        """``actor`` if it is a valid actor name (or None), else :class:`InvalidParams` (adapters check theirs
+        early)."""
         return check_actor(actor, None)
 
     def _nested_call(self, ctx: Context, verb: str, params: Any, namespace: str, frame: Frame, depth: int) -> Any:
@@ -439,30 +362,7 @@ class Runtime:
         return hook(**kwargs)
 
     def _set_tunable(self, ctx: Context, target: str, value: float | None, actor: str | None) -> None:
-        """Write (or, for ``value=None``, delete) one tunable row of ``ctx.namespace`` and ``actor`` ('*' if None)."""
-        pack, sep, name = target.partition("::")
-        declared = self.catalog.packs[pack].tunables if pack in self.catalog.packs else {}
-        if not sep or name not in declared:
-            known = sorted(f"{p.name}::{n}" for p in self.catalog.packs.values() for n in p.tunables)
-            raise InvalidParams(f"no tunable named {target!r}", verb=ctx.verb, details={"known": known})
-        level = NAMESPACE_LEVEL if actor is None else check_actor(actor, ctx.verb)
-        low, high = declared[name]
-        if value is not None and not (math.isfinite(value) and low <= value <= high):
-            raise InvalidParams(f"tunable {target} must lie in [{low}, {high}], got {value}", verb=ctx.verb)
-        if ctx.read_only:
-            raise ReadOnlyViolation(f"{ctx.verb} is read-only and cannot set tunables", verb=ctx.verb)
-        key = (ctx.namespace, level, pack, name)
-        if value is None:
-            ctx.db.execute(f"DELETE FROM {storage.META_SCHEMA}.tunables WHERE namespace = ? AND actor = ? AND "
-                           "pack = ? AND name = ?", list(key))
-            frame_changes(ctx).append((RUNTIME_OWNER, ctx.namespace, "tunable", (key, None)))
-            return
-        ctx.db.execute(
-            f"INSERT INTO {storage.META_SCHEMA}.tunables VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, actor, "
-            "pack, name) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, updated_at = excluded.updated_at",
-            [*key, float(value), ctx.verb, self.clock()],
-        )
-        frame_changes(ctx).append((RUNTIME_OWNER, ctx.namespace, "tunable", (key, float(value))))
+        tunables.write(self.catalog, ctx, target, value, actor, self.clock())
 
     def _require_open(self) -> storage.Store:
         if self.store is None:
@@ -471,31 +371,3 @@ class Runtime:
 
 
 CONSISTENCY = ("eventual", "strong")
-RUNTIME_OWNER = "_runtime"  # the owner name of the runtime's own mirror (not a pack name: packs cannot start with _)
-
-
-def frame_changes(ctx: Context) -> list[tuple[str, str, str, Any]]:
-    return ctx._frame.changes
-
-
-class _Tunables(Mirror):
-    """The tunables table, in memory: every call reads its pack's weights from here."""
-
-    def __init__(self) -> None:
-        self.values: dict[tuple[str, str, str, str], float] = {}
-
-    def load(self, ctx: Context) -> None:
-        rows = ctx.db.query(f"SELECT namespace, actor, pack, name, value FROM {storage.META_SCHEMA}.tunables")
-        self.values.clear()
-        self.values.update({(ns, a, p, n): v for ns, a, p, n, v in rows})
-
-    def apply(self, changes: Sequence[Change]) -> None:
-        for change in changes:
-            key, value = change.data
-            if value is None:
-                self.values.pop(key, None)
-            else:
-                self.values[key] = value
-
-    def digest(self) -> Any:
-        return sorted(self.values.items())

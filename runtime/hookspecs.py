@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from palimpsest_memory.runtime.contributions import HttpRoute, McpTool, WebPage
     from palimpsest_memory.runtime.dispatch import CallInfo
 
 PROJECT = "palimpsest"
@@ -43,3 +44,24 @@ def palimpsest_register_commands(cli: Any, invocation: Any, groups: Any) -> None
     Commands must do their work through verbs (``session.call(...)``), never behind them, so they work through a
     server too.
     """
+
+
+# -- what a pack adds to the adapters (ADR 0035). Each is called once per adapter start, through
+# Catalog.contributions, which checks the result and keeps who returned it: a pack names only its own verbs.
+@hookspec
+def palimpsest_mcp_tools() -> "list[McpTool]":
+    """How the pack's verbs show to an agent over MCP: which are core tools (``pal mcp`` lists them by default),
+    with which parameters, names and answer shape. A pack that does not implement this hook has all its public
+    verbs in the core set; one that returns no core tool has none there (its verbs stay reachable with
+    ``--tools all`` or by name)."""
+
+
+@hookspec
+def palimpsest_http_routes() -> "list[HttpRoute]":
+    """Resource-style routes of ``pal serve`` onto the pack's verbs (``GET /v1/kg/{ns}/history/...``), beside the
+    ``POST /v1/verbs/<verb>`` route every public verb has. A route whose verb is not loaded is not mounted."""
+
+
+@hookspec
+def palimpsest_web_pages() -> "list[WebPage]":
+    """Pages the pack adds to the web view (``pal serve``'s ``/``): a script per page, served with the view."""

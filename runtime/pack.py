@@ -94,10 +94,12 @@ class Pack:
     ``settings`` is a pydantic model validating the pack's ``[packs.<name>]`` config section; ``migrations``
     is a folder of numbered ``NNN_title.sql`` files run inside the pack's own DuckDB schema; ``hookspecs``
     is a module of pluggy hookspecs the pack adds for others to implement (e.g. ``register_embedders``);
-    ``state`` is a class built once per runtime (no arguments) as ``ctx.state``, whose :class:`~palimpsest_memory.runtime.Mirror`
-    attributes the runtime loads, feeds committed changes and closes; ``events`` maps the names of the events
-    the pack publishes to their payload types (subscribers use ``@pack.subscribe("<pack>.<event>")``);
-    ``portable`` says the pack has ``export_records`` / ``import_records`` verbs for ``pal export`` (ADR 0018).
+    ``state`` is a class built once per runtime (no arguments) as ``ctx.state``, whose
+    :class:`~palimpsest_memory.runtime.Mirror` attributes the runtime loads, feeds committed changes and closes;
+    ``events`` maps the names of the events the pack publishes to their payload types (subscribers use
+    ``@pack.subscribe("<pack>.<event>")``); ``portable`` says the pack has ``export_records`` / ``import_records`` verbs
+    for ``pal export`` (ADR 0018); ``defaults`` is the pack's ``defaults.toml`` (beside its settings model): the values
+    of its ``[packs.<name>]`` section that every other config layer overrides (ADR 0035).
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class Pack:
         state: type | None = None,
         events: dict[str, type] | None = None,
         portable: bool = False,
+        defaults: str | Path | None = None,
     ) -> None:
         _check_name("pack", name)
         for req in requires:
@@ -123,6 +126,9 @@ class Pack:
         self.version = version
         self.requires = tuple(requires)
         self.settings = settings
+        self.defaults = Path(defaults) if defaults is not None else None
+        if self.defaults is not None and settings is None:
+            raise PackLoadError(f"pack {name!r} ships defaults but declares no settings model to check them")
         self.migrations = Path(migrations) if migrations is not None else None
         self.hookspecs = hookspecs
         self.tunables = dict(tunables or {})
@@ -181,7 +187,8 @@ class Pack:
 
         return register
 
-    def subscribe(self, event: str, *, namespace_lock: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def subscribe(self, event: str, *,
+                  namespace_lock: bool = True) -> Callable[[Callable[..., None]], Callable[..., None]]:
         """Run ``handler(payload, ctx)`` after each successful call that published ``event`` ("<pack>.<name>",
         declared by this pack or one it requires), in a write transaction of its own for the event's namespace
         and actor. The handler's failure is logged; it never fails the call that published the event.

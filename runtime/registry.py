@@ -90,6 +90,23 @@ class Catalog:
             )
         return spec
 
+    def contributions(self, hook: str) -> dict[str, list[Any]]:
+        """What each loaded pack adds to the adapters through ``hook`` (``palimpsest_mcp_tools``,
+        ``palimpsest_http_routes``, ``palimpsest_web_pages``), by pack, in load order, checked
+        (:func:`contributions.check`). A pack that does not implement the hook is absent (not an empty list)."""
+        from palimpsest_memory.runtime.contributions import check
+
+        found: dict[str, list[Any]] = {}
+        if self.plugin_manager is None:
+            return found
+        # each implementation is called on its own: pluggy's hook call would merge the packs' results and lose who
+        # returned what (plugins are registered as "<pack>#<n>" by the loader)
+        for impl in getattr(self.plugin_manager.hook, hook).get_hookimpls():
+            pack = (impl.plugin_name or "").split("#")[0]
+            if pack in self.packs:
+                found.setdefault(pack, []).extend(check(pack, hook, impl.function()))
+        return {name: found[name] for name in self.packs if name in found}
+
     def register_cli_commands(self, cli: Any, invocation: Any, groups: Any = None) -> None:
         """Let packs add their own CLI commands (the ``palimpsest_register_commands`` hook)."""
         if self.plugin_manager is not None:

@@ -1,11 +1,11 @@
 """``pal copy SRC DST``: every portable pack's data from one store into another, across backends (issue 14 item 5,
 ADR 0018).
 
-One mechanism, the export/import path of :mod:`palimpsest_memory.runtime.exportfile`: for each namespace of SRC (the union of what
-every portable pack holds), the namespace is exported as the versioned JSONL format into a spool file and imported
-into DST by :func:`palimpsest_memory.runtime.exportfile.import_file` — the same records, the same checks (the whole namespace is
-checked against DST before anything of it is written), ids preserved. The spool gives both import passes (check,
-then write) the same records even when other processes keep writing SRC.
+One mechanism, the export/import path of :mod:`palimpsest_memory.runtime.exportfile`: for each namespace of SRC (the
+union of what every portable pack holds), the namespace is exported as the versioned JSONL format into a spool file and
+imported into DST by :func:`palimpsest_memory.runtime.exportfile.import_file` — the same records, the same checks (the
+whole namespace is checked against DST before anything of it is written), ids preserved. The spool gives both import
+passes (check, then write) the same records even when other processes keep writing SRC.
 
 DST must be empty: no portable pack may hold a row of any namespace there (a fresh DuckDB file, or a PostgreSQL
 database palimpsest never wrote, or one emptied with ``memory.forget everything``); anything else is a Conflict

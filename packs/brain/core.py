@@ -13,4 +13,5 @@ from palimpsest_memory.packs.brain.state import BrainState
 from palimpsest_memory.runtime import Pack
 
 pack = Pack("brain", version="0.1.0", requires=["memory"], settings=BrainSettings, state=BrainState,
-            migrations=Path(__file__).with_name("sql"), portable=True)
+            migrations=Path(__file__).with_name("sql"), defaults=Path(__file__).with_name("defaults.toml"),
+            portable=True)

@@ -30,9 +30,10 @@ def feedback(params: FeedbackParams, ctx: Context) -> FeedbackResult:
     The note must be one the recall ``recall_id`` returned in this namespace (it may still be waiting in
     memory to be written). The profile updated is the named one, else the one bound to the actor (``actor``,
     else the call's actor, else the one the recall was made for), else the namespace's; its new weights are
-    projected for the namespace (if it is the namespace's profile) and for every actor bound to it. A useful note raises the weights of the components under which it stood out above
-    that recall's average more than in its score, and lowers the others (not_useful and correction do the
-    reverse); each event is a pseudo-observation of ``weight`` counts near the current mean (ADR 0010).
+    projected for the namespace (if it is the namespace's profile) and for every actor bound to it. A useful note raises
+    the weights of the components under which it stood out above that recall's average more than in its score, and
+    lowers the others (not_useful and correction do the reverse); each event is a pseudo-observation of ``weight``
+    counts near the current mean (ADR 0010).
     """
     s: BrainSettings = ctx.settings
     served = serve_features(ctx, params.recall_id)

@@ -1,7 +1,7 @@
 """The serve ledger: what each ``memory.recall`` served, with the score components it ranked by.
 
-The memory pack publishes ``memory.recall_served`` (``palimpsest_memory.runtime.events.RecallServed``) for every recall, with
-the typed ``ScoreComponents`` of each served note; the brain subscribes. The subscriber runs after the recall,
+The memory pack publishes ``memory.recall_served`` (``palimpsest_memory.runtime.events.RecallServed``) for every recall,
+with the typed ``ScoreComponents`` of each served note; the brain subscribes. The subscriber runs after the recall,
 in a transaction of its own, for the recall's namespace and actor (ADR 0010).
 
 Writing each serve in its own transaction cost ~3 ms a recall, so serves are kept in memory (the
@@ -21,7 +21,8 @@ from typing import Optional
 
 from palimpsest_memory.packs.brain import store
 from palimpsest_memory.packs.brain.core import pack
-from palimpsest_memory.packs.brain.models import FlushServesParams, FlushServesResult, RecordServeParams, RecordServeResult
+from palimpsest_memory.packs.brain.models import (FlushServesParams, FlushServesResult, RecordServeParams,
+                                                  RecordServeResult)
 from palimpsest_memory.packs.brain.settings import BrainSettings
 from palimpsest_memory.packs.brain.state import COLUMNS, WEIGHTS, PendingServes, Serve
 from palimpsest_memory.runtime import Act, Context, Visibility

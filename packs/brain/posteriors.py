@@ -6,7 +6,6 @@ them rebuilds the stored posteriors exactly (ADR 0010).
 from __future__ import annotations
 
 import hashlib
-import math
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -127,5 +126,3 @@ def replay(events: Iterable[tuple[str, Mapping[str, Any]]]) -> tuple[State | Non
     return state, n
 
 
-def is_finite_state(state: State) -> bool:
-    return all(math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0 for a, b in state.values())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from palimpsest_memory.packs.brain import posteriors as post
 from palimpsest_memory.packs.brain import store
-from palimpsest_memory.packs.brain.models import (Event, Posterior, ProfileParams, ProfileResult, ReplayParams, ReplayResult,
-                                ResetParams, ResetResult, StateParams, StateResult, UnbindParams, UnbindResult)
+from palimpsest_memory.packs.brain.models import (Event, Posterior, ProfileParams, ProfileResult, ReplayParams,
+                                                  ReplayResult, ResetParams, ResetResult, StateParams, StateResult,
+                                                  UnbindParams, UnbindResult)
 from palimpsest_memory.packs.brain.core import pack
 from palimpsest_memory.packs.brain.settings import BrainSettings
 from palimpsest_memory.runtime import Act, Context

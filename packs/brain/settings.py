@@ -1,4 +1,5 @@
-"""The brain pack's settings: every value comes from ``[packs.brain]`` in config/default.toml (no defaults here)."""
+"""The brain pack's settings: every value comes from ``[packs.brain]``, whose defaults are in defaults.toml beside this
+module (none here)."""
 from __future__ import annotations
 
 from typing import Literal

@@ -96,15 +96,17 @@ def save(ctx: Context, name: str, state: post.State, events: int) -> None:
 def append_event(ctx: Context, name: str, kind: str, payload: dict[str, Any], **cols: Any) -> int:
     (seq,) = ctx.db.query(
         "INSERT INTO brain.events (seq, namespace, profile, kind, recall_id, note_id, signal, source, weight, "
-        "actor, payload, created_at) VALUES (nextval('brain.event_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        "actor, payload, created_at) VALUES (nextval('brain.event_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "RETURNING seq",
         [ctx.namespace, name, kind, cols.get("recall_id"), cols.get("note_id"), cols.get("signal"),
          cols.get("source"), cols.get("weight"), cols.get("actor"), json.dumps(payload), ctx.now()])[0]
     return int(seq)
 
 
 def events(ctx: Context, name: str, newest: Optional[int] = None) -> list[dict[str, Any]]:
-    sql = ("SELECT seq, kind, recall_id, note_id, signal, source, weight, actor, payload, created_at AS at FROM brain.events "
-           "WHERE namespace = ? AND profile = ? ORDER BY seq" + (" DESC LIMIT ?" if newest is not None else ""))
+    sql = ("SELECT seq, kind, recall_id, note_id, signal, source, weight, actor, payload, created_at AS at "
+           "FROM brain.events WHERE namespace = ? AND profile = ? ORDER BY seq"
+           + (" DESC LIMIT ?" if newest is not None else ""))
     rows = ctx.db.query_dicts(sql, [ctx.namespace, name] + ([newest] if newest is not None else []))
     for r in rows:
         r["payload"] = json.loads(r["payload"])

@@ -12,8 +12,10 @@ How it stays equal to the store (the store is the source of truth), through the 
 - a kg write verb records one :class:`KgChange` at its start (``ctx.record_change``) and fills it as it goes;
   the runtime hands it to :meth:`FactCache.apply` after COMMIT, never after a rollback;
 - while this transaction has such a change for the namespace (``ctx.uncommitted()``), reads and writes of that
-  namespace use SQL: only SQL sees the uncommitted rows (:class:`palimpsest_memory.packs.kg.store.KgStore` makes that choice).
-How it is held: see :mod:`palimpsest_memory.packs.kg.cache_columns` (numpy columns from the build, tuples for subjects written since).
+  namespace use SQL: only SQL sees the uncommitted rows (:class:`palimpsest_memory.packs.kg.store.KgStore` makes that
+  choice).
+How it is held: see :mod:`palimpsest_memory.packs.kg.cache_columns` (numpy columns from the build, tuples for subjects
+written since).
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ from palimpsest_memory.runtime.mirror import Change, Mirror
 
 from palimpsest_memory.packs.kg.cache_columns import Columns, Subjects
 from palimpsest_memory.packs.kg.models import FactOut
-from palimpsest_memory.packs.kg.rows import FACT_ID, OBJECT_ID, OBJECT_VALUE, PREDICATE, VALID_FROM, VALID_TO, as_fact_row
+from palimpsest_memory.packs.kg.rows import (FACT_ID, OBJECT_ID, OBJECT_VALUE, PREDICATE, VALID_FROM, VALID_TO,
+                                             as_fact_row)
 from palimpsest_memory.packs.kg.timeline import Fact
 
 if TYPE_CHECKING:

@@ -11,5 +11,5 @@ from palimpsest_memory.packs.kg.settings import KgSettings
 from palimpsest_memory.packs.kg.state import KgState
 
 pack = Pack("kg", version="0.1.0", requires=[], settings=KgSettings, state=KgState,
-            migrations=Path(__file__).with_name("sql"), events={"edges_changed": EdgesChanged}, hookspecs=hookspecs,
-            portable=True)
+            migrations=Path(__file__).with_name("sql"), defaults=Path(__file__).with_name("defaults.toml"),
+            events={"edges_changed": EdgesChanged}, hookspecs=hookspecs, portable=True)

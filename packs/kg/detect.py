@@ -2,8 +2,8 @@
 
 A :class:`Detector` is built from every name/alias key of a namespace. :class:`EntityDetectors` is the mirror
 that holds them (adr/0014-kg-scale.md): per namespace used, the committed keys, updated by the committed
-:class:`~palimpsest_memory.packs.kg.cache.KgChange` of every kg write, and the detector built from them when next needed. A
-transaction whose own uncommitted kg writes changed entities or aliases detects with a detector built from SQL
+:class:`~palimpsest_memory.packs.kg.cache.KgChange` of every kg write, and the detector built from them when next
+needed. A transaction whose own uncommitted kg writes changed entities or aliases detects with a detector built from SQL
 for that call only, so a rolled-back change never reaches a kept detector.
 """
 from __future__ import annotations

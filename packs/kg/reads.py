@@ -1,7 +1,7 @@
 """SQL reads shared by the kg verbs: fact versions (any transaction time), entity look-ups, the time filters.
 
-These always see the call's transaction, uncommitted writes included; :class:`palimpsest_memory.packs.kg.store.KgStore` decides
-when a read may come from the fact cache instead.
+These always see the call's transaction, uncommitted writes included; :class:`palimpsest_memory.packs.kg.store.KgStore`
+decides when a read may come from the fact cache instead.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class KgSettings(BaseModel):
-    """``[packs.kg]`` in config/default.toml. No field has a default here: every default lives in the TOML."""
+    """``[packs.kg]``. No field has a default here: every default lives in defaults.toml beside this module."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,8 +1,8 @@
 """One call's access to kg's stored state: :class:`KgStore` owns the choice between the fact cache and SQL, and
 the call's pending change (adr/0014-kg-scale.md).
 
-The cache (:mod:`palimpsest_memory.packs.kg.cache`) shows committed data only. So a read uses it unless this transaction has
-uncommitted kg writes in the namespace (``ctx.uncommitted``), and a write first takes what it needs from it (or
+The cache (:mod:`palimpsest_memory.packs.kg.cache`) shows committed data only. So a read uses it unless this transaction
+has uncommitted kg writes in the namespace (``ctx.uncommitted``), and a write first takes what it needs from it (or
 from SQL, by the same rule) and then records its :class:`KgChange`, which it fills as it writes and the runtime
 hands to the mirrors after commit. Verbs call the store's methods and never make that choice themselves.
 """

@@ -29,7 +29,8 @@ def reembed(params: ReembedParams, ctx: Context) -> ReembedResult:
     """(Re)compute every note's vector with a model (default: the configured one), e.g. after changing it."""
     model = params.model or ctx.settings.embedder
     embedders = ctx.state.embedders
-    if params.model is not None and model not in embedders.specs:  # the caller named a model nobody registered: their mistake, not config's
+    # the caller named a model nobody registered: their mistake, not config's
+    if params.model is not None and model not in embedders.specs:
         raise errors.InvalidParams(f"no embedder named {model!r}; registered: {sorted(embedders.specs)}",
                                    details={"errors": [{"loc": ["model"], "msg": "unknown embedder",
                                                         "type": "value_error"}], "known": sorted(embedders.specs)})

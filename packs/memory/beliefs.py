@@ -10,8 +10,8 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from palimpsest_memory.packs.memory.models import NoteIn
-from palimpsest_memory.packs.memory.models_graph import (BeliefHistoryParams, BeliefHistoryResult, BeliefParams, BeliefResult,
-                                       BeliefVersion)
+from palimpsest_memory.packs.memory.models_graph import (BeliefHistoryParams, BeliefHistoryResult, BeliefParams,
+                                                         BeliefResult, BeliefVersion)
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.remember import fetch_notes, store_notes
 from palimpsest_memory.runtime import Act, Context, errors

@@ -149,10 +149,6 @@ class BM25Index(RestoredRows, ScopeGroups):
             raise ValueError("ids and texts differ in length")
         self.add_weighted(ids, [Counter(self._tokenize(t)) for t in texts])
 
-    def add_tokens(self, ids: Sequence[int] | np.ndarray, token_lists: Sequence[Iterable[str]]) -> None:
-        """Index already tokenised documents."""
-        self.add_weighted(ids, [Counter(toks) for toks in token_lists])
-
     def add_weighted(self, ids: Sequence[int] | np.ndarray, bags: Sequence[Mapping[str, float]]) -> None:
         """Index bags of ``{term: weight}``; weights act as (fractional) term frequencies.
 

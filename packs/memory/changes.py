@@ -1,4 +1,5 @@
-"""What a memory verb records it changed (``ctx.record_change``), for the mirrors of :mod:`palimpsest_memory.packs.memory.state`.
+"""What a memory verb records it changed (``ctx.record_change``), for the mirrors of
+:mod:`palimpsest_memory.packs.memory.state`.
 
 Each change is a small frozen record whose ``KIND`` is the kind it is recorded under; the mirrors receive them
 after commit, in commit order (runtime/mirror.py, ADR 0015), and apply the ones they hold. The data is owned

@@ -29,48 +29,13 @@ R@10, WordLlama; see ``bench/results/locomo.md`` for the full ablation):
    that answers.
 4. **Date rendering** - ``occurred_at`` is rendered as words ("8 May 2023")
    into the indexed text so "in May 2023" matches by BM25/embedding.
-5. Measured by ``bench/locomo.py`` only, within noise on LoCoMo, not part of recall: query-date windows
-   (:func:`query_date_windows` + :func:`date_window_boost`) and speaker match (:func:`speaker_boost`).
+Query-date windows and a speaker match were measured too, within noise on LoCoMo and not part of recall: they
+live in ``bench/query_signals.py``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping
-
-from palimpsest_memory.packs.memory.dates import (date_window_boost, has_time_expression, query_date_windows, render_dated,
-                                temporal_intent)
+from palimpsest_memory.packs.memory.dates import render_dated
 from palimpsest_memory.packs.memory.threads import ThreadExpander, ThreadLinks, expand_bag
 
-__all__ = [
-    "ThreadExpander",
-    "ThreadLinks",
-    "date_window_boost",
-    "expand_bag",
-    "has_time_expression",
-    "query_date_windows",
-    "render_dated",
-    "speaker_boost",
-    "temporal_intent",
-]
-
-
-# ------------------------------------------------------- experimental signals
-def speaker_boost(
-    scores: Mapping[int, float],
-    speaker_of: Callable[[int], str | None],
-    query: str,
-    names: Iterable[str],
-    gamma: float = 0.1,
-) -> tuple[dict[int, float], dict[int, float]]:
-    """Add ``γ`` to notes spoken by the one known person the query names.
-
-    Only fires when exactly one known name occurs in the query (a question
-    about two people says nothing about who spoke the evidence).
-    """
-    named = [n for n in names if n and re.search(rf"\b{re.escape(n)}\b", query, re.I)]
-    if len(named) != 1:
-        return dict(scores), {i: 0.0 for i in scores}
-    who = named[0].lower()
-    feat = {i: 1.0 if (speaker_of(i) or "").lower() == who else 0.0 for i in scores}
-    return {i: s + gamma * feat[i] for i, s in scores.items()}, feat
+__all__ = ["ThreadExpander", "ThreadLinks", "expand_bag", "render_dated"]

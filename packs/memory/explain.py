@@ -15,8 +15,9 @@ from typing import Any, Optional
 
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.models import Note, RecallParams, RecallResult
-from palimpsest_memory.packs.memory.models_explain import (Degraded, DetectedEntity, ExplainFact, ExplainHit, ExplainParams,
-                                         ExplainResult, Room, ScopeInference, SharedScope)
+from palimpsest_memory.packs.memory.models_explain import (Degraded, DetectedEntity, ExplainFact, ExplainHit,
+                                                           ExplainParams, ExplainResult, Room, ScopeInference,
+                                                           SharedScope)
 from palimpsest_memory.packs.memory.ranking import explain_boosts
 from palimpsest_memory.packs.memory.recall import answer
 from palimpsest_memory.packs.memory.settings import ExplainSettings, MemorySettings

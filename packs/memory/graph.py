@@ -22,8 +22,9 @@ from typing import Any, Iterable
 from palimpsest_memory.packs.memory.changes import SupersededSet, record
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph, note_of
-from palimpsest_memory.packs.memory.models_graph import (EdgesParams, EdgesResult, LinkIn, LinkManyParams, LinkManyResult, LinkParams,
-                                       LinkResult, MemoryEdge, UnlinkParams, UnlinkResult)
+from palimpsest_memory.packs.memory.models_graph import (EdgesParams, EdgesResult, LinkIn, LinkManyParams,
+                                                         LinkManyResult, LinkParams, LinkResult, MemoryEdge,
+                                                         UnlinkParams, UnlinkResult)
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.runtime import Act, Context, errors
 from palimpsest_memory.runtime.events import NOTE_RELATIONS
@@ -73,7 +74,8 @@ def create_edges(ctx: Context, links: list[LinkIn], loc: list[Any]) -> tuple[lis
             continue
         where = {"loc": [*loc, i, "target_id"] if loc else ["target_id"]}
         current = states[ln.target_id][0]
-        if (current is not None and current != ln.source_id) or supersede.get(ln.target_id, ln.source_id) != ln.source_id:
+        if ((current is not None and current != ln.source_id)
+                or supersede.get(ln.target_id, ln.source_id) != ln.source_id):
             raise errors.Conflict(f"note {ln.target_id} is already superseded by note "
                                   f"{current if current is not None else supersede[ln.target_id]}; unlink that first",
                                   details={**where, "superseded_by": current})

@@ -1,7 +1,7 @@
 """The in-memory search state of the memory pack: note metadata as columns, BM25, vectors, thread links.
 
-This module is the data structure only; :mod:`palimpsest_memory.packs.memory.index_mirror` makes it a mirror of the store
-(rebuilt when a runtime opens, kept in step with each committed write through the runtime's mirror seam), so
+This module is the data structure only; :mod:`palimpsest_memory.packs.memory.index_mirror` makes it a mirror of the
+store (rebuilt when a runtime opens, kept in step with each committed write through the runtime's mirror seam), so
 it never holds a note that was rolled back and never needs a full rebuild per insert. Arrays are indexed by
 slot: a dense per-index position given to each note when it is added (``slot_id`` maps slots back to note ids,
 ``slots`` maps ids to slots), so an index holds columns for its own notes only, however high the store-wide note

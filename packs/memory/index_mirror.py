@@ -13,8 +13,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from palimpsest_memory.packs.memory import half, snapshot, snapshot_files
-from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved, SupersededSet,
-                                  VectorsReplaced)
+from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved,
+                                                    SupersededSet, VectorsReplaced)
 from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex
 from palimpsest_memory.packs.memory.rowstore import Coded
 from palimpsest_memory.packs.memory.settings import MemorySettings

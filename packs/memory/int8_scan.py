@@ -5,8 +5,8 @@ it was 1 KB of float32 when this was measured), and on this
 shared machine the rows are rarely still in cache when the next recall comes (10k notes: 10 MB scanned in
 ~1.3-1.5 ms cold against ~0.3 ms warm), so the scan is paid at memory speed. Each row is kept here a second
 time as int8 with its own scale (``row ≈ int8_row · scale``: 127 levels between ±max|component| of that row),
-half the bytes (a quarter of float32's), and scored by numkong's integer dot product (usearch's own kernel library). The int8
-scores choose ``oversample × k`` candidates; ``VectorIndex.search`` rescores those on the held rows, so the
+half the bytes (a quarter of float32's), and scored by numkong's integer dot product (usearch's own kernel library). The
+int8 scores choose ``oversample × k`` candidates; ``VectorIndex.search`` rescores those on the held rows, so the
 cosines returned stay exact and only the candidate set is approximate, as with the graph above the threshold.
 
 Rows are quantised lazily: the index only appends rows (a replaced id gets a new row), so ``upto`` marks how

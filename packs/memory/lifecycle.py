@@ -13,9 +13,10 @@ from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.graph import create_edges, note_states
 from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph
 from palimpsest_memory.packs.memory.models import NoteIn, RecallFilters
-from palimpsest_memory.packs.memory.models_graph import (ArchiveParams, ArchiveResult, CandidateGroup, CandidatesGroupParams,
-                                       CandidatesGroupResult, ConsolidateParams, ConsolidateResult, LinkIn,
-                                       PruneParams, PruneResult)
+from palimpsest_memory.packs.memory.models_graph import (ArchiveParams, ArchiveResult, CandidateGroup,
+                                                         CandidatesGroupParams, CandidatesGroupResult,
+                                                         ConsolidateParams, ConsolidateResult, LinkIn, PruneParams,
+                                                         PruneResult)
 from palimpsest_memory.packs.memory.remember import fetch_notes, store_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.runtime import Act, Context, errors
@@ -168,5 +169,6 @@ def consolidation_candidates(params: CandidatesGroupParams, ctx: Context) -> Can
                     key=lambda t: (-len(t[0]), -t[1], t[0][0]))[: params.limit]
     notes = fetch_notes(ctx, [i for grp, _ in groups for i in grp])
     return CandidatesGroupResult(
-        groups=[CandidateGroup(note_ids=grp, mean_similarity=sim, notes=[notes[i] for i in grp]) for grp, sim in groups],
+        groups=[CandidateGroup(note_ids=grp, mean_similarity=sim, notes=[notes[i] for i in grp])
+                for grp, sim in groups],
         considered=len(rows))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
 
@@ -46,7 +46,8 @@ class NoteIn(Params):
     scope: Optional[str] = Field(None, description="The project, person or topic the note belongs to, e.g. 'orion'. "
                                                    "Recall can be limited to it.")
     thread: Optional[str] = Field(None, description="The conversation or session it came from, e.g. a chat id "
-                                                  "(a thread is its scope's: the same name in another scope is another).")
+                                                  "(a thread is its scope's: the same name in another scope is "
+                                                  "another).")
     kind: Optional[Kind] = Field(None, description="decision, milestone, problem, preference, emotional or none. "
                                                    "Guessed from the text when left out.")
     source_id: Optional[str] = Field(None, description="Where it came from: a message id, file name or URL.")
@@ -314,5 +315,3 @@ class ReembedResult(BaseModel):
     embedded: int
 
 
-def as_jsonable(props: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in props.items() if v is not None}

@@ -1,4 +1,5 @@
-"""Params and result of ``memory.explain`` (ADR 0011); its settings are in :mod:`palimpsest_memory.packs.memory.settings`."""
+"""Params and result of ``memory.explain`` (ADR 0011); its settings are in
+:mod:`palimpsest_memory.packs.memory.settings`."""
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,6 +1,6 @@
 """memory.export_records and memory.import_records: the memory pack's part of `pal export` / `pal import
-palimpsest` (runtime/portable.py registers them, ADR 0018). The full-text snapshot is derived data and is not exported: the
-index is rebuilt from the imported notes."""
+palimpsest` (runtime/portable.py registers them, ADR 0018). The full-text snapshot is derived data and is not exported:
+the index is rebuilt from the imported notes."""
 from __future__ import annotations
 
 from pydantic import BaseModel, Field

@@ -13,8 +13,8 @@ A recall runs them in this order, each over columns (one list or array per featu
 7. ``explain_boosts`` — ``memory.explain`` only: decision and fact-source boosts added to the recall score.
 
 Each one leaves its trace in the breakdown: the formula's inputs and weights, ``formula`` ("score" or
-"rerank"), and per-note values under ``context`` (``neighbour``, ``thread``, ``information``, ``graph``, ``near_duplicate``,
-and in explain's hits ``decision_boost`` and ``fact_boost``). These functions are pure: the stages
+"rerank"), and per-note values under ``context`` (``neighbour``, ``thread``, ``information``, ``graph``,
+``near_duplicate``, and in explain's hits ``decision_boost`` and ``fact_boost``). These functions are pure: the stages
 (``stages.py``) read the index, settings and tunables and hand them the numbers.
 """
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """memory.recall: the public verb that runs the recall stages, shapes the answer and says what it served.
 
 The stages are called as plain functions (``stages.py``, ``walk.expand``): one dispatch a recall. Every
-``memory.recall`` call publishes ``recall_served`` (``palimpsest_memory.runtime.events.RecallServed``): the notes served, in rank
-order, each with the three score components the formula weighed, and the weights. The brain learns from it.
+``memory.recall`` call publishes ``recall_served`` (``palimpsest_memory.runtime.events.RecallServed``): the notes
+served, in rank order, each with the three score components the formula weighed, and the weights. The brain learns from
+it.
 """
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def answer(params: RecallParams, ctx: Context) -> tuple[RecallResult, Scored, di
         result, top = recall_episodes.answer(params, ctx, scored, keep, fusion, model)
         return result, top, weights
     top = ranking.head(scored, keep[: params.limit])  # only the notes that can be served leave the columns
-    rows = ctx.state.index.of(ctx.namespace).rows  # the index holds each committed note as stored: no SQL on the recall path
+    # the index holds each committed note as stored: no SQL on the recall path
+    rows = ctx.state.index.of(ctx.namespace).rows
     hits, used, truncated = [], 0, False
     for j, note_id in enumerate(top.ids):
         note = note_from_index(rows[note_id])

@@ -13,7 +13,6 @@ an append (the usual write: ids grow) needs. A batch of notes in id order is lin
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -143,13 +142,6 @@ def seconds_of(us: np.ndarray) -> np.ndarray:
     out = us.astype(np.float64) / 1e6
     out[us == NAT] = np.nan
     return out
-
-
-def prefix_hash(content: str, chars: int) -> int:
-    """A stable 63-bit hash of a note's opening ``chars`` characters (stripped, lower-cased): near-duplicate notes
-    share it. Stable across processes (Python's ``hash`` of a str is not), so it can be kept with the rows."""
-    d = hashlib.blake2b(content[:chars].strip().lower().encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(d, "little") >> 1
 
 
 def objects(values: Any) -> np.ndarray:

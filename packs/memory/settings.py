@@ -1,4 +1,5 @@
-"""The memory pack's settings: every value comes from ``[packs.memory]`` in config/default.toml."""
+"""The memory pack's settings: every value comes from ``[packs.memory]``, whose defaults are in defaults.toml beside
+this module."""
 from __future__ import annotations
 
 from typing import Literal

@@ -15,9 +15,9 @@ import numpy as np
 
 from palimpsest_memory.packs.memory import ranking, recall_cache
 from palimpsest_memory.packs.memory.index_writes import seconds
-from palimpsest_memory.packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams, EmbedResult,
-                                 FuseParams, FuseResult, Leg, RecallFilters, RerankParams, Scored, ScoreParams,
-                                 ScoreResult)
+from palimpsest_memory.packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams,
+                                                   EmbedResult, FuseParams, FuseResult, Leg, RecallFilters,
+                                                   RerankParams, Scored, ScoreParams, ScoreResult)
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.text import cjk_ratio, has_content

@@ -1,8 +1,8 @@
 """The memory graph follows the kg's note edges through the declared ``kg.edges_changed`` event (ADR 0012).
 
 The kg publishes the event for every ``kg.link`` / ``kg.link_many`` / ``kg.unlink`` that committed, whoever
-called it: ``memory.link`` (through :func:`palimpsest_memory.packs.memory.graph.create_edges`) and any other caller alike, so
-this is the graph's one way in. The subscriber records the note ↔ note edges as a change; the graph mirror
+called it: ``memory.link`` (through :func:`palimpsest_memory.packs.memory.graph.create_edges`) and any other caller
+alike, so this is the graph's one way in. The subscriber records the note ↔ note edges as a change; the graph mirror
 applies it (an edge linked again keeps its id and takes the new weight). Only the graph follows: supersession
 of a note (its ``superseded_by``, which recall suppresses) is set by ``memory.link``, never by a bare kg edge.
 """

@@ -12,12 +12,12 @@ from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.graph import CENTRALITY_SCOPE
 from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph
 from palimpsest_memory.packs.memory.index import Allowed
-from palimpsest_memory.packs.memory.models import Candidates, EmbedParams, RecallFilters
+from palimpsest_memory.packs.memory.models import Candidates, RecallFilters
 from palimpsest_memory.packs.memory.models_graph import (CentralityParams, CentralityResult, ExpandParams, ExpandResult,
                                        NoteCentrality, WalkHit, WalkHop, WalkParams, WalkResult)
 from palimpsest_memory.packs.memory.remember import note_from_index
 from palimpsest_memory.packs.memory.settings import MemorySettings
-from palimpsest_memory.packs.memory.stages import check_query
+from palimpsest_memory.packs.memory.stages import check_query, embed_array
 from palimpsest_memory.runtime import Act, Context, Visibility, errors
 
 
@@ -89,13 +89,13 @@ def walk(params: WalkParams, ctx: Context) -> WalkResult:
         raise errors.LimitExceeded(f"max_depth is at most {g.walk_max_depth_cap}",
                                    details={"errors": [{"loc": ["max_depth"], "msg": "too deep"}]})
     cut = g.walk_min_similarity if params.min_similarity is None else params.min_similarity
-    emb = ctx.call("memory.recall_embed", EmbedParams(query=params.query))
-    q = np.asarray(emb.vector, dtype=np.float32)
+    model, q, _ = embed_array(ctx, params.query)  # as recall does: the stage itself, not its hidden verb
+    q = np.asarray(q, dtype=np.float32)
     mask = _walk_mask(ctx, params.include_superseded)
-    vectors = ctx.state.index.of(ctx.namespace).vectors.get(emb.model)
+    vectors = ctx.state.index.of(ctx.namespace).vectors.get(model)
     hits = vectors.search(q, params.seeds or g.walk_seeds, allowed=mask, min_cosine=cut) if vectors else []
     seeds = {i: 1.0 for i, _ in hits}
-    best, cos = run_walk(ctx, q, emb.model, seeds, mask, max_depth=depth, cut=cut,
+    best, cos = run_walk(ctx, q, model, seeds, mask, max_depth=depth, cut=cut,
                          relations=set(params.relations) if params.relations else None)
     cos.update(hits)
     cent = ctx.state.graph.centrality.get(ctx.namespace, {})
@@ -111,7 +111,7 @@ def walk(params: WalkParams, ctx: Context) -> WalkResult:
                                depth=d, seed_id=seed,
                                path=[WalkHop(edge_id=e, source_id=a, target_id=b, relation=r, factor=factors[r])
                                      for e, a, b, r in path]))
-    return WalkResult(query=params.query, embedder=emb.model, seeds=list(seeds), results=results, visited=len(best))
+    return WalkResult(query=params.query, embedder=model, seeds=list(seeds), results=results, visited=len(best))
 
 
 def expand(ctx: Context, c: Candidates, vector: list[float], model: str, filters: RecallFilters

@@ -2,8 +2,8 @@
 ones, so a pack author finds what is missing before a user does.
 
 Checks: the pack loads through its entry point; the packs it ``requires`` are installed; every verb has a
-docstring (its CLI help and MCP description), a params model that derives from ``palimpsest_memory.runtime.Params`` and refuses
-unknown fields, a description on every params field, and JSON-schema-exportable models; its migrations folder
+docstring (its CLI help and MCP description), a params model that derives from ``palimpsest_memory.runtime.Params`` and
+refuses unknown fields, a description on every params field, and JSON-schema-exportable models; its migrations folder
 was installed with the package (``sql/*.sql`` as package data) and has ``NNN_title.sql`` files; and a throwaway
 database opens with it (settings validated against your config, migrations applied).
 """

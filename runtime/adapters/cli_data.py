@@ -1,8 +1,8 @@
 """``pal export``, ``pal backup`` and ``pal restore``: a user's data out of and back into a store (ADR 0018).
 
-Registered by :func:`register` from ``cli.py``; ``pal import palimpsest FILE`` sits beside the memory pack's other
-import formats. Export and import page through the portable packs' sub-handlers (runtime/exportfile.py), so they
-run against a local store; backup goes through the server when one holds the database.
+Registered by :func:`register` from ``cli.py``. ``pal import palimpsest FILE`` is the memory pack's command,
+beside its other import formats. Export and import page through the portable packs' sub-handlers
+(runtime/exportfile.py), so they run against a local store; backup goes through the server when one holds the database.
 """
 from __future__ import annotations
 
@@ -158,11 +158,6 @@ def exportfile() -> Any:
     from palimpsest_memory.runtime import exportfile as module
 
     return module
-
-
-def import_palimpsest(session: Any, file: str, namespace: Optional[str]) -> dict[str, Any]:
-    """``pal import palimpsest FILE``: see runtime/exportfile.py."""
-    return exportfile().import_file(session.runtime(), file, namespace)
 
 
 def copy_stores(s: Any, src: str, dst: str) -> None:

@@ -74,8 +74,9 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         token_file: TokenFileOption = None,
         actor: Optional[str] = typer.Option(None, "--actor", help="Who every tool call is made for (one server per "
                                                                   "client session; default: the global --actor)."),
-        tools: Optional[str] = typer.Option(None, "--tools", help="Which tools to list: 'core' (the small set in "
-                                                                  "[mcp] tools), 'all', or names (memory.recall,kg.facts)."),
+        tools: Optional[str] = typer.Option(None, "--tools", help="Which tools to list: 'core' (the small set the "
+                                                                  "packs name), 'all', or names "
+                                                                  "(memory.recall,kg.facts)."),
     ) -> None:
         """Serve the memory as MCP tools (stdio by default).
 

@@ -4,8 +4,8 @@
   per verb, so the OpenAPI document carries each verb's params and result models.
 - Every route takes the optional ``X-Palimpsest-Actor`` header: who the call is made for (``Runtime.call(actor=)``;
   recall then ranks with the brain profile bound to that actor). ``pal --actor NAME serve`` sets a default.
-- The resource routes users of the seed API expect, from one declarative table (:data:`RESOURCE_ROUTES`): each maps
-  to a verb and says which path placeholder fills which params field. A route whose verb is not loaded is not
+- The resource routes the packs contribute (``HttpRoute``, the ``palimpsest_http_routes`` hook; ADR 0035): each
+  maps to a verb and says which path placeholder fills which params field. A route whose verb is not loaded is not
   mounted.
 - Every route takes the optional ``X-Palimpsest-Consistency: strong`` header: on a shared store (PostgreSQL) the
   server first applies every change other processes committed, so the call reads the newest state (ADR 0016);
@@ -24,7 +24,6 @@ import re
 import sys
 import types
 import typing
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional
 
 from fastapi import Body, FastAPI, Header, Path, Query, Request
@@ -34,43 +33,17 @@ from pydantic import BaseModel, ConfigDict, create_model
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors
+from palimpsest_memory.runtime import HttpRoute, PalimpsestError, Runtime, VerbSpec, __version__, errors
+from palimpsest_memory.runtime.contributions import NAMESPACE
 from palimpsest_memory.runtime.adapters import http_data, http_health, web
-from palimpsest_memory.runtime.adapters.serving import (
-    ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, AdapterSettings, Guard, bind_socket, check_bind, is_loopback, loopback_hosts, result_data, run_uvicorn,
-    announce, stop_on_signals, success, tool_name, url_of,
-)
+from palimpsest_memory.runtime.adapters.serving import (ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER,
+                                                        AdapterSettings, Guard, bind_socket, check_bind, is_loopback,
+                                                        loopback_hosts, result_data, run_uvicorn, announce,
+                                                        stop_on_signals, success, tool_name, url_of)
 
 log = logging.getLogger("palimpsest.http")
-NAMESPACE = "namespace"  # a path placeholder mapped to this fills the call's namespace
 ACTOR_DOC = ("who the call is made for (1-128 letters, digits and _ . : @ -): `memory.recall` ranks with the brain "
              "profile bound to that actor, else the namespace's; brain verbs default to it.")
-
-
-@dataclass(frozen=True)
-class ResourceRoute:
-    """A resource-style route: ``path`` placeholders map to params fields (``"namespace"``: the call's namespace)."""
-
-    method: Literal["GET", "POST"]
-    path: str
-    verb: str
-    path_params: dict[str, str]
-
-
-RESOURCE_ROUTES: tuple[ResourceRoute, ...] = (
-    ResourceRoute("POST", "/v1/memory/{ns}/remember", "memory.remember", {"ns": NAMESPACE}),
-    ResourceRoute("POST", "/v1/memory/{ns}/recall", "memory.recall", {"ns": NAMESPACE}),
-    ResourceRoute("POST", "/v1/memory/{ns}/edges", "memory.link", {"ns": NAMESPACE}),
-    ResourceRoute("GET", "/v1/memory/{ns}/edges/{memory_id}", "memory.edges",
-                  {"ns": NAMESPACE, "memory_id": "memory_id"}),
-    ResourceRoute("POST", "/v1/memory/{ns}/edges/{edge_id}/delete", "memory.unlink",
-                  {"ns": NAMESPACE, "edge_id": "edge_id"}),
-    ResourceRoute("GET", "/v1/memory/{ns}/beliefs/{fact_key}/history", "memory.belief_history",
-                  {"ns": NAMESPACE, "fact_key": "fact_key"}),
-    ResourceRoute("POST", "/v1/memory/{ns}/graph/centrality", "memory.centrality", {"ns": NAMESPACE}),
-    ResourceRoute("GET", "/v1/kg/{ns}/history/{subject}/{predicate}", "kg.fact_history",
-                  {"ns": NAMESPACE, "subject": "subject", "predicate": "predicate"}),
-)
 
 
 class ErrorBody(BaseModel):
@@ -185,7 +158,8 @@ def _endpoint(runtime: Runtime, spec: VerbSpec, path_params: dict[str, str], bod
                                      annotation=Annotated[Optional[str], Query(alias="namespace",
                                                           description="the call's namespace (default from config)")]))
     sig.append(inspect.Parameter("palimpsest_actor", inspect.Parameter.KEYWORD_ONLY, default=None,
-                                 annotation=Annotated[Optional[str], Header(alias=ACTOR_HEADER, description=ACTOR_DOC)]))
+                                 annotation=Annotated[Optional[str],
+                                                      Header(alias=ACTOR_HEADER, description=ACTOR_DOC)]))
     endpoint.__signature__ = inspect.Signature(sig)  # type: ignore[attr-defined]
     endpoint.verb = spec.full_name  # type: ignore[attr-defined]  # read back to name the verb in validation errors
     return endpoint
@@ -248,6 +222,11 @@ def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     return error_response(err, status)
 
 
+def resource_routes(catalog: Any) -> list[HttpRoute]:
+    """The resource routes of the loaded packs, in load order."""
+    return [route for routes in catalog.contributions("palimpsest_http_routes").values() for route in routes]
+
+
 def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: int | None = None,
                allowed_hosts: set[str] | None = None, actor: str | None = None) -> FastAPI:
     """The FastAPI app for an open runtime. ``token``/``max_body_bytes`` default to the ``[adapters]`` config;
@@ -262,7 +241,7 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
                               "(PostgreSQL) store the call first catches up with every other process's commits.")
     public = {spec.full_name: spec for spec in runtime.verbs()}
     models = {name: _response_model(spec) for name, spec in public.items()}
-    for route in RESOURCE_ROUTES:
+    for route in resource_routes(runtime.catalog):
         spec = public.get(route.verb)
         if spec is None:
             continue
@@ -274,7 +253,7 @@ def create_app(runtime: Runtime, *, token: str | None = None, max_body_bytes: in
     for name, spec in public.items():
         _mount(app, runtime, spec, "POST", f"/v1/verbs/{name}", {}, True, models[name], actor)
 
-    web.mount(app)  # the page at /, its assets at /ui, the offline docs at /docs (ADR 0019)
+    web.mount(app, runtime.catalog)  # the page at /, its assets and the packs' pages at /ui, offline /docs (ADR 0019)
     http_data.mount(app, runtime, error_response)  # /v1/export and /v1/import (ADR 0018)
     http_health.mount(app, runtime, error_response)  # /healthz
 

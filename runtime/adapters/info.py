@@ -1,10 +1,11 @@
 """``pal info``: which database is in use and what it holds.
 
 The runtime part (version, the store's location without secrets, backend, size, engine, packs and their schema
-versions) comes from the open runtime's store (ADR 0031); what a pack holds comes from its own ``<pack>.stats`` verb when it has one (a convention, not a
-requirement: a flat answer for the call's namespace whose whole numbers are counts — ``memory.stats`` also names
-the embedder); the namespaces are the union of every ``<pack>.namespaces`` verb (``memory.namespaces``,
-``kg.namespaces``), the only verbs that list across namespaces (names and sizes only; ADR 0019). The same questions go to the server under ``--server``.
+versions) comes from the open runtime's store (ADR 0031); what a pack holds comes from its own ``<pack>.stats`` verb
+when it has one (a convention, not a requirement: a flat answer for the call's namespace whose whole numbers are counts
+— ``memory.stats`` also names the embedder); the namespaces are the union of every ``<pack>.namespaces`` verb
+(``memory.namespaces``, ``kg.namespaces``), the only verbs that list across namespaces (names and sizes only; ADR 0019).
+The same questions go to the server under ``--server``.
 """
 from __future__ import annotations
 

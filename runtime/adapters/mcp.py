@@ -14,7 +14,8 @@ without one gets ``mcp-<id>``, one label per client session (per server over std
 id over streamable HTTP), so what an agent remembers in one session is
 linked as neighbours (ADR 0008); a ``thread`` the client passes wins.
 
-``python -m palimpsest_memory.runtime.adapters.mcp [--db PATH] [--http] [--actor NAME]`` serves the configured packs without the CLI.
+``python -m palimpsest_memory.runtime.adapters.mcp [--db PATH] [--http] [--actor NAME]`` serves the configured packs
+without the CLI.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server
 
-from palimpsest_memory.runtime import PalimpsestError, Runtime, VerbSpec, __version__, errors, load_catalog
+from palimpsest_memory.runtime import McpTool, PalimpsestError, Runtime, VerbSpec, __version__, errors, load_catalog
 from palimpsest_memory.runtime.adapters.mcp_stdio import checked_stdio_server
 from palimpsest_memory.runtime.adapters.mcp_tools import ToolView, tool_view
 from palimpsest_memory.runtime.adapters.serving import (
@@ -42,7 +43,8 @@ from palimpsest_memory.runtime.adapters.serving import (
 log = logging.getLogger("palimpsest.mcp")
 
 
-def tool_for(spec: VerbSpec, config: Any = None, *, core: bool = False, output_schema: bool = True) -> ToolView:
+def tool_for(spec: VerbSpec, view: McpTool | None = None, *, core: bool = False,
+             output_schema: bool = True) -> ToolView:
     """The MCP tool of a verb, with the way its calls and answers pass (:mod:`mcp_tools`). Its description is the
     params model's docstring when it has one (written for an agent: what the tool is for and when to call it),
     else the first paragraph of the verb's docstring; the input schema is the params model's, compacted (no
@@ -50,7 +52,7 @@ def tool_for(spec: VerbSpec, config: Any = None, *, core: bool = False, output_s
     tool's size and a client needs it only to validate the structured result."""
     schema = spec.params_model.model_json_schema()
     description = " ".join((schema.pop("description", None) or first_paragraph(spec.doc) or spec.full_name).split())
-    return tool_view(spec, config, core=core, output_schema=output_schema, description=description,
+    return tool_view(spec, view, core=core, output_schema=output_schema, description=description,
                      input_schema=compact_schema(schema))
 
 
@@ -125,24 +127,25 @@ INSTRUCTIONS = """palimpsest is your long-term memory: it keeps what you are tol
 - Times are ISO 8601 in UTC (2026-03-01 or 2026-03-01T14:30:00Z)."""
 
 
-def select_tools(specs: list[VerbSpec], choice: str | list[str] | None, config: Any) -> list[VerbSpec]:
-    """The tools to list: ``core`` (``[mcp] tools`` in config, plus every tool of a loaded pack neither that list
-    nor ``[mcp] packs_without_core_tools`` mentions: a pack you installed shows up until you choose), ``all``, or verb / tool names (comma-separated text or a list). An unknown name is a ConfigError
-    that lists the known ones."""
+def mcp_views(catalog: Any) -> tuple[dict[str, McpTool], set[str]]:
+    """What the loaded packs say of their verbs as tools (the ``palimpsest_mcp_tools`` hook, ADR 0035): each
+    described verb's :class:`McpTool`, and the packs that implement the hook."""
+    contributed = catalog.contributions("palimpsest_mcp_tools")
+    return {t.verb: t for tools in contributed.values() for t in tools}, set(contributed)
+
+
+def select_tools(specs: list[VerbSpec], choice: str | list[str] | None, catalog: Any) -> list[VerbSpec]:
+    """The tools to list: ``core`` (the core tools the packs contribute, plus every tool of a pack that does not
+    implement the hook: a pack you installed shows up whole), ``all``, or verb / tool names (comma-separated text or
+    a list). An unknown name is a ConfigError that lists the known ones."""
     by_name = {s.full_name: s for s in specs} | {tool_name(s.full_name): s for s in specs}
     choice = CORE if choice is None else choice
     if isinstance(choice, str) and choice.strip() == ALL:
         return specs
     if isinstance(choice, str) and choice.strip() == CORE:
-        section = config.get("mcp") or {}
-        names = list(section.get("tools") or [])
-        if not names:
-            return specs
-        named_packs = {n.replace("_", ".", 1).split(".", 1)[0] for n in names}
-        named_packs |= set(section.get("packs_without_core_tools") or [])
-        wanted = [n for n in names if n in by_name]  # a core tool of a pack that is not loaded is left out
-        # a pack the list does not mention (one you installed) keeps all its tools until you name some
-        wanted += [s.full_name for s in specs if s.pack not in named_packs]
+        views, describing = mcp_views(catalog)
+        wanted = [s.full_name for s in specs
+                  if (s.full_name in views and views[s.full_name].core) or s.pack not in describing]
     else:
         names = [n.strip() for n in choice.split(",")] if isinstance(choice, str) else list(choice)
         names = [n for n in names if n]
@@ -165,11 +168,13 @@ def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[st
     ``output_schemas``: list each tool's output schema (default ``[mcp] output_schemas``)."""
     runtime.check_actor(actor)  # a bad --actor fails the start, not every call
     config = getattr(runtime, "config", {}) or {}
-    chosen = select_tools(runtime.verbs(), tools, config)
+    chosen = select_tools(runtime.verbs(), tools, runtime.catalog)
     if output_schemas is None:
         output_schemas = bool((config.get("mcp") or {}).get("output_schemas", False))
-    core = tools is None or (isinstance(tools, str) and tools.strip() == CORE)  # core: [mcp] core_params apply
-    views = {tool_name(spec.full_name): tool_for(spec, config, core=core, output_schema=output_schemas)
+    core = tools is None or (isinstance(tools, str) and tools.strip() == CORE)  # core: McpTool.params apply
+    described, _ = mcp_views(runtime.catalog)
+    views = {tool_name(spec.full_name): tool_for(spec, described.get(spec.full_name), core=core,
+                                                 output_schema=output_schemas)
              for spec in chosen}
     public = {name: view.spec for name, view in views.items()}
     tool_list = [view.tool for view in views.values()]
@@ -315,7 +320,8 @@ def serve_http(runtime: Any, *, host: str | None = None, port: int | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m palimpsest_memory.runtime.adapters.mcp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m palimpsest_memory.runtime.adapters.mcp",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="database file (default from config)")
     parser.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     parser.add_argument("--host")

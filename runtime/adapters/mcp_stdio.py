@@ -198,7 +198,8 @@ async def checked_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
     try:
         raw_out = anyio.wrap_file(TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"))
         lock, floats = anyio.Lock(), FloatIds()
-        async with stdio_server(stdin=_CheckedLines(_ThreadLines(wire_in), raw_out, lock, floats),  # type: ignore[arg-type]
+        wire = _CheckedLines(_ThreadLines(wire_in), raw_out, lock, floats)
+        async with stdio_server(stdin=wire,  # type: ignore[arg-type]
                                 stdout=_LockedOut(raw_out, lock, floats)) as streams:  # type: ignore[arg-type]
             yield streams
     finally:

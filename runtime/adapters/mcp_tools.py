@@ -4,14 +4,15 @@
   for a write, ``destructiveHint`` when it erases (``@pack.verb(erases=True)``: a forget; every other write adds a
   version, an edge or a mark and keeps the history) and ``idempotentHint`` for a declaration or an erasure (the
   same call again changes nothing more). ``openWorldHint`` is false: a verb reaches only the store.
-- **Parameters** (``[mcp] core_params``): under ``--tools core`` a tool listed there shows only those parameters;
-  ``--tools all`` or naming the tool shows them all. A parameter the listed schema does not show is refused
-  (invalid_params naming the ones it takes), so the schema an agent reads is the contract it gets.
-- **Names** (``[mcp] renamed_params``): one meaning per parameter name across the tools; a renamed parameter is
-  shown and taken under its new name, always.
-- **Compact answers** (``[mcp.compact.<tool>]``): the tool answers each item of one list with a few fields (dotted
+- **Parameters** (``McpTool.params``, from the pack's ``palimpsest_mcp_tools`` hook; ADR 0035): under ``--tools
+  core`` a tool listed there shows only those parameters; ``--tools all`` or naming the tool shows them all. A
+  parameter the listed schema does not show is refused (invalid_params naming the ones it takes), so the schema an
+  agent reads is the contract it gets.
+- **Names** (``McpTool.renamed``): one meaning per parameter name across the tools; a renamed parameter is shown
+  and taken under its new name, always.
+- **Compact answers** (``McpTool.compact``): the tool answers each item of one list with a few fields (dotted
   paths into the item, floats rounded) and a few top-level fields; ``detail: true`` in the call gives the whole
-  result. An answer whose shape does not fit (another pack of that name) goes out whole.
+  result. An answer whose shape does not fit goes out whole.
 - **Output schema**: with ``[mcp] output_schemas`` each tool lists its result's schema (a compact tool: either
   shape) and its answers carry the result as structured content too, as the spec then requires; without it the
   answer is the JSON text alone, the same data once instead of twice.
@@ -25,7 +26,7 @@ from typing import Any
 
 import mcp_types as types
 
-from palimpsest_memory.runtime import VerbSpec, errors
+from palimpsest_memory.runtime import McpTool, VerbSpec, errors
 from palimpsest_memory.runtime.pack import Act
 from palimpsest_memory.runtime.adapters.serving import success, tool_name
 
@@ -134,47 +135,26 @@ def annotations(spec: VerbSpec) -> types.ToolAnnotations:
                                  idempotent_hint=spec.act is Act.DECLARATION or spec.erases, open_world_hint=False)
 
 
-def settings(config: Any) -> tuple[dict[str, list[str]], dict[str, dict[str, str]], dict[str, Compact]]:
-    """``[mcp] core_params``, ``renamed_params`` and ``compact``, checked (a ConfigError names the bad key)."""
-    section = (config or {}).get("mcp") or {}
-
-    def table(key: str) -> dict[str, Any]:
-        value = section.get(key) or {}
-        if not isinstance(value, dict):
-            raise errors.ConfigError(f"config: [mcp] {key} must be a table of tools", details={"key": f"mcp.{key}"})
-        return value
-
-    core = {tool_name(t): list(v) for t, v in table("core_params").items()}
-    renamed = {tool_name(t): dict(v) for t, v in table("renamed_params").items()}
-    compact = {}
-    for tool, spec in table("compact").items():
-        try:
-            compact[tool_name(tool)] = Compact(items=str(spec["items"]), fields=dict(spec["fields"]),
-                                               keep=tuple(spec.get("keep", ())), digits=int(spec.get("digits", 3)))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise errors.ConfigError(f"config: [mcp.compact.{tool}] needs items (a field name) and fields (a table "
-                                     f"of dotted paths): {exc}", details={"key": f"mcp.compact.{tool}"}) from None
-    return core, renamed, compact
-
-
-def tool_view(spec: VerbSpec, config: Any, *, core: bool, output_schema: bool, description: str,
+def tool_view(spec: VerbSpec, view: McpTool | None, *, core: bool, output_schema: bool, description: str,
               input_schema: dict[str, Any]) -> ToolView:
-    """The tool of ``spec`` as this server lists it (``input_schema``: the params model's, already compacted)."""
+    """The tool of ``spec`` as this server lists it (``view``: what its pack says of it; ``input_schema``: the params
+    model's, already compacted)."""
     name = tool_name(spec.full_name)
-    core_params, renamed_params, compacts = settings(config)
     schema = copy.deepcopy(input_schema)
     props: dict[str, Any] = schema.setdefault("properties", {})
-    if core and name in core_params:
-        keep = [p for p in core_params[name] if p in props]
+    if core and view is not None and view.params is not None:
+        keep = [p for p in view.params if p in props]
         schema["properties"] = props = {p: props[p] for p in keep}
         schema["required"] = [r for r in schema.get("required", []) if r in props]
     renamed: dict[str, str] = {}
-    for old, new in renamed_params.get(name, {}).items():
+    for old, new in (view.renamed if view is not None else {}).items():
         if old in props and new not in props:
             schema["properties"] = props = {(new if k == old else k): v for k, v in props.items()}
             schema["required"] = [new if r == old else r for r in schema.get("required", [])]
             renamed[new] = old
-    compact = compacts.get(name)
+    shape = view.compact if view is not None else None
+    compact = None if shape is None else Compact(items=shape.items, fields=dict(shape.fields), keep=tuple(shape.keep),
+                                                 digits=shape.digits)
     if compact is not None:
         props[DETAIL] = DETAIL_SCHEMA
     if not schema.get("required"):

@@ -78,7 +78,8 @@ def command_signature(model: type[BaseModel]) -> tuple[inspect.Signature, dict[s
             params.append(inspect.Parameter(name + POSITIONAL, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
                                             annotation=Annotated[Optional[list[str]], typer.Argument(
                                                 metavar=name.upper(), show_default=False,
-                                                help=f"{field.description or 'The ' + name}; or --{name.replace('_', '-')}")]))
+                                                help=f"{field.description or 'The ' + name}; "
+                                                     f"or --{name.replace('_', '-')}")]))
     # typer wants arguments (no default, then the variadic one) before options
     params.sort(key=lambda p: (p.kind is inspect.Parameter.KEYWORD_ONLY, p.default is not inspect.Parameter.empty))
     return inspect.Signature(params), kinds

@@ -15,7 +15,8 @@ import urllib.request
 from typing import Any, NoReturn
 
 from palimpsest_memory.runtime import PalimpsestError, errors
-from palimpsest_memory.runtime.adapters.serving import ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, NDJSON, TOKEN_ENV, client_settings
+from palimpsest_memory.runtime.adapters.serving import (ACTOR_HEADER, CONSISTENCY_HEADER, IDEMPOTENCY_HEADER, NDJSON,
+                                                        TOKEN_ENV, client_settings)
 
 # later classes win, so "internal" maps to InternalError rather than the base class
 _BY_CODE: dict[str, type[PalimpsestError]] = {cls.code: cls for cls in errors.ALL_ERRORS}

@@ -5,7 +5,8 @@ outside this package asks which; one schema per pack, numbered migrations, guard
 - :mod:`~palimpsest_memory.runtime.storage.store`: the seam (:class:`Store`) and what both backends share of it;
 - :mod:`~palimpsest_memory.runtime.storage.duck_store`: the file, with :mod:`.duck` (connection, meta tables);
 - :mod:`~palimpsest_memory.runtime.storage.pg_store`: the database, with :mod:`.postgres` (connection that comes
-  back, meta tables), :mod:`.pg_result` (a statement's answer), :mod:`.pg_follow` (listener, heartbeat) and :mod:`.pg_dialect` (pack SQL as PostgreSQL's);
+  back, meta tables), :mod:`.pg_result` (a statement's answer), :mod:`.pg_follow` (listener, heartbeat) and
+  :mod:`.pg_dialect` (pack SQL as PostgreSQL's);
 - :mod:`~palimpsest_memory.runtime.storage.base`: migrations, the statement guard and the :class:`Database` handle.
 """
 from __future__ import annotations
@@ -14,9 +15,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from palimpsest_memory.runtime.storage import postgres
-from palimpsest_memory.runtime.storage.base import (DB_ERRORS, DIALECTS, META_SCHEMA, READ_ONLY_STATEMENTS, BackendError,
-                                  Database, TransactionFrame, dialect_of, discover_migrations, migrate,
-                                  rollback_quietly, schema_versions, statement_kinds)
+from palimpsest_memory.runtime.storage.base import (DB_ERRORS, DIALECTS, META_SCHEMA, READ_ONLY_STATEMENTS,
+                                                    BackendError, Database, TransactionFrame, dialect_of,
+                                                    discover_migrations, migrate, rollback_quietly, schema_versions,
+                                                    statement_kinds)
 from palimpsest_memory.runtime.storage.duck import CATALOG, migrate_meta
 from palimpsest_memory.runtime.storage.pg_testing import PostgresServer, postgres_available
 from palimpsest_memory.runtime.storage.postgres import ConnectionLost
@@ -26,8 +28,8 @@ __all__ = [
     "CATALOG", "DB_ERRORS", "DIALECTS", "META_SCHEMA", "READ_ONLY_STATEMENTS", "BackendError", "ConnectionLost",
     "Database", "Store", "TransactionFrame", "describe_store", "dialect_of", "discover_migrations", "is_store_file",
     "live_servers", "PostgresServer", "postgres_available",
-    "migrate", "migrate_meta", "open_store", "reachable_from_here", "restore_file", "rollback_quietly", "schema_versions",
-    "statement_kinds", "store_file_of",
+    "migrate", "migrate_meta", "open_store", "reachable_from_here", "restore_file", "rollback_quietly",
+    "schema_versions", "statement_kinds", "store_file_of",
 ]
 
 

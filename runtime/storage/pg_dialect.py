@@ -23,7 +23,8 @@ _PLACEHOLDER = re.compile(r"\?|\$(\d+)|\$([A-Za-z_]\w*)")
 _SLOT = "\x00{}\x00"
 _TYPE_WORDS = [(re.compile(r"\bDOUBLE\b(?!\s+PRECISION)", re.I), "double precision"),
                (re.compile(r"\bBLOB\b", re.I), "bytea")]
-_FUNCTIONS = [(re.compile(r"\blist\(", re.I), "array_agg("), (re.compile(r"\bstring_split\(", re.I), "string_to_array("),
+_FUNCTIONS = [(re.compile(r"\blist\(", re.I), "array_agg("),
+              (re.compile(r"\bstring_split\(", re.I), "string_to_array("),
               (re.compile(r"\blen\(", re.I), "cardinality("), (re.compile(r"\bepoch\(", re.I), "date_part('epoch', ")]
 _RANGE = re.compile(r"\brange\(\s*(\x00\d+\x00)\s*\)", re.I)
 _NESTED = re.compile(r"\bunnest\((\x00\d+\x00)::([a-z ]+?)\[\]\[\]\)", re.I)

@@ -271,15 +271,16 @@ CREATE OR REPLACE FUNCTION {META_SCHEMA}.log_changes(p text[], n text[], k text[
     BEGIN
         IF NOT durable THEN PERFORM set_config('synchronous_commit', 'off', true); END IF;
         PERFORM pg_advisory_xact_lock({COMMIT_LOCK});
-        SELECT array_agg(nextval('{META_SCHEMA}.change_seq') ORDER BY i) INTO s FROM generate_series(1, cardinality(p)) i;
+        SELECT array_agg(nextval('{META_SCHEMA}.change_seq') ORDER BY i) INTO s
+            FROM generate_series(1, cardinality(p)) i;
         INSERT INTO {META_SCHEMA}.changes (seq, pack, namespace, kind, data, origin)
             SELECT x.s, x.p, x.n, x.k, x.d, o FROM unnest(s, p, n, k, d) AS x(s, p, n, k, d);
         PERFORM pg_notify('{CHANNEL}', s[cardinality(s)]::text);
         RETURN s;
     END $$;
 CREATE OR REPLACE FUNCTION {META_SCHEMA}.jarr(j text) RETURNS text[] LANGUAGE sql IMMUTABLE AS
-    $$ SELECT CASE WHEN j IS NULL THEN NULL ELSE coalesce((SELECT array_agg(x) FROM jsonb_array_elements_text(j::jsonb) x),
-       '{{}}'::text[]) END $$;
+    $$ SELECT CASE WHEN j IS NULL THEN NULL
+              ELSE coalesce((SELECT array_agg(x) FROM jsonb_array_elements_text(j::jsonb) x), '{{}}'::text[]) END $$;
 """
 
 
@@ -290,7 +291,8 @@ def raw_connect(url: str, secrets: list[str], **kwargs: Any) -> Any:
         import psycopg
         from psycopg.conninfo import conninfo_to_dict
     except ImportError:
-        raise StorageError("a postgresql:// database needs the postgres extra: pip install 'palimpsest-memory[postgres]'",
+        raise StorageError("a postgresql:// database needs the postgres extra: "
+                           "pip install 'palimpsest-memory[postgres]'",
                            details={"database": redact(url), "reason": "missing_extra"}) from None
     safe = redact(url)
     try:

@@ -13,7 +13,7 @@ from conftest import open_runtime  # noqa: E402
 from pydantic import BaseModel, ConfigDict  # noqa: E402
 
 from palimpsest_memory.runtime import Act, Context, Pack, errors  # noqa: E402
-from palimpsest_memory.runtime.adapters.http import RESOURCE_ROUTES, create_app  # noqa: E402
+from palimpsest_memory.runtime.adapters.http import create_app, resource_routes  # noqa: E402
 from palimpsest_memory.runtime.adapters.serving import check_bind, is_loopback, loopback_hosts  # noqa: E402
 
 
@@ -159,7 +159,9 @@ def test_openapi_has_one_operation_per_verb_and_route_with_models(client, fake_r
     assert "/v1/verbs/zeta.secret" not in paths
     assert paths["/v1/verbs/example.note"]["post"]["requestBody"]["content"]["application/json"]["schema"][
         "$ref"].endswith("NoteParams")
-    for route in RESOURCE_ROUTES:
+    routes = resource_routes(fake_rt.catalog)
+    assert len(routes) == 9  # the fakes' 8 routes and the example pack's, each contributed through the hook
+    for route in routes:
         assert route.method.lower() in paths[route.path], route.path
     edges_op = paths["/v1/memory/{ns}/edges/{memory_id}"]["get"]
     assert {p["name"]: p["in"] for p in edges_op["parameters"]} == {"ns": "path", "memory_id": "path",

@@ -62,19 +62,20 @@ def test_the_core_tools_are_few_small_and_described_in_plain_words(real_rt) -> N
 
 def test_all_lists_every_public_verb_and_names_pick_tools(real_rt) -> None:
     specs = real_rt.verbs()
-    assert len(select_tools(specs, "all", real_rt.config)) == len(specs)
-    picked = select_tools(specs, "memory.recall, kg_facts", real_rt.config)
+    assert len(select_tools(specs, "all", real_rt.catalog)) == len(specs)
+    picked = select_tools(specs, "memory.recall, kg_facts", real_rt.catalog)
     assert [s.full_name for s in picked] == ["memory.recall", "kg.facts"]
     with pytest.raises(errors.ConfigError) as exc:
-        select_tools(specs, "memory.recall,memory.teleport", real_rt.config)
+        select_tools(specs, "memory.recall,memory.teleport", real_rt.catalog)
     assert "memory.teleport" in exc.value.message and "memory.remember" in exc.value.message
 
 
-def test_a_pack_the_core_list_does_not_mention_keeps_its_tools(real_rt) -> None:
-    config = {"mcp": {"tools": ["memory.recall"], "packs_without_core_tools": ["brain"]}}
-    names = {s.full_name for s in select_tools(real_rt.verbs(), "core", config)}
-    assert "memory.recall" in names and "kg.facts" in names  # kg unmentioned: all of it
-    assert not any(n.startswith("brain.") for n in names) and "memory.remember" not in names
+def test_the_core_set_is_what_the_packs_contribute(real_rt) -> None:
+    """Each pack says which of its verbs are core tools (the palimpsest_mcp_tools hook, ADR 0035); the brain says
+    none; the runtime's config names no tool."""
+    names = {s.full_name for s in select_tools(real_rt.verbs(), "core", real_rt.catalog)}
+    assert {n.replace(".", "_") for n in names} == CORE
+    assert "mcp" not in real_rt.config or "tools" not in real_rt.config["mcp"]
 
 
 def test_pal_mcp_forwards_to_the_pal_serve_that_holds_the_database(tmp_path: Path) -> None:

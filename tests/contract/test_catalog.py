@@ -1,11 +1,14 @@
 """Meta-tests over the catalog of installed packs (as datasette does for its hooks).
 
 Every public verb: a docstring, a params model that forbids unknown fields, JSON-schema-exportable models, a
-test that calls it. Every built-in pack: its settings come from config/default.toml, not from model defaults.
+test that calls it. Every built-in pack: its settings come from its defaults.toml (beside its settings model), not
+from model defaults; the runtime's config/default.toml holds the runtime's own keys only (ADR 0035).
 """
 from __future__ import annotations
 
+import inspect
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -43,10 +46,21 @@ def test_public_verb_is_called_by_some_test(spec) -> None:  # type: ignore[no-un
 
 
 @pytest.mark.parametrize("pack", BUILT_IN_PACKS, ids=lambda p: p.name)
-def test_built_in_settings_come_from_default_toml(pack: Pack) -> None:
+def test_built_in_settings_come_from_the_packs_defaults_toml(pack: Pack) -> None:
     assert pack.settings is not None, f"built-in pack {pack.name} declares no settings"
+    assert pack.defaults is not None and pack.defaults.is_file(), f"{pack.name} ships no defaults.toml"
+    assert pack.defaults.parent == Path(inspect.getfile(pack.settings)).parent, "defaults.toml lies beside settings"
     with_defaults = [n for n, f in pack.settings.model_fields.items() if not f.is_required()]
-    assert not with_defaults, f"{pack.name} settings define defaults in code: {with_defaults} (put them in {default_config_path()})"
-    # every value the pack runs with is the one written in default.toml (no key dropped, renamed or coerced away)
-    section = CONFIG["packs"][pack.name]
-    assert pack_settings(pack.name, pack.settings, CONFIG).model_dump(mode="json") == section
+    assert not with_defaults, f"{pack.name} settings define defaults in code: {with_defaults} (put them in {pack.defaults})"
+    # every value the pack runs with is the one written in its defaults.toml (no key dropped, renamed or coerced
+    # away), and the runtime's default.toml overrides none of them
+    shipped = tomllib.loads(pack.defaults.read_text(encoding="utf-8"))
+    assert CONFIG["packs"][pack.name] == shipped
+    assert pack_settings(pack.name, pack.settings, CONFIG).model_dump(mode="json") == shipped
+
+
+def test_the_runtime_default_toml_names_no_pack() -> None:
+    text = default_config_path().read_text(encoding="utf-8")
+    assert "packs" not in tomllib.loads(text), "a pack's defaults belong in its own defaults.toml"
+    named = [n for n in BUILT_IN if re.search(rf"\b{n}\.[a-z]", text)]
+    assert not named, f"config/default.toml names verbs or keys of the packs {named}"

@@ -51,7 +51,8 @@ PKG = "palimpsest_memory"
 BASE = {f"{PKG}/{rel}": "" for rel in (
     "__init__.py", "runtime/__init__.py", "runtime/adapters/__init__.py", "packs/__init__.py",
     "packs/alpha/__init__.py", "packs/beta/__init__.py",
-    *(f"runtime/{m}.py" for m in ("engine", "loader", "storage", "dispatch", "registry", "config")))}
+    *(f"runtime/{m}.py" for m in ("engine", "opening", "tunables", "loader", "storage", "dispatch", "registry",
+                                   "config")))}
 
 
 def test_a_pack_importing_another_pack_is_caught(tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def pal(site: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
-    env.update(PYTHONPATH=str(site), PALIMPSEST_CONFIG_DISABLED="1", PALIMPSEST_DB=str(db),
+    # the checkout under test beside the installed pack: the venv may hold another checkout's palimpsest_memory
+    env.update(PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]), PALIMPSEST_CONFIG_DISABLED="1", PALIMPSEST_DB=str(db),
                PALIMPSEST_PACKS="example", COLUMNS="200")
     return subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", *args], capture_output=True, text=True,
                           env=env, cwd=str(db.parent))

@@ -108,3 +108,57 @@ def test_a_wrong_typed_environment_section_and_deep_toml_are_config_errors(tmp_p
     deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(errors.ConfigError, match="TOML"):
         load_config(env={"PALIMPSEST_CONFIG": str(deep)})
+
+
+def test_pack_defaults_lie_beneath_every_other_layer_and_origins_say_which_won(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Precedence (ADR 0035): a pack's defaults.toml < the runtime's default.toml < user file < Runtime.open's config=
+    < environment, key by key; origins() names the layer each value came from (what `pal config show` prints)."""
+    from palimpsest_memory.runtime.config import config_layers, merge_layers, origins
+
+    (tmp_path / "defaults.toml").write_text('limit = 1\nmode = "pack"\n[deep]\na = 1\nb = 2\n')
+    pack = Pack("p", version="1.0", settings=Settings, defaults=tmp_path / "defaults.toml")
+    user = tmp_path / "user.toml"
+    user.write_text('[packs.p]\nmode = "user"\n[packs.p.deep]\nb = 3\n')
+    env = {"PALIMPSEST_CONFIG": str(user), "PALIMPSEST__packs__p__deep__a": "9"}
+    layers = config_layers({"runtime": {"default_namespace": "given"}}, env, packs=[pack])
+    cfg = merge_layers(layers)
+    assert cfg["packs"]["p"] == {"limit": 1, "mode": "user", "deep": {"a": 9, "b": 3}}
+    found = origins(layers)
+    assert found["packs.p.limit"] == "pack default (p)"
+    assert found["packs.p.mode"].startswith("user file") and found["packs.p.deep.b"].startswith("user file")
+    assert found["packs.p.deep.a"] == "env"
+    assert found["runtime.default_namespace"] == "Runtime.open(config=)"
+    assert found["runtime.database"] == "runtime default"
+
+
+def test_env_overrides_a_built_in_packs_default() -> None:
+    from palimpsest_memory.runtime import load_catalog
+
+    _, cfg = load_catalog(env={"PALIMPSEST_CONFIG_DISABLED": "1", "PALIMPSEST__packs__memory__context__thread_top": "7"})
+    assert cfg["packs"]["memory"]["context"]["thread_top"] == 7
+    assert cfg["packs"]["memory"]["context"]["neighbour_alpha"] == 0.5  # the rest of the table: the pack's default
+
+
+def test_pal_config_show_prints_each_value_with_its_source_and_hides_secrets(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    user = tmp_path / "user.toml"
+    user.write_text('[packs.memory]\nrrf_k = 42.0\n[adapters]\ntoken = "s3cret"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST")}
+    env.update(PALIMPSEST_CONFIG=str(user), PALIMPSEST__packs__kg__max_batch="7", PALIMPSEST_PACKS="kg,memory,brain",
+               PALIMPSEST_DB="postgresql://ann:pw@db.example/pal", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    out = subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--json", "config", "show"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = {r["key"]: (r["value"], r["source"]) for r in json.loads(out.stdout)}
+    assert rows["packs.memory.rrf_k"] == (42.0, f"user file ({user})")
+    assert rows["packs.kg.max_batch"] == (7, "env")
+    assert rows["packs.memory.bm25_k1"] == (1.2, "pack default (memory)")
+    assert rows["adapters.http_port"] == (8765, "runtime default")
+    assert rows["adapters.token"] == ("(set)", f"user file ({user})")
+    assert rows["runtime.database"] == ("postgresql://ann:***@db.example/pal", "env")
+    assert "s3cret" not in out.stdout and "pw@" not in out.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from palimpsest_memory.runtime import Act, Context, Pack, Visibility, errors
+from palimpsest_memory.runtime import Act, Context, HttpRoute, Pack, Visibility, errors, hookimpl
 
 HERE = Path(__file__).parent
 
@@ -243,3 +243,33 @@ class Who(BaseModel):
 def whoami(p: Empty, ctx: Context) -> Who:
     """Say which namespace and actor the call was made for (how an adapter's --actor is seen)."""
     return Who(namespace=ctx.namespace, actor=ctx.actor)
+
+
+# The resource routes the real packs contribute, contributed the same way (the palimpsest_http_routes hook), so the
+# HTTP adapter's route machinery is tested over these fakes too.
+NS = {"ns": "namespace"}
+
+
+class MemoryRoutes:
+    @hookimpl
+    def palimpsest_http_routes(self) -> list[HttpRoute]:
+        return [HttpRoute("POST", "/v1/memory/{ns}/remember", "memory.remember", NS),
+                HttpRoute("POST", "/v1/memory/{ns}/recall", "memory.recall", NS),
+                HttpRoute("POST", "/v1/memory/{ns}/edges", "memory.link", NS),
+                HttpRoute("GET", "/v1/memory/{ns}/edges/{memory_id}", "memory.edges", {**NS, "memory_id": "memory_id"}),
+                HttpRoute("POST", "/v1/memory/{ns}/edges/{edge_id}/delete", "memory.unlink",
+                          {**NS, "edge_id": "edge_id"}),
+                HttpRoute("GET", "/v1/memory/{ns}/beliefs/{fact_key}/history", "memory.belief_history",
+                          {**NS, "fact_key": "fact_key"}),
+                HttpRoute("POST", "/v1/memory/{ns}/graph/centrality", "memory.centrality", NS)]
+
+
+class KgRoutes:
+    @hookimpl
+    def palimpsest_http_routes(self) -> list[HttpRoute]:
+        return [HttpRoute("GET", "/v1/kg/{ns}/history/{subject}/{predicate}", "kg.fact_history",
+                          {**NS, "subject": "subject", "predicate": "predicate"})]
+
+
+memory.add_hooks(MemoryRoutes())
+kg.add_hooks(KgRoutes())

@@ -1,16 +1,17 @@
 """ADR 0010 is the brain's specification: its worked examples and constants are read from the text and checked
-against the code and config/default.toml, so the two cannot drift apart."""
+against the code and packs/brain/defaults.toml, so the two cannot drift apart."""
 import re
 from pathlib import Path
 
 import pytest
 
 from palimpsest_memory.packs.brain import posteriors as post
+from palimpsest_memory.packs.brain.core import pack
 from palimpsest_memory.runtime.config import load_config
 
 ROOT = Path(__file__).resolve().parents[3]
 ADR = (ROOT / "adr" / "0010-brain.md").read_text(encoding="utf-8")
-BRAIN = load_config(None, {"PALIMPSEST_CONFIG_DISABLED": "1"})["packs"]["brain"]
+BRAIN = load_config(None, {"PALIMPSEST_CONFIG_DISABLED": "1"}, packs=[pack])["packs"]["brain"]
 NUM = r"(−?-?[0-9]+(?:\.[0-9]+)?)"
 
 

@@ -138,7 +138,7 @@ def test_posteriors_never_saturate(events):
     lo, hi = FLOOR / CAP, 1 - FLOOR / CAP
     for signal, w, g in events:
         state = post.apply(state, post.deltas(dict(zip(post.COMPONENTS, g)), signal, w, state), CAP, FLOOR)
-        assert post.is_finite_state(state)
+        assert all(math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0 for a, b in state.values())
         for a, b in state.values():
             assert a >= FLOOR - 1e-12 and b >= FLOOR - 1e-12 and a + b <= CAP + 1e-9
             assert lo - 1e-12 <= a / (a + b) <= hi + 1e-12

@@ -12,7 +12,7 @@ import pytest
 
 from brain_helpers import HASHING, NOW, Clock, pair, recall
 
-PRIOR = {"relevance": (7.0, 3.0), "salience": (2.0, 8.0), "temporal": (1.0, 9.0)}  # config/default.toml
+PRIOR = {"relevance": (7.0, 3.0), "salience": (2.0, 8.0), "temporal": (1.0, 9.0)}  # packs/brain/defaults.toml
 
 
 def fold(events: list[tuple[str, dict]]) -> tuple[dict[str, tuple[float, float]], int]:

@@ -1,6 +1,7 @@
 """The brain's state is two mirrors fed only with committed changes (ADR 0010): the pending serves and the
 bindings. The bindings mirror equals a fresh load after any mix of binds and unbinds, a rolled-back call
 changes neither, and the brain uses none of the old after-commit paths."""
+import re
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,9 @@ def test_a_failed_flush_keeps_the_serves_pending(make_pal_runtime, monkeypatch):
 def test_the_brain_uses_none_of_the_old_after_commit_paths():
     root = Path(__file__).resolve().parents[3] / "packs" / "brain"
     text = "\n".join(p.read_text(encoding="utf-8") for p in root.glob("*.py"))
-    for old in ("on_commit", "palimpsest_dispatch", "palimpsest_close", "defer(", "getattr(ctx.state", "hookimpl",
+    for old in ("on_commit", "palimpsest_dispatch", "palimpsest_close", "defer(", "getattr(ctx.state",
                 "include_breakdown", "Strict", "NS_FIELD"):
         assert old not in text, old
+    # the one kind of hook it implements: what it adds to the adapters (ADR 0035), none that runs after a commit
+    implemented = re.findall(r"@hookimpl[^\n]*\ndef (\w+)", text)
+    assert set(implemented) <= {"palimpsest_mcp_tools", "palimpsest_web_pages"}, implemented

@@ -2,19 +2,17 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 from palimpsest_memory.runtime import Act
-from palimpsest_memory.runtime.config import default_config_path
 
 from palimpsest_memory.packs.kg.settings import KgSettings
 from palimpsest_memory.packs.kg.pack import pack
 
 
-def test_settings_have_no_code_defaults_and_default_toml_validates():
+def test_settings_have_no_code_defaults_and_defaults_toml_validates():
     assert all(f.is_required() for f in KgSettings.model_fields.values())
-    with Path(default_config_path()).open("rb") as fh:
-        section = tomllib.load(fh)["packs"]["kg"]
+    with pack.defaults.open("rb") as fh:
+        section = tomllib.load(fh)
     settings = KgSettings.model_validate(section)
     assert settings.pagerank_iterations == 15 and settings.pagerank_damping == 0.85
 

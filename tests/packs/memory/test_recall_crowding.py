@@ -11,7 +11,7 @@ import pytest
 
 from store_support import HASHING, T0, Clock
 
-CROWD = 250  # > candidates_max (200 in config/default.toml): the crowd can fill any leg's top-k
+CROWD = 250  # > candidates_max (200 in packs/memory/defaults.toml): the crowd can fill any leg's top-k
 QUERY = "harbour cranes"
 TARGET = "harbour cranes were looked at by the night crew on a long and rainy tuesday evening in the docks"
 LATER = timedelta(days=10)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from palimpsest_memory.runtime import Act, Context, Pack, errors
 
 ROOT = Path(__file__).resolve().parents[3]
-DEFAULTS = tomllib.loads((ROOT / "config" / "default.toml").read_text(encoding="utf-8"))["packs"]["memory"]
+DEFAULTS = tomllib.loads((ROOT / "packs" / "memory" / "defaults.toml").read_text(encoding="utf-8"))
 HASHING = {"packs": {"memory": {"embedder": "hashing"}}}
 T0 = datetime(2026, 3, 2, 10, 15, 0)
 
@@ -65,7 +65,7 @@ def test_remember_many_stores_each_note_verbatim_in_order(rt):
 
 # -- type defaults from config ----------------------------------------------------------------------------
 @pytest.mark.parametrize("memory_type", ["episodic", "semantic"])
-def test_type_defaults_come_from_default_toml(rt, memory_type):
+def test_type_defaults_come_from_defaults_toml(rt, memory_type):
     want = DEFAULTS[memory_type]
     assert (DEFAULTS["episodic"]["salience"], DEFAULTS["episodic"]["decay_factor"]) == (0.3, 0.02)
     assert (DEFAULTS["semantic"]["salience"], DEFAULTS["semantic"]["decay_factor"]) == (0.5, 0.005)

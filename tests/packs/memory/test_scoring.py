@@ -14,7 +14,7 @@ from palimpsest_memory.runtime.testing import open_test_runtime
 
 ROOT = Path(__file__).resolve().parents[3]
 ADR = ROOT / "adr" / "0008-memory-recall-pipeline.md"
-DEFAULTS = tomllib.loads((ROOT / "config" / "default.toml").read_text(encoding="utf-8"))["packs"]["memory"]
+DEFAULTS = tomllib.loads((ROOT / "packs" / "memory" / "defaults.toml").read_text(encoding="utf-8"))
 HALF_LIFE = DEFAULTS["recency_half_life_days"]
 NOW = datetime(2026, 3, 2, 12, 0, 0)
 RERANK_FEATURES = {"relevance": "relevance", "salience": "effective_salience", "temporal": "recency",

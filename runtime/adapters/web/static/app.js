@@ -1,13 +1,8 @@
 // The page's core: the API client (the same POST /v1/verbs/{verb} endpoints as any client), a hash router, and
-// small DOM helpers. Views are modules exporting render(root, query).
-import * as recall from "./recall.js";
-import * as timeline from "./timeline.js";
-import * as graph from "./graph.js";
-import * as brain from "./brain.js";
-import * as namespaces from "./namespaces.js";
-import * as note from "./note.js";
-
-const VIEWS = { recall, timeline, graph, brain, namespaces, note };
+// small DOM helpers. Views are modules exporting render(root, query, current): the packs contribute them (the
+// palimpsest_web_pages hook, ADR 0035) and /ui/pages.json lists them, so this page names no pack's view.
+const VIEWS = {};
+let firstView = null;  // the view of an empty or unknown address: the first page listed
 const TOKEN_KEY = "palimpsest.token";
 const NS_KEY = "palimpsest.namespace";
 
@@ -97,10 +92,10 @@ export function go(view, query = {}) {
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, "");
   const [path, qs] = raw.split("?");
-  const [view, ...rest] = (path || "recall").split("/");
+  const [view, ...rest] = (path || "").split("/");
   const query = Object.fromEntries(new URLSearchParams(qs || ""));
   if (rest.length) query.id = rest.join("/");
-  return { view: VIEWS[view] ? view : "recall", query };
+  return { view: VIEWS[view] ? view : firstView, query };
 }
 
 let renderSeq = 0;
@@ -112,6 +107,7 @@ async function route() {
   showError(null);
   root.replaceChildren();
   root.dataset.view = view;
+  if (!view) { root.append(h("p", { class: "muted" }, "no pack adds a page to this view")); return; }
   try {
     await VIEWS[view].render(root, query, () => seq === renderSeq);
   } catch (err) {
@@ -138,6 +134,17 @@ async function loadNamespaces() {
   select.value = ns;
 }
 
+// The pages the loaded packs contribute, in their order; one that fails to load is left out (said in the console).
+async function loadPages() {
+  const pages = await (await fetch("/ui/pages.json")).json();
+  const nav = document.getElementById("nav");
+  for (const p of pages) {
+    try { VIEWS[p.name] = await import(p.src); } catch (err) { console.error(`page ${p.name}: ${err}`); continue; }
+    firstView = firstView || p.name;
+    if (p.title) nav.append(h("a", { href: `#/${p.name}`, dataset: { view: p.name } }, p.title));
+  }
+}
+
 function start() {
   document.getElementById("token-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -148,7 +155,7 @@ function start() {
   document.getElementById("namespace").addEventListener("change", (ev) => { setNamespace(ev.target.value); route(); });
   window.addEventListener("hashchange", route);
   window.palimpsest = { call, go, views: VIEWS };  // for the console and the browser tests
-  loadNamespaces().then(route);
+  loadPages().then(loadNamespaces).then(route);
 }
 
 start();

@@ -1,6 +1,6 @@
 // Brain: each weight's posterior over the event log (brain.history: the mean and a ±1 sd band of the Beta, one
 // point per event), for the namespace's profile and every profile bound to an actor (brain.state).
-import { call, h, s, fmtTime } from "./app.js";
+import { call, h, s, fmtTime } from "/ui/app.js";
 
 const COMPONENTS = { relevance: "#2563eb", salience: "#d97706", temporal: "#059669" };
 const SIGNALS = { useful: "#16a34a", not_useful: "#dc2626", correction: "#7c3aed" };

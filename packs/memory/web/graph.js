@@ -2,7 +2,7 @@
 // relation (facts by "fact"), node size follows the PageRank kg.centrality stored (else the degree seen here);
 // a click expands a node (its kg.edges, and for an entity its current facts). Repulsion is all-pairs but only
 // while the layout is warm, so 500 nodes settle in a few seconds and then cost nothing.
-import { call, h, go, showError } from "./app.js";
+import { call, h, go, showError } from "/ui/app.js";
 import { RELATION_COLOURS, relationColour } from "./shared.js";
 
 const TYPE_COLOURS = { e: "#2563eb", m: "#64748b", f: "#7c3aed" };

@@ -1,7 +1,7 @@
 // Timeline: every predicate of a subject as bars on a valid-time axis, styled by the status kg.timeline gives
 // (current, superseded, retracted, ended, upcoming; late arrivals outlined), with a known_at slider that replays
 // what was believed at each moment a belief changed. Each bar links to its source note.
-import { call, h, s, go, fmtTime, parseT } from "./app.js";
+import { call, h, s, go, fmtTime, parseT } from "/ui/app.js";
 
 const W = 1100, LABEL = 150, LANE = 26, PAD = 34;
 const DAY = 86400000;

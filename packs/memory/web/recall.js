@@ -1,6 +1,6 @@
 // Recall explorer: memory.recall with filters; each hit's score as the stacked contributions the ranking used
 // (w·x / Σw per component: they add up to the score), the legs it came from, its neighbours, and feedback.
-import { call, h, go, fmtTime, showError } from "./app.js";
+import { call, h, go, fmtTime, showError } from "/ui/app.js";
 import { neighbours, neighbourList } from "./shared.js";
 
 // formula weight name -> breakdown field (rerank adds the two legs' own scores)

@@ -1,5 +1,5 @@
 // Pieces more than one view draws: relation colours, a note's neighbours (edges of its m: node).
-import { call, h, go } from "./app.js";
+import { call, h, go } from "/ui/app.js";
 
 export const RELATION_COLOURS = {
   supports: "#16a34a", contradicts: "#dc2626", supersedes: "#7c3aed", triggered_by: "#ea580c",

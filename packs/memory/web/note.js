@@ -1,5 +1,5 @@
 // One note: its content, metadata and neighbours (the timeline's bars and the graph link here).
-import { call, h, fmtTime } from "./app.js";
+import { call, h, fmtTime } from "/ui/app.js";
 import { neighbours, neighbourList } from "./shared.js";
 
 export async function render(root, q) {

@@ -1,0 +1,17 @@
+"""What the brain pack adds to the adapters (ADR 0035): no core MCP tool (an agent does not tune its own ranking;
+``pal mcp --tools all`` or naming a brain tool lists it), and the brain page of the web view (``web/brain.js``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from palimpsest_memory.runtime import McpTool, WebPage, hookimpl
+
+
+@hookimpl
+def palimpsest_mcp_tools() -> list[McpTool]:
+    return []
+
+
+@hookimpl
+def palimpsest_web_pages() -> list[WebPage]:
+    return [WebPage("brain", "Brain", Path(__file__).with_name("web") / "brain.js", order=40)]
