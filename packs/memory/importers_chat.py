@@ -57,7 +57,8 @@ def load_export(path: str | Path, max_bytes: int | None = None) -> Any:
         if p.is_dir():
             if not (p / EXPORT_FILE).is_file():
                 raise errors.InvalidParams(f"{path}: the folder holds no {EXPORT_FILE}: name the export's file, "
-                                           "folder or zip", details={"errors": [{"loc": ["file"], "msg": "not an export"}]})
+                                           "folder or zip",
+                                           details={"errors": [{"loc": ["file"], "msg": "not an export"}]})
             p = p / EXPORT_FILE
         if zipfile.is_zipfile(p):
             with zipfile.ZipFile(p) as z:

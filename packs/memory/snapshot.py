@@ -68,8 +68,8 @@ def restore(ctx: Context, index: MemoryIndex, ids: np.ndarray) -> int:
     returns how many of them it covers (the caller indexes the newer ones, as an ingest would), 0 if there is none
     to use."""
     s: MemorySettings = ctx.settings
-    row = ctx.db.query("SELECT signature, notes, max_id, data FROM memory.index_snapshot WHERE namespace = ? AND id = 1",
-                       [ctx.namespace])
+    row = ctx.db.query("SELECT signature, notes, max_id, data FROM memory.index_snapshot "
+                       "WHERE namespace = ? AND id = 1", [ctx.namespace])
     if not row or not ids.size:
         return 0
     sig, n, mx, data = row[0]
@@ -131,8 +131,8 @@ def restore_graph(ctx: Context, vi: VectorIndex, model: str) -> bool:
     are then inserted); False if there is none to use."""
     if not vi.ann.min_rows or len(vi) < vi.ann.min_rows:
         return False
-    row = ctx.db.query("SELECT signature, notes, max_id, data FROM memory.index_snapshot WHERE namespace = ? AND id = ?",
-                       [ctx.namespace, _graph_row(ctx.settings, model)])
+    row = ctx.db.query("SELECT signature, notes, max_id, data FROM memory.index_snapshot "
+                       "WHERE namespace = ? AND id = ?", [ctx.namespace, _graph_row(ctx.settings, model)])
     if not row:
         return False
     sig, n, mx, data = row[0]
@@ -189,10 +189,10 @@ def drop(ctx: Context) -> None:
     files.drop_files(ctx)
 
 
-# The vectors themselves, as the index holds them (normalised, half precision: half.py; in note id order), in rows of VECTOR_CHUNK:
-# reading them back from ``memory.vectors`` makes a Python bytes object per vector (~5 s at 1M notes); a few large
-# blobs read in ~0.5 s. Trusted like a graph: its vectors must be exactly the namespace's vectors of that model up to
-# its highest note id (a count; ``memory.forget`` and ``memory.reembed`` delete the snapshots in their
+# The vectors themselves, as the index holds them (normalised, half precision: half.py; in note id order), in rows of
+# VECTOR_CHUNK: reading them back from ``memory.vectors`` makes a Python bytes object per vector (~5 s at 1M notes);
+# a few large blobs read in ~0.5 s. Trusted like a graph: its vectors must be exactly the namespace's vectors of that
+# model up to its highest note id (a count; ``memory.forget`` and ``memory.reembed`` delete the snapshots in their
 # transaction), and the newer ones are read from the table.
 VECTOR_ROW = 1000  # + 1000 x the model's position in stored_models() + the chunk's number
 VECTOR_CHUNK = 65_536

@@ -123,7 +123,8 @@ def write_markdown(call: Call, folder: Path) -> dict[str, int]:
     entity_stems: dict[str, str] = {}
     for name in sorted(by_subject):
         stem = slug(name, 80)
-        entity_stems[name] = stem if stem not in entity_stems.values() else f"{stem}-{by_subject[name][0]['subject']['id']}"
+        taken = stem in entity_stems.values()
+        entity_stems[name] = f"{stem}-{by_subject[name][0]['subject']['id']}" if taken else stem
     if by_subject:
         (folder / "entities").mkdir(exist_ok=True)
     for name, facts in by_subject.items():
