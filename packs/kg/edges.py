@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
@@ -100,17 +100,22 @@ def edge_out(r: tuple) -> EdgeOut:
 
 
 def check_nodes(ctx: Context, links: list[LinkInput], loc: list[Any]) -> None:
-    """Entity and fact node ids must exist in this namespace; ids of kinds other packs own (memory's ``m:``
-    notes) are asked of them through the ``kg_missing_nodes`` hook."""
+    """Every node a link names must exist in this namespace (``first_missing``); the error is located at the first
+    link side that names a missing one."""
     # each distinct node once, in order of first mention: a batch of mentions names the same entities many times
     nodes = list(dict.fromkeys(x for ln in links for x in (ln.src, ln.dst)))
-
-    def refuse(node: str) -> NoReturn:  # located at the first link side that names it
+    node = first_missing(ctx, nodes)
+    if node is not None:
         i, side = next((i, side) for i, ln in enumerate(links) for side, x in (("src", ln.src), ("dst", ln.dst))
                        if x == node)
         raise errors.NotFound(f"node {node} does not exist in namespace {ctx.namespace!r}",
                               details={"errors": [{"loc": [*loc, i, side], "msg": "unknown node"}]})
 
+
+def first_missing(ctx: Context, nodes: list[str]) -> str | None:
+    """The first of ``nodes`` (distinct node ids) that does not exist in this namespace, or None. Entity and fact
+    ids are looked up here; ids of kinds other packs own (memory's ``m:`` notes) are asked of them through the
+    ``kg_missing_nodes`` hook (a kind no installed pack answers for cannot be checked, and passes)."""
     for prefix, table, col in (("e:", "kg.entities", "id"), ("f:", "kg.facts", "fact_id")):
         wanted = {int(n[2:]) for n in nodes if n.startswith(prefix)}
         if not wanted:
@@ -118,7 +123,7 @@ def check_nodes(ctx: Context, links: list[LinkInput], loc: list[Any]) -> None:
         found = {r[0] for r in ctx.db.query(f"SELECT DISTINCT {col} FROM {table} WHERE namespace = ? AND {col} IN "
                                             "(SELECT unnest(?::BIGINT[]))", [ctx.namespace, sorted(wanted)])}
         if len(found) < len(wanted):
-            refuse(next(n for n in nodes if n.startswith(prefix) and int(n[2:]) not in found))
+            return next(n for n in nodes if n.startswith(prefix) and int(n[2:]) not in found)
     foreign: dict[str, set[str]] = {}
     for node in nodes:
         if not node.startswith(("e:", "f:")):
@@ -130,7 +135,8 @@ def check_nodes(ctx: Context, links: list[LinkInput], loc: list[Any]) -> None:
         if missing:  # (usually none: then no pass over the nodes)
             bad = next((n for n in nodes if n.startswith(prefix) and n[2:] in missing), None)
             if bad is not None:
-                refuse(bad)
+                return bad
+    return None
 
 
 def link_all(ctx: Context, links: list[LinkInput], loc: list[Any]) -> tuple[list[int], list[bool]]:

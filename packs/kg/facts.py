@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from operator import attrgetter
 from datetime import datetime
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from palimpsest_memory.runtime import Act, Context, errors
 
 from palimpsest_memory.packs.kg.core import pack
+from palimpsest_memory.packs.kg.edges import first_missing
 from palimpsest_memory.packs.kg.models import (
     AssertFactParams, AssertFactResult, AssertFactsParams, AssertFactsResult, AssertOutcome, DefinePredicateParams,
     FactInput, PredicateOut, PredicatesParams, PredicatesResult, RetractFactParams, RetractFactResult, name_key,
@@ -98,6 +100,7 @@ def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Ou
         here = [*loc, i] if loc else []
         check_length(it.subject, s.max_name_length, [*here, "subject"])
         check_length(it.object, s.max_literal_length if it.literal else s.max_name_length, [*here, "object"])
+    check_sources(ctx, items, loc)
     now = ctx.now()
     store = KgStore(ctx)
     store.begin_write()
@@ -134,6 +137,23 @@ def assert_many(ctx: Context, items: list[FactInput], loc: list[Any]) -> list[Ou
     for (sid, pred), facts in timelines.items():
         store.set_timeline(sid, pred, facts)
     return outcomes
+
+
+NODE_SOURCE = re.compile(r"[a-z]:\d{1,18}")
+
+
+def check_sources(ctx: Context, items: list[FactInput], loc: list[Any]) -> None:
+    """A source that names a node (``m:12``: a note) must exist in this namespace, asked of its owner as a link's
+    nodes are (``edges.first_missing``): a fact citing a missing, forgotten or other namespace's note was accepted,
+    and outlived the forget of the note it names (issue 46). Other sources (free text) are kept as given."""
+    cited = list(dict.fromkeys(it.source_id for it in items if it.source_id and NODE_SOURCE.fullmatch(it.source_id)))
+    bad = first_missing(ctx, cited) if cited else None
+    if bad is not None:
+        i = next(i for i, it in enumerate(items) if it.source_id == bad)
+        raise errors.NotFound(f"source {bad} does not exist in namespace {ctx.namespace!r}: a fact's source_id "
+                              "names a note of this namespace ('m:<id>'), or is free text",
+                              details={"errors": [{"loc": [*loc, i, "source_id"] if loc else ["source_id"],
+                                                   "msg": "unknown source"}]})
 
 
 def assertion_of(it: FactInput, ids: dict[str, tuple[int, str]], card: dict[str, str], s: Any) -> Assertion:
