@@ -245,11 +245,16 @@ def test_a_source_id_that_names_no_note_is_reported(rt):
     orion_vega(rt)
     rt.call("kg.assert_fact", {"subject": "Vega", "predicate": "hosted_on", "object": "Hetzner",
                                "source_id": "https://wiki.example/vega"})
-    rt.call("kg.assert_fact", {"subject": "Vega", "predicate": "owned_by", "object": "Ada", "source_id": "m:9999"})
+    # a note id that names no note of the namespace is refused at the assert since issue 46: no such fact is made
+    with pytest.raises(errors.NotFound, match="m:9999"):
+        rt.call("kg.assert_fact", {"subject": "Vega", "predicate": "owned_by", "object": "Ada",
+                                   "source_id": "m:9999"})
+    rt.call("kg.assert_fact", {"subject": "Vega", "predicate": "owned_by", "object": "Ada",
+                               "source_id": "ticket 4521"})
     res = explain(rt, "Vega dashboards")
     assert {f.predicate for f in res.kg_facts} == {"hosted_on", "owned_by"}
     reasons = " ".join(d.reason for d in res.degraded if d.part == "source_memories")
-    assert "https://wiki.example/vega" in reasons and "m:9999" in reasons
+    assert "https://wiki.example/vega" in reasons and "ticket 4521" in reasons
 
 
 # -- scopes owned by people (the importer's participates_in facts) ---------------------------------------------
