@@ -189,23 +189,31 @@ def test_graph_recall_default_node_budget_truncates(make_pal_runtime):
     assert res.truncated and len(res.nodes) == 3
 
 
-def test_walk_enters_at_most_walk_max_visited_notes(make_pal_runtime):
-    rt = make_pal_runtime(config=config(graph={"walk_max_visited": 3, "walk_min_similarity": -1.0,
-                                               "walk_max_depth_cap": 4}))
+def _chain_of_eight(rt) -> list[int]:
+    """Eight notes linked in a chain; the middle one (index 3) is worded as the walk's query, so it is the one
+    seed whatever the order of tied scores (the others differ only by their number): from it, depth 4 reaches
+    both ends (3 back, 4 forward)."""
     ids = rt.call("memory.remember_many", {"notes": [
-        {"content": f"Orion database decision number {i}"} for i in range(8)]}).ids
+        {"content": "Orion database decision keystone" if i == 3 else f"Orion database decision number {i}"}
+        for i in range(8)]}).ids
     rt.call("memory.link_many", {"links": [{"source_id": a, "target_id": b, "relation": "supports"}
                                            for a, b in zip(ids, ids[1:])]})
-    res = rt.call("memory.walk", {"query": "Orion database decision", "seeds": 1, "max_depth": 4,
-                                  "min_similarity": -1.0, "limit": 50})
+    return ids
+
+
+def test_walk_enters_at_most_walk_max_visited_notes(make_pal_runtime):
+    walk = {"query": "Orion database decision keystone", "seeds": 1, "max_depth": 4, "min_similarity": -1.0,
+            "limit": 50}
+    rt = make_pal_runtime(config=config(graph={"walk_max_visited": 3, "walk_min_similarity": -1.0,
+                                               "walk_max_depth_cap": 4}))
+    ids = _chain_of_eight(rt)
+    res = rt.call("memory.walk", walk)
+    assert res.seeds == [ids[3]]
     assert res.visited == 3 and len(res.results) == 3
     uncapped = make_pal_runtime(config=config(graph={"walk_min_similarity": -1.0, "walk_max_depth_cap": 4}))
-    ids = uncapped.call("memory.remember_many", {"notes": [
-        {"content": f"Orion database decision number {i}"} for i in range(8)]}).ids
-    uncapped.call("memory.link_many", {"links": [{"source_id": a, "target_id": b, "relation": "supports"}
-                                                 for a, b in zip(ids, ids[1:])]})
-    assert uncapped.call("memory.walk", {"query": "Orion database decision", "seeds": 1, "max_depth": 4,
-                                         "min_similarity": -1.0, "limit": 50}).visited == 8
+    ids = _chain_of_eight(uncapped)
+    res = uncapped.call("memory.walk", walk)
+    assert res.seeds == [ids[3]] and res.visited == 8
 
 
 # -- the recall deadline -------------------------------------------------------------------------------------
