@@ -32,12 +32,13 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server
 
-from palimpsest_memory.runtime import McpTool, PalimpsestError, Runtime, VerbSpec, __version__, errors, load_catalog
+from palimpsest_memory.runtime import McpTool, PalimpsestError, VerbSpec, __version__, errors
+from palimpsest_memory.runtime.adapters.mcp_share import SharedMemory
 from palimpsest_memory.runtime.adapters.mcp_stdio import checked_stdio_server
 from palimpsest_memory.runtime.adapters.mcp_tools import ToolView, tool_view
 from palimpsest_memory.runtime.adapters.serving import (
     AdapterSettings, Guard, bind_socket, check_bind, explain_locked, is_loopback, loopback_hosts,
-    result_data, run_uvicorn, announce, discover, stop_on_signals, tool_name, url_of,
+    result_data, run_uvicorn, announce, stop_on_signals, tool_name, url_of,
 )
 
 log = logging.getLogger("palimpsest.mcp")
@@ -226,61 +227,17 @@ def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[st
                   get_tool_input_schema=lambda name: inputs.get(name))
 
 
-class Forwarder:
-    """Stands in for a runtime when another process holds the database and serves it over HTTP: the tools are
-    the local catalog's (the same packs are installed), every call goes to that server (``RemoteClient``)."""
-
-    path = None
-
-    def __init__(self, url: str, catalog: Any, config: Any) -> None:
-        from palimpsest_memory.runtime.adapters.remote import RemoteClient
-
-        self.url, self.catalog, self.config = url, catalog, config
-        self.client = RemoteClient(url)
-
-    def verbs(self, *, include_subhandlers: bool = False) -> list[VerbSpec]:
-        return self.catalog.verbs(include_subhandlers=include_subhandlers)
-
-    @staticmethod
-    def check_actor(actor: str | None) -> str | None:
-        return Runtime.check_actor(actor)
-
-    def call(self, verb: str, params: dict[str, Any], *, actor: str | None = None) -> Any:
-        return self.client.call(verb, params, actor=actor)
-
-
-def open_or_forward(db: str | None, server: str | None) -> tuple[Any, bool]:
-    """``(runtime or Forwarder, opened here)``: a forwarder to ``server`` when given, else to the ``pal serve`` the
-    store announces (beside a file, or in a PostgreSQL database; any host, when its URL is reachable from here);
-    else the store itself."""
-    catalog, config = load_catalog()
-    if not server:
-        found = discover(db or str(config.get("runtime", {}).get("database", ":memory:")))
-        if found is not None:
-            server = str(found["url"])
-            where = f"process {found.get('pid')}" + (f" on {found['host']}" if found.get("host") else "")
-            print(f"palimpsest: `pal serve` ({where}) serves this memory; the MCP tools forward their calls to "
-                  f"{server}", file=sys.stderr, flush=True)
-        else:
-            try:
-                return Runtime.open(db), True
-            except errors.StorageError as exc:
-                raise explain_locked(exc) from None
-    return Forwarder(server, catalog, config), False
-
-
 def serve_from_cli(session: Any, *, over_http: bool, host: str | None, port: int | None, token: str | None,
                    actor: str | None, tools: str | None) -> None:
     """``pal mcp``: open (or forward), then serve over stdio or streamable HTTP."""
-    target, opened = open_or_forward(session.db, session.server)
+    target = SharedMemory(session.db, session.server)
     try:
         if over_http:
             serve_http(target, host=host, port=port, token=token, actor=actor, tools=tools)
         else:
             serve_stdio(target, actor=actor, tools=tools)
     finally:
-        if opened:
-            target.close()
+        target.close()
 
 
 def serve_stdio(runtime: Any, *, actor: str | None = None, tools: str | list[str] | None = ALL) -> None:
@@ -331,15 +288,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", help="forward every call to this `pal serve` URL")
     args = parser.parse_args(argv)
     try:
-        target, opened = open_or_forward(args.db, args.server)
+        target = SharedMemory(args.db, args.server)
         try:
             if args.http:
                 serve_http(target, host=args.host, port=args.port, actor=args.actor, tools=args.tools)
             else:
                 serve_stdio(target, actor=args.actor, tools=args.tools)
         finally:
-            if opened:
-                target.close()
+            target.close()
     except PalimpsestError as exc:
         exc = explain_locked(exc)
         print(json.dumps(exc.to_dict()), file=sys.stderr)

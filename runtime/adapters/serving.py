@@ -78,6 +78,7 @@ class AdapterSettings:
     client_timeout: float
     read_timeout: float
     max_connections: int
+    handover_seconds: float
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> "AdapterSettings":
@@ -90,6 +91,7 @@ class AdapterSettings:
                 mcp_path=str(section["mcp_path"]), token=str(env.get(TOKEN_ENV) or section.get("token") or ""),
                 max_body_bytes=int(section["max_body_bytes"]), client_timeout=float(section["client_timeout"]),
                 read_timeout=float(section["read_timeout"]), max_connections=int(section["max_connections"]),
+                handover_seconds=float(section["handover_seconds"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise errors.ConfigError(f"invalid or missing [adapters] setting: {exc}") from None
@@ -152,20 +154,28 @@ def loopback_hosts(port: int) -> set[str]:
 
 # -- servers that announced themselves (the store keeps where: beside a file, or in the database) -----------
 def announce(runtime: Any, kind: str, url: str | None) -> Any:
-    """While serving, let clients of the same store find this server (``Store.announce``); a forwarder (a runtime
-    that is itself a client of a server) announces nothing."""
+    """While serving, let clients of the same store find this server (``Store.announce``). What a ``pal mcp``
+    serves announces itself (``SharedMemory.announce``: whenever it holds the store, with its sharing endpoint)."""
+    own = getattr(runtime, "announce", None)
+    if own is not None:
+        return own(kind, url)
     store = getattr(runtime, "store", None)
     return store.announce(kind, url) if store is not None else contextlib.nullcontext()
 
 
 def discover(target: str) -> dict[str, Any] | None:
-    """The newest live ``pal serve`` (HTTP) announced for ``target`` and reachable from here, found without
-    opening the store."""
+    """The newest live server announced for ``target`` and reachable from here whose verb API a client can call
+    (a ``pal serve``, or a ``pal mcp`` sharing the file it holds: ADR 0037), found without opening the store; its
+    ``api`` URL and ``token`` (None: the configured one) filled in."""
     from palimpsest_memory.runtime import live_servers
 
     if target == ":memory:":
         return None
-    return next((s for s in live_servers(target, os.environ) if s.get("kind") == "http" and s.get("url")), None)
+    for found in live_servers(target, os.environ):
+        api = found.get("api") or (found.get("url") if found.get("kind") == "http" else None)
+        if api:
+            return {**found, "api": api, "token": found.get("token")}
+    return None
 
 
 def explain_locked(exc: PalimpsestError) -> PalimpsestError:
@@ -182,6 +192,9 @@ def explain_locked(exc: PalimpsestError) -> PalimpsestError:
     pid, kind, url = info.get("pid"), info.get("kind"), info.get("url")
     if kind == "http" and url:
         how = f"send the call to it with --server {url} (or PALIMPSEST_SERVER={url})"
+    elif info.get("api"):
+        how = ("it shares the memory with every other `pal mcp` started on it (they forward their calls to it); for "
+               "the CLI, run `pal serve` on the file instead of the agents' `pal mcp`, or stop them")
     elif url:
         how = f"it serves MCP at {url} (only `pal serve` takes CLI calls); stop it or use an MCP client"
     else:
@@ -317,16 +330,20 @@ def stop_on_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_uvicorn(app: Any, sock: socket.socket, settings: AdapterSettings) -> None:
-    """Serve an ASGI app on an already bound socket until SIGINT/SIGTERM, with the request read timeout and the
-    connection limit of ``settings``."""
-    import uvicorn  # an optional extra: only reached from the serve/mcp --http commands
+def uvicorn_server(app: Any, settings: AdapterSettings) -> Any:
+    """A uvicorn server for an ASGI app, with the request read timeout and the connection limit of ``settings``."""
+    import uvicorn  # an optional extra: only reached from the commands that serve HTTP
 
     from palimpsest_memory.runtime.adapters.connections import bounded_protocol
 
     config = uvicorn.Config(app, log_level="warning", lifespan="auto",
                             http=bounded_protocol(settings.read_timeout, settings.max_connections))
-    server = uvicorn.Server(config)
+    return uvicorn.Server(config)
+
+
+def run_uvicorn(app: Any, sock: socket.socket, settings: AdapterSettings) -> None:
+    """Serve an ASGI app on an already bound socket until SIGINT/SIGTERM (:func:`uvicorn_server`)."""
+    server = uvicorn_server(app, settings)
     try:
         server.run(sockets=[sock])  # callers wrap this in stop_on_signals() (before writing their info file)
     finally:

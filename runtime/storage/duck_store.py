@@ -63,6 +63,10 @@ class DuckStore(Store):
     def in_memory(self) -> bool:
         return self.location == ":memory:"
 
+    @property
+    def reached_through_holder(self) -> bool:  # type: ignore[override]
+        return not self.in_memory  # (nobody else can reach a :memory: store at all)
+
     def describe(self) -> dict[str, Any]:
         size = None
         if not self.in_memory:
@@ -196,8 +200,9 @@ class DuckStore(Store):
             raise StorageError(f"backup to {target} failed: {exc}", details={"path": str(target)}) from None
 
     # -- server discovery: <file>.server.json ---------------------------------------------------------------
-    def announce(self, kind: str, url: str | None) -> contextlib.AbstractContextManager[None]:
-        return announce_file(self.location, kind, url)
+    def announce(self, kind: str, url: str | None, *, api: str | None = None,
+                 token: str | None = None) -> contextlib.AbstractContextManager[None]:
+        return announce_file(self.location, kind, url, api=api, token=token)
 
 
 def copy_from_fd(fd: int, dst: Path) -> None:
@@ -263,8 +268,11 @@ def info_path(target: str) -> Path | None:
 
 
 @contextlib.contextmanager
-def announce_file(target: str, kind: str, url: str | None) -> Iterator[None]:
-    """Write ``<file>.server.json`` while serving; remove it on exit (only if it is still ours).
+def announce_file(target: str, kind: str, url: str | None, *, api: str | None = None,
+                  token: str | None = None) -> Iterator[None]:
+    """Write ``<file>.server.json`` while serving; remove it on exit (only if it is still ours). The file is
+    readable by its owner only: it may hold the token of a ``pal mcp``'s sharing endpoint (ADR 0037), which lets
+    this user's other processes in, as the store file itself does.
 
     The write sits inside the ``try``: a stop signal that lands between the file appearing and the ``with`` body
     starting still removes it (a class's ``__exit__`` does not run when its ``__enter__`` is interrupted)."""
@@ -272,7 +280,11 @@ def announce_file(target: str, kind: str, url: str | None) -> Iterator[None]:
     tmp = None if path is None else path.with_name(path.name + f".{os.getpid()}.tmp")
     try:
         if path is not None and tmp is not None:  # (both or neither)
-            tmp.write_text(json.dumps(server_record(kind, url, resolve(target)), indent=2), encoding="utf-8")
+            record = server_record(kind, url, resolve(target))
+            record.update({k: v for k, v in (("api", api), ("token", token)) if v})
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(record, indent=2))
             os.replace(tmp, path)
         yield
     finally:

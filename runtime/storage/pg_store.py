@@ -228,9 +228,11 @@ class PgStore(Store):
 
     # -- server discovery: _palimpsest.servers ---------------------------------------------------------------
     @contextlib.contextmanager
-    def announce(self, kind: str, url: str | None) -> Iterator[None]:
+    def announce(self, kind: str, url: str | None, *, api: str | None = None,
+                 token: str | None = None) -> Iterator[None]:
         """A row in ``_palimpsest.servers`` kept alive by a heartbeat thread (its own connection) while serving;
-        deleted on exit. A server that died without deleting it stops beating and is ignored after 30 s."""
+        deleted on exit. A server that died without deleting it stops beating and is ignored after 30 s. (No
+        ``api``/``token``: every process opens a shared store itself, nobody shares one through a ``pal mcp``.)"""
         me = uuid.uuid4().hex
         record = server_record(kind, url, self.location)
         beat = Heartbeat(lambda: postgres.raw_connect(self._url, self._secrets), me, record, SERVERS,

@@ -41,6 +41,9 @@ class Store:
     con: Any = None  # the open connection: verbs reach it through a Database handle, tools and tests directly
     writable: bool = True  # False for a read-only database role: it reads, and leaves log and key pruning to others
     location: str = ""  # printable: a path, ":memory:", or a URL without credentials
+    # True when only the process that opened the store can use it (a DuckDB file): other processes reach it through
+    # a server that process runs (``pal serve``, or a ``pal mcp`` sharing it: ADR 0037)
+    reached_through_holder: bool = False
 
     # -- naming -----------------------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
@@ -153,9 +156,11 @@ class Store:
         """A consistent copy of the whole store at ``dest`` (called under the runtime's lock)."""
         raise NotImplementedError
 
-    def announce(self, kind: str, url: str | None) -> contextlib.AbstractContextManager[None]:
+    def announce(self, kind: str, url: str | None, *, api: str | None = None,
+                 token: str | None = None) -> contextlib.AbstractContextManager[None]:
         """While the block runs, a client looking for this store's server finds this process (see
-        :func:`live_servers`)."""
+        :func:`live_servers`). ``api``/``token``: where another process of this user calls the verbs, when it is
+        not ``url`` (a ``pal mcp`` that shares the file it holds; ADR 0037)."""
         return contextlib.nullcontext()
 
 
