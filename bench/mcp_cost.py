@@ -7,6 +7,11 @@ cold and warm, and the bytes a recall answer carries per result, compact (the de
   **warm**: the same store again (created by an earlier run, files in the page cache). Each run is a fresh
   `pal mcp` (stdio, `--tools core`, the shipped default embedder); wall seconds from spawn to each answer, CPU
   seconds of the child (user + sys, from /proc) when it answered. Medians of --runs.
+- **forwarded**: the same, while another `pal mcp` holds the file and shares it (ADR 0037): the new process
+  forwards its calls to the holder; its CPU is its own, the holder's work is not counted.
+- **take-over**: a holder and a forwarding `pal mcp` on one file; the holder's client quits (stdin closed): wall
+  seconds until the holder has exited, then of the forwarder's next recall, which finds nobody there, opens the
+  file itself and answers.
 - **answer bytes**: the LoCoMo conversations imported with `pal import locomo`, then each of the first --queries
   questions recalled with `limit` 10, compact and with `detail: true`; bytes of the answer's text (what the agent
   reads; the issue measured 6.5 KB for 10 results) and of the whole JSON-RPC line, per result and per answer.
@@ -98,15 +103,48 @@ def start_once(db: str) -> dict[str, float]:
     return {"init_wall": init_wall, "init_cpu": init_cpu, "call_wall": call_wall, "call_cpu": call_cpu}
 
 
-def timings(runs: int) -> list[tuple[str, dict[str, float]]]:
+def held(db: str) -> Mcp:
+    """A `pal mcp` that holds ``db`` and shares it: initialized and one call answered."""
+    holder = Mcp(db)
+    holder.initialize()
+    holder.call("memory_recall", {"query": "warm up"})
+    return holder
+
+
+def take_over(db: str) -> tuple[float, float]:
+    """Wall seconds for the holder to exit once its client quit, and of a forwarder's next recall after that (it
+    finds nobody there, opens the file and answers)."""
+    holder = held(db)
+    forwarder = Mcp(db)
+    forwarder.initialize()
+    forwarder.call("memory_recall", {"query": "through the holder"})
+    t0 = time.perf_counter()
+    assert holder.proc.stdin
+    holder.proc.stdin.close()  # its client quit
+    holder.proc.wait(timeout=120)
+    exited = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    forwarder.call("memory_recall", {"query": "what did we decide about the database?"})
+    call = time.perf_counter() - t1
+    forwarder.close()
+    return exited, call
+
+
+def timings(runs: int) -> tuple[list[tuple[str, dict[str, float]]], tuple[float, float]]:
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         cold = [start_once(str(Path(tmp) / f"cold{i}.duckdb")) for i in range(runs)]
         warm_db = str(Path(tmp) / "cold0.duckdb")
         warm = [start_once(warm_db) for _ in range(runs)]
-    for label, rows in (("cold (new store)", cold), ("warm (existing store)", warm)):
+        holder = held(warm_db)
+        forwarded = [start_once(warm_db) for _ in range(runs)]
+        holder.close()
+        pairs = [take_over(warm_db) for _ in range(runs)]
+        handover = (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs))
+    for label, rows in (("cold (new store)", cold), ("warm (existing store)", warm),
+                        ("forwarded (another `pal mcp` holds the file)", forwarded)):
         out.append((label, {k: statistics.median(r[k] for r in rows) for k in rows[0]}))
-    return out
+    return out, handover
 
 
 def answer_bytes(file: Path, queries: int) -> dict[str, Any] | None:
@@ -141,7 +179,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=40)
     args = parser.parse_args()
     load = os.getloadavg()
-    times = timings(args.runs)
+    times, handover = timings(args.runs)
     sizes = answer_bytes(Path(args.file), args.queries)
     load_after = os.getloadavg()
     cmd = f"python bench/mcp_cost.py --runs {args.runs} --queries {args.queries}"
@@ -157,9 +195,13 @@ def main() -> int:
         *[f"| {label} | {t['init_wall']:.2f} | {t['init_cpu']:.2f} | {t['call_wall']:.2f} | {t['call_cpu']:.2f} |"
           for label, t in times],
         "",
+        f"Take-over (medians of {args.runs}): the holder exits {handover[0]:.2f} s after its client quit; the "
+        f"forwarder's next recall then takes **{handover[1]:.2f} s** wall (it finds nobody there, opens the file, "
+        "loads the embedder, shares the file in turn and answers).",
+        "",
         "Times are from spawning the process; the first tool call includes loading the embedder and, cold,",
         "creating and migrating the store. Wall time on this shared machine is stretched by its load; the CPU time",
-        "is what the start itself costs.",
+        "is what the start itself costs. A forwarded process loads the catalog but not the store or the embedder.",
         "",
     ]
     if sizes is None:
