@@ -28,6 +28,7 @@ BENCHES = [  # (results file, command)
     ("memory_perf.md", ["bench/memory_perf.py", "--sizes", "10000,100000"]),
     ("embedder_cost.md", ["bench/embedder_cost.py", "--embedders", "wordllama,e5"]),
     ("speed.md", ["bench/speed.py", "--sizes", "10000,100000"]),
+    ("side_by_side.md", ["bench/side_by_side.py", "--sizes", "10000,100000"]),  # all timed alike (issue 45)
     ("memory_rss.md", ["bench/memory_rss.py", "--sizes", "10000,100000", "--profile"]),
     ("memory_graph.md", ["bench/memory_graph.py"]),
     ("explain.md", ["bench/explain_locomo.py"]),
@@ -49,7 +50,7 @@ ON_REQUEST = [("kg_scale", ["bench/kg_scale.py", "--facts", "1000000", "--edges"
 # a figure it quotes moves.
 # house.md compares two trees (`python bench/house_compare.py --base DIR`), so it too is run by hand.
 REPORTS = ["goals.md", "house.md", "locomo.md", "locomo_episodes.md", "locomo_sessions.md", "embedder_cost.md",
-           "speed.md", "ann_params.md",
+           "speed.md", "side_by_side.md", "ann_params.md",
            "memory_perf.md", "memory_rss.md", "memory_graph.md", "explain.md", "brain.md", "brain_ledger.md", "kg.md",
            "reliability.md", "startup.md", "mcp.md", "data_rights.md",
            "postgres.md", "pg_follower_pace.md", "pg_restart.md", "copy_store.md", "namespaces.md", "import_formats.md",
