@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -85,6 +86,13 @@ def pal_store(request: pytest.FixtureRequest, pal_backend: str) -> Iterator[Call
     for url in made:
         assert server is not None
         server.drop(url)
+
+
+@pytest.fixture
+def pal_target(pal_backend: str, pal_store: Callable[[], str], tmp_path: Path) -> str:
+    """A new store that other processes can open too (a server, a CLI, a follower): a DuckDB file in the test's
+    own directory, or a fresh PostgreSQL database URL (dropped after the test), by the test's backend."""
+    return pal_store() if pal_backend == "postgres" else str(tmp_path / "store.duckdb")
 
 
 @pytest.fixture

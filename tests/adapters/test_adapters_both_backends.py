@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -25,22 +25,17 @@ from test_adapters_mcp import call_ok, run  # noqa: E402
 
 from palimpsest_memory.runtime import storage  # noqa: E402
 from palimpsest_memory.runtime.adapters.remote import RemoteClient  # noqa: E402
-from palimpsest_memory.runtime.testing import backends  # noqa: E402
+
+pytestmark = pytest.mark.both_backends  # `target` is a store of each backend (the test plugin parametrises it)
 
 HASHING = {"PALIMPSEST__packs__memory__embedder": "hashing"}
 PAL = [sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli"]
 
 
-@pytest.fixture(params=backends())
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A new store of the test's backend: a DuckDB file path, or a fresh PostgreSQL database URL."""
-    if request.param == "duckdb":
-        yield str(tmp_path / "team.duckdb")
-        return
-    server = request.getfixturevalue("pal_postgres")
-    url = server.fresh()
-    yield url
-    server.drop(url)
+@pytest.fixture
+def target(pal_target: str) -> str:
+    """A new store of the test's backend (both run: the test plugin parametrises ``pal_backend``)."""
+    return pal_target
 
 
 class Served:

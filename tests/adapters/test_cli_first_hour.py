@@ -9,9 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO, child_env, run_cli
 from rawmcp import HASHING
 from test_adapters_both_backends import target  # noqa: F401 - the both-backends store fixture
+
+pytestmark = pytest.mark.both_backends  # `target` is a store of each backend (the test plugin parametrises it)
 
 SENTENCE_END = (".", "!", "?", ")", "…")  # what a whole summary ends with (a mid-sentence cut ends with "," or a word)
 BOX = re.compile(r"[│╭╮╰╯─]")
@@ -50,6 +54,7 @@ DUMP_HELP = """
 import contextlib, io, json, sys
 import typer
 from palimpsest_memory.runtime.adapters import cli
+
 try:
     from palimpsest_memory.runtime.adapters.cli_help import literal_help
 except ImportError:  # the code before the fix had no such step: render what it rendered

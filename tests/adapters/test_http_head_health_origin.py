@@ -16,6 +16,8 @@ from test_adapters_both_backends import Served, backend_of, target  # noqa: E402
 
 from palimpsest_memory.runtime.testing import postgres_available  # noqa: E402
 
+pytestmark = pytest.mark.both_backends  # `target` is a store of each backend (the test plugin parametrises it)
+
 PING = json.dumps({"content": "an origin test"})
 
 

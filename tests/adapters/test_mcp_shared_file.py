@@ -11,7 +11,6 @@ import os
 import signal
 import stat
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -22,18 +21,14 @@ from conftest import child_env, run_cli  # noqa: E402
 from rawmcp import HASHING, RawMcp  # noqa: E402
 
 from palimpsest_memory.runtime import Runtime, storage  # noqa: E402
-from palimpsest_memory.runtime.testing import backends  # noqa: E402
+
+pytestmark = pytest.mark.both_backends  # `target` is a store of each backend (the test plugin parametrises it)
 
 
-@pytest.fixture(params=backends())
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "duckdb":
-        yield str(tmp_path / "agents.duckdb")
-        return
-    server = request.getfixturevalue("pal_postgres")
-    url = server.fresh()
-    yield url
-    server.drop(url)
+@pytest.fixture
+def target(pal_target: str) -> str:
+    """A new store of the test's backend (both run: the test plugin parametrises ``pal_backend``)."""
+    return pal_target
 
 
 class Agent:

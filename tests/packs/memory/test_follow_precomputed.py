@@ -174,8 +174,8 @@ def test_a_notes_added_change_carries_columns_tokens_and_vectors() -> None:
 
 
 @pytest.fixture
-def target(pal_backend, pal_store, tmp_path) -> str:  # type: ignore[no-untyped-def]
-    return pal_store() if pal_backend == "postgres" else str(tmp_path / "follow.duckdb")
+def target(pal_target: str) -> str:
+    return pal_target
 
 
 def test_the_writers_own_index_equals_a_load_after_columns_and_tokens(target) -> None:  # type: ignore[no-untyped-def]

@@ -18,8 +18,8 @@ TINY = 0.001  # MB: smaller than any namespace, so only the namespace of the las
 
 
 @pytest.fixture
-def target(pal_backend, pal_store, tmp_path) -> str:  # type: ignore[no-untyped-def]
-    return pal_store() if pal_backend == "postgres" else str(tmp_path / "lazy.duckdb")
+def target(pal_target: str) -> str:
+    return pal_target
 
 
 def config(budget: float = 0) -> dict[str, Any]:
