@@ -188,7 +188,7 @@ def install(client_name: str, scope: str | None, name: str, line: list[str], *, 
     def fill(tmp: Path) -> None:
         _fill(tmp, dumps(new).encode("utf-8"), mode)
         if _current(target) != raw:  # the app (or you) saved it meanwhile: keep that, do not overwrite it
-            raise errors.Conflict(f"{path} changed while pal was writing it; nothing was written: run the command "
+            raise errors.Conflict(f"{path} changed while pal was writing it; it is left as it is: run the command "
                                   "again", details={"file": str(path)})
 
     write_new(target, True, fill)
