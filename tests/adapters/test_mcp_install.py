@@ -216,3 +216,24 @@ def test_the_written_command_line_starts_a_working_mcp_server(box: Box) -> None:
     counts = {ns: box.pal("--db", str(db), "-n", ns, "memory", "count", "--json") for ns in ("work", "default")}
     assert all(c.returncode == 0 for c in counts.values()), [c.stderr for c in counts.values()]
     assert [json.loads(counts[ns].stdout)["count"] for ns in ("work", "default")] == [1, 0]
+
+
+def test_a_second_pal_mcp_on_the_file_forwards_in_the_namespace_given(tmp_path: Path) -> None:
+    """The second `pal -n work mcp` on a held DuckDB file forwards its calls to the first (issue 42, item 1): the
+    namespace goes with them."""
+    db = str(tmp_path / "shared.duckdb")
+    servers = [RawMcp(db, "-n", "work")]
+    try:
+        assert "result" in servers[0].initialize()  # the first holds the file once it answers
+        servers.append(RawMcp(db, "-n", "work"))
+        assert "result" in servers[1].initialize()
+        for i, server in enumerate(servers):
+            answer = server.call(2, "memory_remember", {"content": f"note from server {i}"})
+            assert not answer["result"].get("isError"), answer
+    finally:
+        for server in reversed(servers):
+            server.close()
+    counts = [subprocess.run([sys.executable, "-m", CLI, "--db", db, "-n", ns, "memory", "count", "--json"],
+                             env=child_env(**HASHING), capture_output=True, text=True, timeout=300)
+              for ns in ("work", "default")]
+    assert [json.loads(c.stdout)["count"] for c in counts] == [2, 0], [c.stderr for c in counts]
