@@ -88,7 +88,11 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         names one, the tools forward their calls to that server instead.
 
         `pal mcp install CLIENT` writes this server into an agent app's configuration."""
-        if ctx.invoked_subcommand is not None:  # pal mcp install ...: the subcommand's own options say it all
+        if ctx.invoked_subcommand is not None:  # pal mcp [--actor A] [--tools T] install ...: install reads them
+            if over_http or host or port is not None or token_file:
+                raise errors.InvalidParams("pal mcp install writes a stdio server: --http, --host, --port and "
+                                           "--token-file are not used there",
+                                           details={"errors": [{"loc": ["--http"], "msg": "not for install"}]})
             return
         mcp = _extra("mcp", "mcp")
         s = session()
@@ -98,6 +102,7 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
 
     @mcp_app.command("install")
     def mcp_install_cmd(
+        ctx: typer.Context,
         client: str = typer.Argument(..., help="The agent app: claude-desktop, claude-code, cursor or vscode."),
         scope: Optional[str] = typer.Option(None, "--scope", help="user (every project; the default) or project "
                                                                   "(the file in this folder; not for "
@@ -116,7 +121,9 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         from palimpsest_memory.runtime.adapters import mcp_install
 
         s = session()
-        line = mcp_install.server_line(s.db, s.namespace, s.own_actor(actor), tools)
+        given = ctx.parent.params if ctx.parent is not None else {}  # `pal mcp --actor A install`: the same
+        line = mcp_install.server_line(s.db, s.namespace, s.own_actor(actor or given.get("actor")),
+                                       tools or given.get("tools"))
         report = mcp_install.install(client, scope, name, line, print_only=print_only)
         if print_only:
             print(f"palimpsest: nothing written; this entry goes under {report['key']!r} in {report['file']}",

@@ -127,10 +127,10 @@ def read_config(path: Path, client: Client) -> tuple[bytes | None, dict[str, Any
         return None, {}
     except OSError as exc:
         raise errors.StorageError(f"cannot read {path}: {exc.strerror or exc}", details={"file": str(path)}) from None
-    text = raw.decode("utf-8-sig", errors="replace")
     try:
+        text = raw.decode("utf-8-sig")  # JSON is UTF-8; a byte-order mark (Notepad's) is dropped
         data = json.loads(text) if text.strip() else {}
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise errors.ConfigError(f"{path} is not valid JSON ({exc}); it is left as it is: fix it (comments are "
                                  f"not JSON), or add the entry `pal mcp install {client.name} --print` shows by "
                                  "hand", details={"file": str(path)}) from None

@@ -128,12 +128,12 @@ def test_print_writes_nothing(box: Box, client: str, scope: str) -> None:
 
 @pytest.mark.parametrize("client,scope", CASES)
 @pytest.mark.parametrize("content", ["{\"mcpServers\": {", "// a comment\n{}", "[1, 2]", "{\"KEY\": []}",
-                                     "{\"KEY\": \"text\"}"])
+                                     "{\"KEY\": \"text\"}", "{\"name\": \"caf\xe9\"}"])
 def test_a_file_that_is_not_json_or_not_the_right_shape_is_refused_unchanged(box: Box, client: str, scope: str,
                                                                              content: str) -> None:
     path = box.file(client, scope)
     path.parent.mkdir(parents=True, exist_ok=True)
-    original = content.replace("KEY", KEYS[client]).encode()
+    original = content.replace("KEY", KEYS[client]).encode("latin-1")  # the last one: not UTF-8
     path.write_bytes(original)
     proc = box.install(client, scope, "--json")
     assert proc.returncode == 5, proc.stdout + proc.stderr  # ConfigError (ADR 0003)
@@ -153,6 +153,13 @@ def test_db_namespace_actor_and_tools_pass_through_wherever_they_are_given(box: 
     after = box.pal("--actor", "bob", "mcp", "install", "cursor", "--name", "mem", "--tools", "all",
                     "--db", "mem/pal.duckdb", "-n", "work")
     assert after.returncode == 0 and "nothing written" in after.stdout, after.stdout + after.stderr
+    # the server's options given before `install` count too; serving options have no place there
+    before = box.pal("--db", "mem/pal.duckdb", "-n", "work", "mcp", "--actor", "bob", "--tools", "all", "install",
+                     "cursor", "--name", "mem")
+    assert before.returncode == 0 and "nothing written" in before.stdout, before.stdout + before.stderr
+    serving = box.pal("mcp", "--http", "install", "cursor", "--name", "web")
+    assert serving.returncode == 2 and "stdio server" in serving.stderr
+    assert set(json.loads(path.read_text())["mcpServers"]) == {"mem"}
     # a PostgreSQL URL is written as given; PALIMPSEST_DB and PALIMPSEST_ACTOR count as given
     box.env.update(PALIMPSEST_DB="postgresql://pal@db.internal/memory", PALIMPSEST_ACTOR="eve")
     env_given = box.install("vscode", "project", "--print")
