@@ -1,4 +1,5 @@
-"""``pal serve`` and ``pal mcp``: the commands that serve the memory (HTTP; MCP over stdio or HTTP).
+"""``pal serve`` and ``pal mcp``: the commands that serve the memory (HTTP; MCP over stdio or HTTP), and ``pal mcp
+install``, which writes that MCP server into an agent app's configuration (:mod:`mcp_install`).
 
 Fixed commands of their own module (cli.COMMAND_MODULES), so that ``pal --help`` imports neither adapter: each is
 imported when its command runs, with a clear message when its optional extra is missing.
@@ -65,8 +66,11 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         s = session()
         http.serve(s.runtime(), host=host, port=port, token=_token(token, token_file), actor=s.actor)
 
-    @app.command("mcp")
+    mcp_app = typer.Typer(add_completion=False)  # its help is the callback's docstring
+
+    @mcp_app.callback(invoke_without_command=True)
     def mcp_cmd(
+        ctx: typer.Context,
         over_http: bool = typer.Option(False, "--http", help="Streamable HTTP on loopback instead of stdio."),
         host: Optional[str] = typer.Option(None, "--host", help="Interface for --http (default [adapters] host)."),
         port: Optional[int] = typer.Option(None, "--port", help="Port for --http (default [adapters] mcp_port)."),
@@ -81,9 +85,53 @@ def register(app: typer.Typer, session: Callable[[], Any]) -> None:
         """Serve the memory as MCP tools (stdio by default).
 
         When another process holds the database and serves it over HTTP (`pal serve`), or --server / PALIMPSEST_SERVER
-        names one, the tools forward their calls to that server instead."""
+        names one, the tools forward their calls to that server instead.
+
+        `pal mcp install CLIENT` writes this server into an agent app's configuration."""
+        if ctx.invoked_subcommand is not None:  # pal mcp [--actor A] [--tools T] install ...: install reads them
+            if over_http or host or port is not None or token_file:
+                raise errors.InvalidParams("pal mcp install writes a stdio server: --http, --host, --port and "
+                                           "--token-file are not used there",
+                                           details={"errors": [{"loc": ["--http"], "msg": "not for install"}]})
+            return
         mcp = _extra("mcp", "mcp")
         s = session()
         actor = s.own_actor(actor)  # the global --actor, given here or before the command (cli.py)
         mcp.serve_from_cli(s, over_http=over_http, host=host, port=port, token=_token(token, token_file),
                            actor=actor, tools=tools)
+
+    @mcp_app.command("install")
+    def mcp_install_cmd(
+        ctx: typer.Context,
+        client: str = typer.Argument(..., help="The agent app: claude-desktop, claude-code, cursor or vscode."),
+        scope: Optional[str] = typer.Option(None, "--scope", help="user (every project; the default) or project "
+                                                                  "(the file in this folder; not for "
+                                                                  "claude-desktop)."),
+        name: str = typer.Option("palimpsest", "--name", help="The server's name in the app's configuration."),
+        print_only: bool = typer.Option(False, "--print", help="Print the entry as JSON and write nothing."),
+        actor: Optional[str] = typer.Option(None, "--actor", help="Who the server's tool calls are made for "
+                                                                  "(default: the global --actor)."),
+        tools: Optional[str] = typer.Option(None, "--tools", help="The server's --tools: core, all, or names."),
+    ) -> None:
+        """Write this pal's MCP server into an agent app's configuration, keeping the file's other servers.
+
+        The entry starts this pal by its absolute path, with the --db, -n and --actor in effect.
+
+        The old file is kept as FILE.bak; running the command again updates the one entry."""
+        from palimpsest_memory.runtime.adapters import mcp_install
+
+        s = session()
+        given = ctx.parent.params if ctx.parent is not None else {}  # `pal mcp --actor A install`: the same
+        line = mcp_install.server_line(s.db, s.namespace, s.own_actor(actor or given.get("actor")),
+                                       tools or given.get("tools"))
+        report = mcp_install.install(client, scope, name, line, print_only=print_only)
+        if print_only:
+            print(f"palimpsest: nothing written; this entry goes under {report['key']!r} in {report['file']}",
+                  file=sys.stderr)
+            print(mcp_install.snippet(report), end="")
+        elif s.as_json:
+            s.show(report)
+        else:
+            print(f"palimpsest: {mcp_install.describe(report)}")
+
+    app.add_typer(mcp_app, name="mcp")

@@ -7,15 +7,16 @@ Sub-handlers are never listed and a call to one is refused. A success answers th
 result whose text is the one JSON error shape.
 
 One MCP server serves one client session, for one actor: ``pal mcp --actor NAME`` makes every tool call for
-that actor (``Runtime.call(actor=)``), so recall ranks with the brain profile bound to it.
+that actor (``Runtime.call(actor=)``), so recall ranks with the brain profile bound to it; ``pal -n NAME mcp``
+makes them in that namespace (a call naming another one is refused, as for any call that names two).
 
 An MCP session is a thread by default: a writing verb with a ``thread`` param (``memory.remember``) called
 without one gets ``mcp-<id>``, one label per client session (per server over stdio, per transport session
 id over streamable HTTP), so what an agent remembers in one session is
 linked as neighbours (ADR 0008); a ``thread`` the client passes wins.
 
-``python -m palimpsest_memory.runtime.adapters.mcp [--db PATH] [--http] [--actor NAME]`` serves the configured packs
-without the CLI.
+``python -m palimpsest_memory.runtime.adapters.mcp [--db PATH] [--http] [--actor NAME] [-n NAME]`` serves the
+configured packs without the CLI.
 """
 from __future__ import annotations
 
@@ -163,10 +164,10 @@ def select_tools(specs: list[VerbSpec], choice: str | list[str] | None, catalog:
 
 
 def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[str] | None = ALL,
-                 output_schemas: bool | None = None) -> Server:
+                 output_schemas: bool | None = None, namespace: str | None = None) -> Server:
     """A low-level MCP server over an open runtime, or a :class:`Forwarder` to a ``pal serve`` (the catalog is read
-    once, when built); every tool call is made for ``actor``. ``tools``: see :func:`select_tools`;
-    ``output_schemas``: list each tool's output schema (default ``[mcp] output_schemas``)."""
+    once, when built); every tool call is made for ``actor``, in ``namespace`` (default: the store's). ``tools``:
+    see :func:`select_tools`; ``output_schemas``: list each tool's output schema (default ``[mcp] output_schemas``)."""
     runtime.check_actor(actor)  # a bad --actor fails the start, not every call
     config = getattr(runtime, "config", {}) or {}
     chosen = select_tools(runtime.verbs(), tools, runtime.catalog)
@@ -212,7 +213,7 @@ def build_server(runtime: Any, *, actor: str | None = None, tools: str | list[st
                 details={"errors": [{"loc": ["actor"], "msg": "another actor than the server's"}]}))
         if spec.writes and "thread" in spec.params_model.model_fields and arguments.get("thread") is None:
             arguments["thread"] = session_thread(ctx)  # an MCP session is a thread unless the client names one
-        call = functools.partial(runtime.call, spec.full_name, arguments, actor=actor)
+        call = functools.partial(runtime.call, spec.full_name, arguments, actor=actor, namespace=namespace)
         try:
             result = await anyio.to_thread.run_sync(call)
         except PalimpsestError as exc:
@@ -233,16 +234,18 @@ def serve_from_cli(session: Any, *, over_http: bool, host: str | None, port: int
     target = SharedMemory(session.db, session.server)
     try:
         if over_http:
-            serve_http(target, host=host, port=port, token=token, actor=actor, tools=tools)
+            serve_http(target, host=host, port=port, token=token, actor=actor, tools=tools,
+                       namespace=session.namespace)
         else:
-            serve_stdio(target, actor=actor, tools=tools)
+            serve_stdio(target, actor=actor, tools=tools, namespace=session.namespace)
     finally:
         target.close()
 
 
-def serve_stdio(runtime: Any, *, actor: str | None = None, tools: str | list[str] | None = ALL) -> None:
+def serve_stdio(runtime: Any, *, actor: str | None = None, tools: str | list[str] | None = ALL,
+                namespace: str | None = None) -> None:
     """Serve MCP over stdin/stdout until the client closes it (stdout carries only the protocol)."""
-    server = build_server(runtime, actor=actor, tools=tools)
+    server = build_server(runtime, actor=actor, tools=tools, namespace=namespace)
 
     async def main() -> None:
         async with checked_stdio_server() as (read, write):
@@ -258,16 +261,16 @@ def _info(runtime: Any, kind: str, url: str | None) -> Any:
 
 
 def serve_http(runtime: Any, *, host: str | None = None, port: int | None = None, token: str | None = None,
-               actor: str | None = None, tools: str | list[str] | None = ALL) -> None:
+               actor: str | None = None, tools: str | list[str] | None = ALL, namespace: str | None = None) -> None:
     """Serve MCP over streamable HTTP (loopback unless a token is set) until interrupted; every client's calls
-    are made for ``actor``."""
+    are made for ``actor``, in ``namespace``."""
     settings = AdapterSettings.from_config(runtime.config)
     host = host or settings.host
     token = settings.token if token is None else token
     check_bind(host, token)
     sock = bind_socket(host, settings.mcp_port if port is None else port)
     url = url_of(sock, settings.mcp_path)
-    app = build_server(runtime, actor=actor, tools=tools).streamable_http_app(
+    app = build_server(runtime, actor=actor, tools=tools, namespace=namespace).streamable_http_app(
         streamable_http_path=settings.mcp_path, host=host, max_request_body_size=settings.max_body_bytes)
     guarded = Guard(app, token=token, max_body_bytes=settings.max_body_bytes,
                     allowed_hosts=loopback_hosts(sock.getsockname()[1]) if is_loopback(host) else None)
@@ -284,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
     parser.add_argument("--actor", help="who every tool call is made for")
+    parser.add_argument("-n", "--namespace", help="the namespace of every tool call (default: the store's)")
     parser.add_argument("--tools", default=CORE, help="core (default), all, or comma-separated tool names")
     parser.add_argument("--server", help="forward every call to this `pal serve` URL")
     args = parser.parse_args(argv)
@@ -291,9 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         target = SharedMemory(args.db, args.server)
         try:
             if args.http:
-                serve_http(target, host=args.host, port=args.port, actor=args.actor, tools=args.tools)
+                serve_http(target, host=args.host, port=args.port, actor=args.actor, tools=args.tools,
+                           namespace=args.namespace)
             else:
-                serve_stdio(target, actor=args.actor, tools=args.tools)
+                serve_stdio(target, actor=args.actor, tools=args.tools, namespace=args.namespace)
         finally:
             target.close()
     except PalimpsestError as exc:

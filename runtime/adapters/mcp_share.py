@@ -47,9 +47,9 @@ class Forwarder:
     def check_actor(actor: str | None) -> str | None:
         return Runtime.check_actor(actor)
 
-    def call(self, verb: str, params: dict[str, Any], *, actor: str | None = None,
+    def call(self, verb: str, params: dict[str, Any], *, actor: str | None = None, namespace: str | None = None,
              idempotency_key: str | None = None) -> Any:
-        return self.client.call(verb, params, actor=actor, idempotency_key=idempotency_key)
+        return self.client.call(verb, params, namespace=namespace, actor=actor, idempotency_key=idempotency_key)
 
     def close(self) -> None:
         pass
@@ -135,15 +135,17 @@ class SharedMemory:
     def check_actor(actor: str | None) -> str | None:
         return Runtime.check_actor(actor)
 
-    def call(self, verb: str, params: dict[str, Any], *, actor: str | None = None) -> Any:
+    def call(self, verb: str, params: dict[str, Any], *, actor: str | None = None,
+             namespace: str | None = None) -> Any:
         key = uuid.uuid4().hex  # the same key on every attempt: a write the old holder made is replayed, not redone
         retried = False
         while True:
             target = self._target
             try:
                 if isinstance(target, Forwarder):
-                    return target.call(verb, params, actor=actor, idempotency_key=key)
-                return target.call(verb, params, actor=actor, idempotency_key=key if retried else None)
+                    return target.call(verb, params, actor=actor, namespace=namespace, idempotency_key=key)
+                return target.call(verb, params, actor=actor, namespace=namespace,
+                                   idempotency_key=key if retried else None)
             except errors.StorageError as exc:
                 details = exc.details if isinstance(exc.details, dict) else {}
                 if self._named_server or details.get("reason") != "server_unreachable":

@@ -17,10 +17,13 @@ HASHING = {"PALIMPSEST__packs__memory__embedder": "hashing"}
 
 
 class RawMcp:
-    """``pal --db TARGET mcp ARGS``; ``send`` writes one line, ``answer`` reads one."""
+    """``pal --db TARGET mcp ARGS`` (or the whole ``command`` line given, e.g. one an app's configuration holds);
+    ``send`` writes one line, ``answer`` reads one."""
 
-    def __init__(self, target: str, *args: str, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([*PAL, "--db", target, "mcp", *args], cwd=REPO, env=env or child_env(**HASHING),
+    def __init__(self, target: str, *args: str, env: dict[str, str] | None = None,
+                 command: list[str] | None = None) -> None:
+        self.proc = subprocess.Popen(command or [*PAL, "--db", target, "mcp", *args], cwd=REPO,
+                                     env=env or child_env(**HASHING),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: Queue[bytes] = Queue()
         threading.Thread(target=self._pump, daemon=True).start()
