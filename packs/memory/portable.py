@@ -11,12 +11,16 @@ from palimpsest_memory.runtime.params import Params
 from palimpsest_memory.runtime.portable import Table, register_portable
 
 TABLES = [
-    Table("note", "memory.notes", ("id",), unique=("id",), sequences=(("memory.note_ids", "id"),)),
+    # text_hash is derived from the content: not exported; an imported note is hashed by the next remember
+    Table("note", "memory.notes", ("id",), unique=("id",), sequences=(("memory.note_ids", "id"),),
+          generated=("text_hash",)),
     Table("vector", "memory.vectors", ("note_id", "model"), unique=("note_id",)),
     Table("belief_version", "memory.belief_versions", ("fact_key", "version")),
     Table("centrality", "memory.centrality", ("note_id",)),
     Table("audit", "memory.note_audit", ("seq",), sequences=(("memory.audit_seq", "seq"),)),
     Table("tombstone", "memory.tombstones", ("note_id", "forgotten_at")),
+    Table("seen", "memory.note_seen", ("note_id",)),
+    Table("seen_key", "memory.seen_keys", ("key",)),
 ]
 
 
