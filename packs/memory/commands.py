@@ -37,7 +37,7 @@ def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, na
     if progress:
         progress(len(turns))
     return {"conversations": len(convs), "created": res.created, "replayed": res.replayed,
-            "note_ids": dict(zip(turns, res.ids))}
+            "seen_again": res.seen_again, "note_ids": dict(zip(turns, res.ids))}
 
 
 EXTRA_COUNTS = {"chatgpt": ("skipped",), "claude": ("skipped",), "markdown": ("links", "unresolved", "skipped")}

@@ -2,12 +2,13 @@
 
 Archive and supersession keep history; forgetting is for "this must go" (a user's request, an erasure duty).
 For each forgotten note: its row (text, tags, metadata), its vectors, its audit trail, its seen-again record and
-merged keys, its centrality and the text of a belief version it was are deleted; through ``kg.forget`` (the kg's own verb) every edge from or to it
-and the facts it alone grounded (a fact with another source only loses the link); the search index drops its
-BM25 postings and vectors and re-expands its thread neighbours, and the stored index snapshot is deleted (it is
-rewritten without the notes when the runtime closes); ``memory.notes_forgotten`` tells the brain to erase the
-note from its serve ledger. What stays is a tombstone per note (id, when, reason, actor). After the call commits
-the runtime rewrites the store file so the text is not in its bytes either. A note an erased one superseded
+merged keys (ADR 0039), its centrality and the text of a belief version it was are deleted; through ``kg.forget``
+(the kg's own verb) every edge from or to it and the facts it alone grounded (a fact with another source only
+loses the link); the search index drops its BM25 postings and vectors and re-expands its thread neighbours, and
+the stored index snapshot is deleted (it is rewritten without the notes when the runtime closes);
+``memory.notes_forgotten`` tells the brain to erase the note from its serve ledger. What stays is a tombstone per
+note (id, when, reason, actor). After the call commits the runtime rewrites the store file so the text is not in
+its bytes either. A note an erased one superseded
 stays superseded (forgetting a correction does not bring the old text back).
 """
 from __future__ import annotations
