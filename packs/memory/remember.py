@@ -114,7 +114,7 @@ def store_notes(ctx: Context, notes: list[NoteIn], single: bool = False, dupes: 
     hashes = [duplicates.form_hash(f) for f in forms]
     live: dict[tuple[Any, str], tuple[Ref, datetime]] = {}
     if dupes == "merge":
-        duplicates.backfill(ctx)
+        duplicates.backfill(ctx, once=True)
         live = {k: (("id", nid), occ) for k, (nid, occ) in duplicates.live_matches(ctx, hashes).items()}
     fresh: list[int] = []  # positions of the notes to insert
     plan: list[tuple[str, Ref]] = []  # per note: ("replay" | "seen" | "new", what it resolves to)
@@ -225,7 +225,8 @@ def remember(params: RememberParams, ctx: Context) -> RememberResult:
     note_in = NoteIn.model_validate(params.model_dump(exclude={"namespace", "duplicates"}))
     done = store_notes(ctx, [note_in], single=True, dupes=params.duplicates or ctx.settings.duplicates)
     note = fetch_notes(ctx, done.ids)[done.ids[0]]
-    duplicates.attach(ctx, [note])
+    if not done.created[0]:  # a note made now has no seen-again record to read
+        duplicates.attach(ctx, [note])
     found = ctx.call("kg.detect_entities", {"text": note.content}).matches
     note.entities = list(dict.fromkeys(m.name for m in found))  # each entity once, in order of first mention
     return RememberResult(note=note, created=done.created[0], seen_again=done.seen_again[0])
