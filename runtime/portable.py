@@ -90,12 +90,16 @@ def _out(value: Any, kind: str) -> Any:
         return value.isoformat()
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, list) and kind.endswith("[]"):  # e.g. TIMESTAMP[]: each element as its type's text
+        return [_out(v, kind[:-2]) for v in value]
     return value
 
 
 def _in(value: Any, kind: str, where: str) -> Any:
     if value is None:
         return None
+    if kind.endswith("[]") and isinstance(value, list):  # checked here, sent as text (PostgreSQL binds nested
+        return [_out(_in(v, kind[:-2], where), kind[:-2]) for v in value]  # arrays as JSON rows)
     try:
         if kind.startswith("TIMESTAMP"):
             return datetime.fromisoformat(value)

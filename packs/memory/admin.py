@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
-from palimpsest_memory.packs.memory import snapshot
+from palimpsest_memory.packs.memory import duplicates, snapshot
 from palimpsest_memory.packs.memory.changes import SnapshotSaved, VectorsReplaced, record
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.index_writes import index_text
@@ -20,6 +20,7 @@ from palimpsest_memory.runtime.params import Params
 def get(params: GetParams, ctx: Context) -> GetResult:
     """Read notes by id (archived and superseded ones too); ids from another namespace count as missing."""
     found = fetch_notes(ctx, list(dict.fromkeys(params.ids)))
+    duplicates.attach(ctx, list(found.values()))
     return GetResult(notes=[found[i] for i in dict.fromkeys(params.ids) if i in found],
                      missing=[i for i in dict.fromkeys(params.ids) if i not in found])
 

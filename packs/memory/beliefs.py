@@ -33,7 +33,7 @@ def upsert_belief(params: BeliefParams, ctx: Context) -> BeliefResult:
                          source_id=params.source_id)
     except ValidationError as exc:
         raise errors.from_validation_error(exc, verb=ctx.verb) from None
-    (new_id,), _ = store_notes(ctx, [note_in], single=True)
+    (new_id,) = store_notes(ctx, [note_in], single=True).ids
     version, prev, edge_id = 1, None, None
     if rows:
         version, prev = rows[0][0] + 1, rows[0][1]

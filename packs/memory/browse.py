@@ -14,6 +14,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field
 
+from palimpsest_memory.packs.memory import duplicates
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.index import FULL_COLUMNS
 from palimpsest_memory.packs.memory.models import Kind, MemoryType, Note, UtcDateTime
@@ -125,6 +126,7 @@ def list_notes(params: ListParams, ctx: Context) -> ListResult:
     rows = ctx.db.query(f"SELECT {FULL_COLUMNS} FROM memory.notes WHERE {' AND '.join(where)} ORDER BY {order} "
                         f"LIMIT {params.limit + 1}", args)
     notes = [note_from_row(r) for r in rows[: params.limit]]
+    duplicates.attach(ctx, notes)
     more = len(rows) > params.limit
     return ListResult(notes=notes, next_cursor=_cursor(params.order, params.descending, notes[-1]) if more else None)
 

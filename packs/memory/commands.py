@@ -37,7 +37,7 @@ def import_conversations(rt: Any, convs: list[Conversation], key_prefix: str, na
     if progress:
         progress(len(turns))
     return {"conversations": len(convs), "created": res.created, "replayed": res.replayed,
-            "note_ids": dict(zip(turns, res.ids))}
+            "seen_again": res.seen_again, "note_ids": dict(zip(turns, res.ids))}
 
 
 EXTRA_COUNTS = {"chatgpt": ("skipped",), "claude": ("skipped",), "markdown": ("links", "unresolved", "skipped")}
@@ -63,72 +63,83 @@ def remote_payload(file: str, fmt: str, scope: Optional[str]) -> tuple[list[dict
     return [{"scope": c.scope, "speakers": c.speakers, "notes": c.notes(fmt)} for c in convs], {}
 
 
+DUPES = typer.Option(None, "--duplicates", help="merge: a text a note of its scope already says is counted on it "
+                     "(the default, [packs.memory] duplicates); keep: stored as another note.")
+
+
 @hookimpl
 def palimpsest_register_commands(cli: typer.Typer, invocation: Callable[[], Any]) -> None:
     group = typer.Typer(help="Import conversations as memory notes (one note per turn), all or nothing.",
                         no_args_is_help=True)
 
-    def run(file: str, fmt: str, scope: Optional[str] = None) -> None:
+    def run(file: str, fmt: str, scope: Optional[str] = None, duplicates: Optional[str] = None) -> None:
         session = invocation()
-        params = {"path": file, "format": fmt, **({"scope": scope} if scope is not None else {})}
+        given = {"duplicates": duplicates} if duplicates is not None else {}
+        params = {"path": file, "format": fmt, **({"scope": scope} if scope is not None else {}), **given}
         quiet = session.as_json or not sys.stderr.isatty()
         with Console(stderr=True).status(f"importing {file} (one transaction: all or nothing)",
                                          spinner="dots") if not quiet else nullcontext():
             if session.server:
                 payload, parsed = remote_payload(file, fmt, scope)
-                res = {**session.call("memory.import_conversations", {"conversations": payload}), **parsed}
+                res = {**session.call("memory.import_conversations", {"conversations": payload, **given}), **parsed}
             else:
                 res = session.call("memory.import_file", params, internal=True)
-        counts = {"conversations": res["conversations"], "created": res["created"], "replayed": res["replayed"]}
+        counts = {"conversations": res["conversations"], "created": res["created"], "replayed": res["replayed"],
+                  "seen_again": res.get("seen_again", 0)}
         extra = {k: res.get(k, 0) for k in EXTRA_COUNTS.get(fmt, ())}  # the JSON of the older formats is unchanged
         if session.as_json:
             print(json.dumps({**counts, **extra}))
             return
-        print(f"{counts['created']} notes created, {counts['replayed']} already there, " + (
+        print(f"{counts['created']} notes created, {counts['replayed']} already there, "
+              + (f"{counts['seen_again']} seen again (an existing note's text), " if counts["seen_again"] else "") + (
             f"{extra['links']} links, {extra['unresolved']} links to no file, {extra['skipped']} files with "
             "nothing to import" if fmt == "markdown" else f"from {counts['conversations']} conversation(s)"))
         if extra.get("skipped") and fmt in PARSERS:
             print(f"{extra['skipped']} message(s) skipped (system, tool, hidden or empty)")
 
     @group.command("locomo")
-    def locomo(file: str = typer.Argument(..., help="A LoCoMo-format JSON file.")) -> None:
+    def locomo(file: str = typer.Argument(..., help="A LoCoMo-format JSON file."),
+               duplicates: Optional[str] = DUPES) -> None:
         """Import a LoCoMo file: scope = conversation, thread = session, occurred_at = session date."""
-        run(file, "locomo")
+        run(file, "locomo", None, duplicates)
 
     @group.command("jsonl")
     def jsonl(file: str = typer.Argument(..., help="One chat turn per line."),
-              scope: Optional[str] = typer.Option(None, help="Scope for lines without one (default: file stem).")
-              ) -> None:
+              scope: Optional[str] = typer.Option(None, help="Scope for lines without one (default: file stem)."),
+              duplicates: Optional[str] = DUPES) -> None:
         """Import a JSONL chat log ({speaker, text, timestamp, thread?, scope?, id?} per line), read line by line;
         a bad line is an error naming it and nothing is imported."""
-        run(file, "jsonl", scope)
+        run(file, "jsonl", scope, duplicates)
 
     @group.command("chatgpt")
     def chatgpt(export: str = typer.Argument(..., help="conversations.json of a ChatGPT data export (or the "
                                                        "export's folder or .zip)."),
-                scope: Optional[str] = typer.Option(None, help="Scope of every note (default: chatgpt).")) -> None:
+                scope: Optional[str] = typer.Option(None, help="Scope of every note (default: chatgpt)."),
+                duplicates: Optional[str] = DUPES) -> None:
         """Import a ChatGPT data export: each conversation a thread (the branch last shown), each message a
         note "user: ..." / "assistant: ..." at its time; system, tool and hidden messages are skipped. Importing
         it again adds only what is new (keys chatgpt:<conversation id>:<message id>)."""
-        run(export, "chatgpt", scope)
+        run(export, "chatgpt", scope, duplicates)
 
     @group.command("claude")
     def claude(export: str = typer.Argument(..., help="A Claude.ai data export: its conversations.json, the "
                                                       "unzipped folder or the .zip."),
-               scope: Optional[str] = typer.Option(None, help="Scope of every note (default: claude).")) -> None:
+               scope: Optional[str] = typer.Option(None, help="Scope of every note (default: claude)."),
+               duplicates: Optional[str] = DUPES) -> None:
         """Import a Claude.ai data export: each conversation a thread, each message a note "user: ..." /
         "assistant: ..." at its time (thinking and tool use left out). Importing it again adds only what is new
         (keys claude:<conversation uuid>:<message uuid>)."""
-        run(export, "claude", scope)
+        run(export, "claude", scope, duplicates)
 
     @group.command("markdown")
     def markdown(folder: str = typer.Argument(..., help="A folder of .md files, e.g. an Obsidian vault."),
                  scope: Optional[str] = typer.Option(None, help="Scope of files whose front matter names none "
-                                                                "(default: the folder's name).")) -> None:
+                                                                "(default: the folder's name)."),
+                 duplicates: Optional[str] = DUPES) -> None:
         """Import a Markdown folder: one note per file (long files with headings: one per section), front
         matter tags/date/title, [[links]] as related_to edges; the file's mtime when it has no date. A file
         edited since an earlier import is refused as a conflict naming it."""
-        run(folder, "markdown", scope)
+        run(folder, "markdown", scope, duplicates)
 
     @group.command("palimpsest")
     def palimpsest(file: str = typer.Argument(..., help="A file written by `pal export`.")) -> None:

@@ -1,13 +1,14 @@
 """memory.forget and memory.tombstones: erase notes for real, keep only that they were there (ADR 0018).
 
 Archive and supersession keep history; forgetting is for "this must go" (a user's request, an erasure duty).
-For each forgotten note: its row (text, tags, metadata), its vectors, its audit trail, its centrality and the
-text of a belief version it was are deleted; through ``kg.forget`` (the kg's own verb) every edge from or to it
-and the facts it alone grounded (a fact with another source only loses the link); the search index drops its
-BM25 postings and vectors and re-expands its thread neighbours, and the stored index snapshot is deleted (it is
-rewritten without the notes when the runtime closes); ``memory.notes_forgotten`` tells the brain to erase the
-note from its serve ledger. What stays is a tombstone per note (id, when, reason, actor). After the call commits
-the runtime rewrites the store file so the text is not in its bytes either. A note an erased one superseded
+For each forgotten note: its row (text, tags, metadata), its vectors, its audit trail, its seen-again record and
+merged keys (ADR 0039), its centrality and the text of a belief version it was are deleted; through ``kg.forget``
+(the kg's own verb) every edge from or to it and the facts it alone grounded (a fact with another source only
+loses the link); the search index drops its BM25 postings and vectors and re-expands its thread neighbours, and
+the stored index snapshot is deleted (it is rewritten without the notes when the runtime closes);
+``memory.notes_forgotten`` tells the brain to erase the note from its serve ledger. What stays is a tombstone per
+note (id, when, reason, actor). After the call commits the runtime rewrites the store file so the text is not in
+its bytes either. A note an erased one superseded
 stays superseded (forgetting a correction does not bring the old text back).
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from palimpsest_memory.packs.memory import snapshot
+from palimpsest_memory.packs.memory import duplicates, snapshot
 from palimpsest_memory.packs.memory.browse import BrowseFilters, _where
 from palimpsest_memory.packs.memory.changes import CentralitySet, NotesErased, record
 from palimpsest_memory.packs.memory.core import pack
@@ -98,6 +99,7 @@ def forget(params: ForgetParams, ctx: Context) -> ForgetResult:
                    [ns, ids])
     ctx.db.execute(f"DELETE FROM memory.vectors WHERE namespace = ? AND note_id IN {chosen}", [ns, ids])
     ctx.db.execute(f"DELETE FROM memory.note_audit WHERE namespace = ? AND note_id IN {chosen}", [ns, ids])
+    duplicates.erase(ctx, ids)  # its seen-again record and the keys merged into it
     had_centrality = ctx.db.query(f"SELECT count(*) FROM memory.centrality WHERE namespace = ? AND note_id IN "
                                   f"{chosen}", [ns, ids])[0][0]
     ctx.db.execute(f"DELETE FROM memory.centrality WHERE namespace = ? AND note_id IN {chosen}", [ns, ids])

@@ -22,7 +22,7 @@ from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.importers import Turn, file_bound, iter_jsonl, line_bound, parse_locomo
 from palimpsest_memory.packs.memory.importers_chat import PARSERS, load_export
 from palimpsest_memory.packs.memory.importers_markdown import Vault, parse_vault
-from palimpsest_memory.packs.memory.models import NoteIn
+from palimpsest_memory.packs.memory.models import DUPLICATES, Duplicates, NoteIn
 from palimpsest_memory.packs.memory.remember import check_note_limits, store_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.runtime import Act, Context, Visibility, errors
@@ -39,6 +39,7 @@ class ImportFileParams(NamespacedParams):
                                                    "chatgpt, claude: every note's (default: the format's name); "
                                                    "markdown: of files without one (default: the folder's name).")
     key_prefix: Optional[str] = Field(None, min_length=1, description="Idempotency key prefix (default: format).")
+    duplicates: Optional[Duplicates] = Field(None, description=DUPLICATES)
 
 
 class ImportConversation(Params):
@@ -49,13 +50,16 @@ class ImportConversation(Params):
 
 class ImportConversationsParams(NamespacedParams):
     conversations: list[ImportConversation]
+    duplicates: Optional[Duplicates] = Field(None, description=DUPLICATES)
 
 
 class ImportResult(BaseModel):
     conversations: int
-    notes: int = Field(description="Notes in the input (created + replayed).")
+    notes: int = Field(description="Notes in the input (created + replayed + seen again).")
     created: int
     replayed: int = Field(description="Notes whose idempotency key was already stored: a re-import adds nothing.")
+    seen_again: int = Field(0, description="Notes whose text a live note of their scope (or an earlier one of the "
+                                           "import) already said: counted on that note (duplicates='merge').")
     ids: list[int] = Field(default_factory=list, description="import_conversations only: note ids, in input order.")
     skipped: int = Field(0, description="chatgpt, claude: messages not imported (system, tool, hidden, empty); "
                                         "markdown: files with nothing to import (empty, kg pages).")
@@ -139,9 +143,11 @@ def _at(cls: type[errors.PalimpsestError], item: Item, msg: str) -> errors.Palim
     return cls(f"{item.where}: {msg}", details={"errors": [{"loc": item.loc, "msg": msg}]})
 
 
-def write(ctx: Context, plan: dict[str, ConversationPlan], items: Iterable[Item]) -> tuple[int, int, list[int]]:
+def write(ctx: Context, plan: dict[str, ConversationPlan], items: Iterable[Item],
+          dupes: str) -> tuple[int, int, int, list[int]]:
     """Pass 2, in the call's transaction: speakers and scopes as entities, ``participates_in`` facts, then the
-    notes in batches (entities first, so the notes' mentions link to them). Returns created, replayed, ids."""
+    notes in batches (entities first, so the notes' mentions link to them). Returns created, replayed, seen
+    again, ids."""
     for scope, conv in plan.items():
         if scope is None:  # notes without a scope (a Markdown file whose front matter says `scope: null`)
             continue
@@ -155,16 +161,17 @@ def write(ctx: Context, plan: dict[str, ConversationPlan], items: Iterable[Item]
                 ctx.call("kg.assert_fact", {"subject": speaker, "predicate": PARTICIPATES, "object": scope,
                                             "allow_coexisting": True, "object_kind": "project",
                                             **({"valid_from": conv.first.isoformat()} if conv.first else {})})
-    created = replayed = 0
+    created = replayed = seen = 0
     ids: list[int] = []
     batch: list[NoteIn] = []
     expected = sum(c.notes for c in plan.values())
 
-    def flush() -> None:
-        nonlocal created, replayed
-        got, fresh = store_notes(ctx, batch)
-        created, replayed = created + sum(fresh), replayed + len(fresh) - sum(fresh)
-        ids.extend(got)
+    def flush() -> None:  # batches share the transaction: a later batch sees (and merges into) an earlier one's notes
+        nonlocal created, replayed, seen
+        done = store_notes(ctx, batch, dupes=dupes)
+        new, again = sum(done.created), sum(done.seen_again)
+        created, replayed, seen = created + new, replayed + len(done.ids) - new - again, seen + again
+        ids.extend(done.ids)
         batch.clear()
 
     for item in items:
@@ -177,10 +184,10 @@ def write(ctx: Context, plan: dict[str, ConversationPlan], items: Iterable[Item]
         flush()
     if len(ids) != expected:
         raise errors.Conflict("the input changed while it was imported")
-    return created, replayed, ids
+    return created, replayed, seen, ids
 
 
-def run_import(ctx: Context, items: Callable[[], Iterator[Item]],
+def run_import(ctx: Context, items: Callable[[], Iterator[Item]], dupes: Optional[str],
                seed: Iterable[tuple[str, list[str]]] = (),
                after: Optional[Callable[[list[int]], None]] = None) -> ImportResult:
     """Validate every item, then write them; ``after(ids)`` writes what needs the notes' ids (edges), still
@@ -188,10 +195,11 @@ def run_import(ctx: Context, items: Callable[[], Iterator[Item]],
     with all_or_nothing():
         plan = {scope: ConversationPlan(speakers=dict.fromkeys(speakers)) for scope, speakers in seed}
         validate(ctx.settings, items(), plan)
-        created, replayed, ids = write(ctx, plan, items())
+        created, replayed, seen, ids = write(ctx, plan, items(), dupes or ctx.settings.duplicates)
         if after is not None:
             after(ids)
-    return ImportResult(conversations=len(plan), notes=len(ids), created=created, replayed=replayed, ids=ids)
+    return ImportResult(conversations=len(plan), notes=len(ids), created=created, replayed=replayed,
+                        seen_again=seen, ids=ids)
 
 
 def link_vault(ctx: Context, vault: Vault, ids: list[int]) -> int:
@@ -224,7 +232,7 @@ def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
                 for t in c.turns:
                     yield Item(f"{params.path}: sample {c.scope} turn {t.turn_id}", ["sample", c.scope, t.turn_id],
                                c.scope, None, note_of(t, c.scope, prefix))
-        res = run_import(ctx, locomo, seed=[(c.scope, c.speakers) for c in convs])
+        res = run_import(ctx, locomo, params.duplicates, seed=[(c.scope, c.speakers) for c in convs])
     elif params.format in PARSERS:  # chatgpt, claude
         with all_or_nothing():
             data = load_export(params.path, max_bytes=file_bound(s.max_content_chars))
@@ -235,7 +243,7 @@ def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
             for m in PARSERS[params.format](params.path, data, skipped):
                 threads.add(m.conversation)
                 yield Item(m.where, m.loc, scope, m.turn.speaker, m.note(params.format, scope))
-        res = run_import(ctx, chat)
+        res = run_import(ctx, chat, params.duplicates)
         res.skipped, res.conversations = skipped[0], len(threads)  # one scope, many conversations
     elif params.format == "markdown":
         with all_or_nothing():
@@ -245,7 +253,8 @@ def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
         def markdown() -> Iterator[Item]:
             for sec in vault.sections:
                 yield Item(f"{params.path}: {sec.where}", sec.loc, sec.note["scope"], None, sec.note)
-        res = run_import(ctx, markdown, after=lambda ids: linked.__setitem__(0, link_vault(ctx, vault, ids)))
+        res = run_import(ctx, markdown, params.duplicates,
+                         after=lambda ids: linked.__setitem__(0, link_vault(ctx, vault, ids)))
         res.skipped, res.links, res.unresolved = vault.skipped, linked[0], vault.unresolved
     else:
         bound = line_bound(s.max_content_chars)
@@ -254,7 +263,7 @@ def import_file(params: ImportFileParams, ctx: Context) -> ImportResult:
             for lineno, scope, t in iter_jsonl(params.path, params.scope, bound):
                 yield Item(f"{params.path}: line {lineno}", ["line", lineno], scope, t.speaker,
                            note_of(t, scope, prefix))
-        res = run_import(ctx, jsonl)
+        res = run_import(ctx, jsonl, params.duplicates)
     res.ids = []  # a file may hold millions of notes: the counts say what happened
     return res
 
@@ -269,4 +278,4 @@ def import_conversations(params: ImportConversationsParams, ctx: Context) -> Imp
             for i, n in enumerate(c.notes):
                 yield Item(f"conversation {c.scope} note {i}", ["conversations", c.scope, i], c.scope, None,
                            n.model_dump(exclude_unset=True))
-    return run_import(ctx, items, seed=[(c.scope, c.speakers) for c in convs])
+    return run_import(ctx, items, params.duplicates, seed=[(c.scope, c.speakers) for c in convs])

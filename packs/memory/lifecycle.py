@@ -98,7 +98,7 @@ def consolidate(params: ConsolidateParams, ctx: Context) -> ConsolidateResult:
                          tags=params.tags, scope=scope)
     except ValidationError as exc:
         raise errors.from_validation_error(exc, verb=ctx.verb) from None
-    (new_id,), _ = store_notes(ctx, [note_in], single=True)
+    (new_id,) = store_notes(ctx, [note_in], single=True).ids
     edge_ids, _, _, _ = create_edges(ctx, [LinkIn(source_id=new_id, target_id=i, relation="triggered_by")
                                            for i in ids], ["source_ids"])
     archived = archive_notes(ctx, ids)[0] if params.archive_sources else []

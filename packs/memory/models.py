@@ -12,6 +12,7 @@ from palimpsest_memory.runtime.params import NamespacedParams, Params
 
 MemoryType = Literal["episodic", "semantic"]
 Kind = Literal["decision", "milestone", "problem", "preference", "emotional", "none"]
+Duplicates = Literal["merge", "keep"]
 Fusion = Literal["rrf", "weighted", "union", "vector_only", "keyword_only"]
 
 
@@ -82,9 +83,27 @@ class NoteIn(Params):
         return out
 
 
+DUPLICATES = ("'merge': a text that a live note of the same scope already says (ignoring case and white space) "
+              "is counted on that note as seen again instead of stored twice; 'keep': store it anyway. Leave out "
+              "for the configured one (merge).")
+
+
 class RememberParams(NoteIn, NamespacedParams):
     """Save one note to long-term memory, word for word. Write one self-contained idea per note: a decision and
     its reason, a preference, a fact about a person or project, a problem and its fix."""
+
+    duplicates: Optional[Duplicates] = Field(None, description=DUPLICATES)
+
+
+class Seen(BaseModel):
+    """How often a note's text was remembered (the first time included), when first and last."""
+
+    count: int = Field(description="Times this text was remembered: 1 + the times it was seen again.")
+    first_seen: datetime = Field(description="When it was first said (the note's occurred_at, or an earlier "
+                                             "repetition's).")
+    last_seen: datetime = Field(description="The latest time it was said again.")
+    recent: list[datetime] = Field(description="The latest times it was said again, oldest first (at most "
+                                               "[packs.memory] seen_recent of them).")
 
 
 class Note(BaseModel):
@@ -106,21 +125,30 @@ class Note(BaseModel):
     superseded_by: Optional[int] = None
     archived_at: Optional[datetime] = None
     entities: list[str] = Field(default_factory=list, description="Known entities the content mentions.")
+    seen: Optional[Seen] = Field(None, description="Set when the same text was remembered again (memory.get and "
+                                                   "memory.list; recall, which reads no SQL, leaves it out).")
 
 
 class RememberResult(BaseModel):
     note: Note
-    created: bool = Field(description="False when an idempotency key replayed an existing note.")
+    created: bool = Field(description="False when an idempotency key replayed an existing note, or the text was "
+                                      "seen again.")
+    seen_again: bool = Field(False, description="The text is an existing note's: `note` is that note, and its "
+                                                "`seen.count` says how many times it was remembered.")
 
 
 class RememberManyParams(NamespacedParams):
     notes: list[NoteIn] = Field(min_length=1, description="The notes, stored in order, in one transaction.")
+    duplicates: Optional[Duplicates] = Field(None, description=DUPLICATES + " The same text twice in one call is "
+                                                               "one note seen twice.")
 
 
 class RememberManyResult(BaseModel):
-    ids: list[int]
+    ids: list[int] = Field(description="Each note's id, in order: an existing note's when it was replayed or seen "
+                                       "again.")
     created: int
     replayed: int
+    seen_again: int = Field(0, description="Notes whose text an existing (or earlier) note says: counted on it.")
 
 
 class RecallFilters(Params):

@@ -1,10 +1,12 @@
 """memory.remember / memory.remember_many: store verbatim notes, embed them, link the entities they mention."""
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple, Union
 
 import numpy as np
 
+from palimpsest_memory.packs.memory import duplicates
 from palimpsest_memory.packs.memory.changes import notes_added, record
 from palimpsest_memory.packs.memory.classify import classify
 from palimpsest_memory.packs.memory.core import pack
@@ -63,7 +65,8 @@ def check_note_limits(s: MemorySettings, notes: list[NoteIn], single: bool) -> N
 
 
 def _replays(ctx: Context, notes: list[NoteIn]) -> dict[str, int]:
-    """Existing notes for the batch's idempotency keys; a key replayed with other content is a conflict."""
+    """Existing notes for the batch's idempotency keys; a key replayed with other content is a conflict. A key
+    that came with a text merged into a note (seen again) replays that note when the text is the same again."""
     wanted: dict[str, str] = {}
     for i, n in enumerate(notes):
         if n.key is None:
@@ -80,23 +83,76 @@ def _replays(ctx: Context, notes: list[NoteIn]) -> dict[str, int]:
         if content != wanted[key]:
             raise errors.Conflict(f"idempotency key {key!r} was already used for note {nid} with other content",
                                   details={"key": key, "note_id": nid})
-    return {key: nid for key, nid, _ in rows}
+    merged = duplicates.seen_keys(ctx, [k for k in wanted if k not in {r[0] for r in rows}])
+    for key, (nid, content) in merged.items():
+        if duplicates.normal_form(content) != duplicates.normal_form(wanted[key]):
+            raise errors.Conflict(f"idempotency key {key!r} was already used for note {nid} with other content",
+                                  details={"key": key, "note_id": nid})
+    return {**{key: nid for key, nid, _ in rows}, **{key: nid for key, (nid, _) in merged.items()}}
 
 
-def store_notes(ctx: Context, notes: list[NoteIn], single: bool = False) -> tuple[list[int], list[bool]]:
-    """Insert the notes that are new (in order), embed and link them; returns ids and created flags."""
+Ref = Union[int, tuple[str, int]]  # a note id, ("id", an existing note's id) or ("new", position among the fresh)
+
+
+class Stored(NamedTuple):
+    """What store_notes did with each note, in order: its id, and whether it was created or seen again (neither:
+    its key replayed a note)."""
+
+    ids: list[int]
+    created: list[bool]
+    seen_again: list[bool]
+
+
+def store_notes(ctx: Context, notes: list[NoteIn], single: bool = False, dupes: str = "keep") -> Stored:
+    """Insert the notes that are new (in order), embed and link them. With ``dupes="merge"`` a note whose text a
+    live note of its scope already says (or an earlier note of the batch) is counted on that note instead."""
     s: MemorySettings = ctx.settings
     check_note_limits(s, notes, single)
     existing = _replays(ctx, notes)
-    fresh: list[NoteIn] = []
-    batch_keys: set[str] = set()
-    for n in notes:  # a key already stored, or repeated in this batch, is a replay, not a new note
-        if n.key is None or (n.key not in existing and n.key not in batch_keys):
-            fresh.append(n)
-        if n.key is not None:
-            batch_keys.add(n.key)
     now = ctx.now()
+    forms = [duplicates.normal_form(n.content) for n in notes]
+    hashes = [duplicates.form_hash(f) for f in forms]
+    live: dict[tuple[Any, str], tuple[Ref, datetime]] = {}
+    if dupes == "merge":
+        duplicates.backfill(ctx, once=True)
+        live = {k: (("id", nid), occ) for k, (nid, occ) in duplicates.live_matches(ctx, hashes).items()}
+    fresh: list[int] = []  # positions of the notes to insert
+    plan: list[tuple[str, Ref]] = []  # per note: ("replay" | "seen" | "new", what it resolves to)
+    sightings: list[tuple[Ref, datetime, datetime, str | None]] = []
+    for i, n in enumerate(notes):  # a key already stored, or repeated in this batch, is a replay, not a new note
+        if n.key is not None and n.key in existing:
+            plan.append(("replay", existing[n.key]))
+            continue
+        when = n.occurred_at.replace(tzinfo=None) if n.occurred_at else now
+        hit = live.get((n.scope, forms[i])) if dupes == "merge" else None
+        if hit is not None:
+            ref: Ref = hit[0]
+            plan.append(("seen", ref))
+            sightings.append((ref, hit[1], when, n.key))
+        else:
+            ref = ("new", len(fresh))
+            fresh.append(i)
+            plan.append(("new", ref))
+            if dupes == "merge":
+                live[(n.scope, forms[i])] = (ref, when)
+        if n.key is not None:
+            existing[n.key] = ref
     new_ids = [r[0] for r in ctx.db.query("SELECT nextval('memory.note_ids') FROM range(?)", [len(fresh)])]
+
+    def resolve(ref: Ref) -> int:
+        return ref if isinstance(ref, int) else ref[1] if ref[0] == "id" else new_ids[ref[1]]
+
+    _insert(ctx, [notes[i] for i in fresh], [hashes[i] for i in fresh], new_ids, now)
+    seen = duplicates.Sightings()
+    for ref, first, when, key in sightings:
+        seen.add(resolve(ref), first, when, key)
+    duplicates.record_seen(ctx, seen, s.seen_recent)
+    return Stored([resolve(ref) for _, ref in plan], [k == "new" for k, _ in plan], [k == "seen" for k, _ in plan])
+
+
+def _insert(ctx: Context, fresh: list[NoteIn], hashes: list[int], new_ids: list[int], now: datetime) -> None:
+    """Insert the new notes with their text hashes, embed and link them, and record them for the mirrors."""
+    s: MemorySettings = ctx.settings
     rows: list[NoteRow] = []
     cols: dict[str, list[Any]] = {k: [] for k in (
         "id", "content", "memory_type", "kind", "kind_source", "scope", "thread", "tags", "salience", "decay",
@@ -116,32 +172,19 @@ def store_notes(ctx: Context, notes: list[NoteIn], single: bool = False) -> tupl
                      ("salience", row.salience), ("decay", row.decay_factor), ("occurred_at", row.occurred_at),
                      ("source_id", n.source_id), ("key", n.key)):
             cols[k].append(v)
-    if rows:
-        ctx.db.execute(
-            "INSERT INTO memory.notes (id, namespace, content, memory_type, kind, kind_source, scope, thread, tags,"
-            " salience, decay_factor, occurred_at, created_at, source_id, key, properties) SELECT unnest($1), $14,"
-            " unnest($2), unnest($3), unnest($4), unnest($5), unnest($6), unnest($7), unnest($8::VARCHAR[][]),"
-            " unnest($9), unnest($10), unnest($11::TIMESTAMP[]), $15, unnest($12), unnest($13), '{}'",
-            [cols["id"], cols["content"], cols["memory_type"], cols["kind"], cols["kind_source"], cols["scope"],
-             cols["thread"], cols["tags"], cols["salience"], cols["decay"], cols["occurred_at"], cols["source_id"],
-             cols["key"], ctx.namespace, now])
+    if not rows:
+        return
+    ctx.db.execute(
+        "INSERT INTO memory.notes (id, namespace, content, memory_type, kind, kind_source, scope, thread, tags,"
+        " salience, decay_factor, occurred_at, created_at, source_id, key, properties, text_hash) SELECT unnest($1),"
+        " $14, unnest($2), unnest($3), unnest($4), unnest($5), unnest($6), unnest($7), unnest($8::VARCHAR[][]),"
+        " unnest($9), unnest($10), unnest($11::TIMESTAMP[]), $15, unnest($12), unnest($13), '{}', unnest($16)",
+        [cols["id"], cols["content"], cols["memory_type"], cols["kind"], cols["kind_source"], cols["scope"],
+         cols["thread"], cols["tags"], cols["salience"], cols["decay"], cols["occurred_at"], cols["source_id"],
+         cols["key"], ctx.namespace, now, hashes])
     vectors = _embed_and_store(ctx, rows)
     _link_mentions(ctx, rows)
-    if rows:
-        record(ctx, notes_added(rows, vectors))
-    key_to_id, ids, created = dict(existing), [], []
-    fresh_ids = iter(new_ids)
-    for n in notes:
-        if n.key is not None and n.key in key_to_id:
-            ids.append(key_to_id[n.key])
-            created.append(False)
-            continue
-        nid = next(fresh_ids)
-        if n.key is not None:
-            key_to_id[n.key] = nid
-        ids.append(nid)
-        created.append(True)
-    return ids, created
+    record(ctx, notes_added(rows, vectors))
 
 
 def _embed_and_store(ctx: Context, rows: list[NoteRow]) -> dict[str, np.ndarray]:
@@ -179,17 +222,21 @@ def _link_mentions(ctx: Context, rows: list[NoteRow]) -> None:
 @pack.verb("remember", act=Act.COMMISSIVE)
 def remember(params: RememberParams, ctx: Context) -> RememberResult:
     """Store one note verbatim (idempotent with a key); classify its kind and link the entities it mentions."""
-    note_in = NoteIn.model_validate(params.model_dump(exclude={"namespace"}))
-    ids, created = store_notes(ctx, [note_in], single=True)
-    note = fetch_notes(ctx, ids)[ids[0]]
+    note_in = NoteIn.model_validate(params.model_dump(exclude={"namespace", "duplicates"}))
+    done = store_notes(ctx, [note_in], single=True, dupes=params.duplicates or ctx.settings.duplicates)
+    note = fetch_notes(ctx, done.ids)[done.ids[0]]
+    if not done.created[0]:  # a note made now has no seen-again record to read
+        duplicates.attach(ctx, [note])
     found = ctx.call("kg.detect_entities", {"text": note.content}).matches
     note.entities = list(dict.fromkeys(m.name for m in found))  # each entity once, in order of first mention
-    return RememberResult(note=note, created=created[0])
+    return RememberResult(note=note, created=done.created[0], seen_again=done.seen_again[0])
 
 
 @pack.verb("remember_many", act=Act.COMMISSIVE, bulk=True)
 def remember_many(params: RememberManyParams, ctx: Context) -> RememberManyResult:
-    """Store many notes in one transaction (bulk import); keys make replays idempotent."""
-    ids, created = store_notes(ctx, params.notes)
-    return RememberManyResult(ids=ids, created=sum(created), replayed=len(created) - sum(created))
+    """Store many notes in one transaction (bulk import); keys make replays idempotent; a text already said in
+    its scope is counted on that note (see ``duplicates``)."""
+    done = store_notes(ctx, params.notes, dupes=params.duplicates or ctx.settings.duplicates)
+    created, seen = sum(done.created), sum(done.seen_again)
+    return RememberManyResult(ids=done.ids, created=created, replayed=len(done.ids) - created - seen, seen_again=seen)
 

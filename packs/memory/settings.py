@@ -133,6 +133,8 @@ class MemorySettings(BaseModel):
     max_label_chars: int = Field(ge=1)  # longest scope, thread, tag, source_id of a note
     max_tags: int = Field(ge=0)  # most tags on one note
     max_batch: int = Field(ge=1)
+    duplicates: Literal["merge", "keep"]  # a text a live note of the scope already says: seen again, or kept
+    seen_recent: int = Field(ge=0, le=1000)  # latest times a seen-again record keeps (ADR 0039)
     max_query_chars: int = Field(ge=1)
     recall_deadline_ms: int = Field(ge=0)
     explain: ExplainSettings  # memory.explain (ADR 0011)

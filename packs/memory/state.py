@@ -17,3 +17,6 @@ class MemoryState:
     embedders: Embedders = field(default_factory=Embedders)  # the models, and the query-embedding cache
     index: IndexMirror = field(default_factory=IndexMirror)  # notes, BM25 (with its snapshot), vectors
     graph: MemoryGraph = field(default_factory=MemoryGraph)  # note ↔ note edges and centrality
+    # namespaces whose notes this process has seen all hashed (duplicates.backfill): every note written since
+    # carries its hash (a remember hashes it, a palimpsest import's after-import step does), so one look suffices
+    hashed: set[str] = field(default_factory=set)

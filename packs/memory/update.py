@@ -98,7 +98,7 @@ def update(params: UpdateParams, ctx: Context) -> UpdateResult:
         fresh = {"content": params.content, "memory_type": old.memory_type, "scope": old.scope,
                  "thread": old.thread, "tags": old.tags, "salience": old.salience, "decay_factor": old.decay_factor,
                  "kind": old.kind if old.kind_source == "caller" else None, "source_id": old.source_id, **given}
-        new = ctx.call("memory.remember", fresh).note
+        new = ctx.call("memory.remember", {**fresh, "duplicates": "keep"}).note  # a version, never a sighting
         ctx.call("memory.link", {"source_id": new.id, "target_id": old.id, "relation": "supersedes"})
         changed = ["content"] + [f for f, v in given.items() if v != getattr(old, f)]
         return UpdateResult(note=_note(ctx, new.id), previous=old.id, changed=changed)

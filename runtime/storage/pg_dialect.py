@@ -174,7 +174,8 @@ _PG_TYPES = {"character varying": "VARCHAR", "text": "VARCHAR", "bytea": "BLOB",
              "real": "FLOAT", "timestamp without time zone": "TIMESTAMP", "timestamp with time zone": "TIMESTAMPTZ",
              "jsonb": "JSON", "json": "JSON"}
 _PG_ARRAYS = {"_varchar": "VARCHAR[]", "_text": "VARCHAR[]", "_int8": "BIGINT[]", "_int4": "INTEGER[]",
-              "_int2": "SMALLINT[]", "_float8": "DOUBLE[]", "_float4": "FLOAT[]", "_bool": "BOOLEAN[]"}
+              "_int2": "SMALLINT[]", "_float8": "DOUBLE[]", "_float4": "FLOAT[]", "_bool": "BOOLEAN[]",
+              "_timestamp": "TIMESTAMP[]"}
 
 
 def duckdb_type(table: str, column: str, data_type: str, udt_name: str) -> str:

@@ -81,7 +81,7 @@ def test_a_store_of_the_old_layout_upgrades_and_recalls(make_pal_runtime, pal_ba
         old.store.con.execute("COMMIT")
         old.close()
     rt = make_pal_runtime(config=CONFIG, path=path)
-    assert rt.schema_versions() == {"memory": 7, "kg": 5, "brain": 4}
+    assert rt.schema_versions() == {"memory": 8, "kg": 5, "brain": 4}
 
     def q(sql: str) -> list:  # type: ignore[type-arg]
         return [tuple(r) for r in rt.store.con.execute(sql).fetchall()]

@@ -85,8 +85,8 @@ def stored(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
     the write pass asserts it was reached, not refused earlier by the check pass (issue 46, item 8)."""
     real, seen = importing.store_notes, []
 
-    def counting(ctx, batch):  # type: ignore[no-untyped-def]
-        out = real(ctx, batch)
+    def counting(ctx, batch, **kw):  # type: ignore[no-untyped-def]
+        out = real(ctx, batch, **kw)
         seen.append(len(batch))
         return out
 

@@ -155,11 +155,11 @@ def test_import_conversations_registers_speakers_and_is_idempotent(tmp_path, mak
     convs = parse_jsonl(write_jsonl(tmp_path / "team-chat.jsonl", CHAT))
     first = import_conversations(rt, convs, "jsonl", None)
     ids = first.pop("note_ids")
-    assert first == {"conversations": 2, "created": 4, "replayed": 0}
+    assert first == {"conversations": 2, "created": 4, "replayed": 0, "seen_again": 0}
     assert list(ids) == ["team-chat/L1", "team-chat/L2", "team-chat/L4", "misc/x9"]
     again = import_conversations(rt, convs, "jsonl", None)
     assert again.pop("note_ids") == ids  # the replays return the stored notes
-    assert again == {"conversations": 2, "created": 0, "replayed": 4}
+    assert again == {"conversations": 2, "created": 0, "replayed": 4, "seen_again": 0}
     assert rt.store.con.execute("SELECT count(*) FROM memory.notes").fetchone()[0] == 4
     people = {e.name for e in rt.call("kg.entities", {"kind": "person"}).entities}
     assert people == {"Ada", "Bob", "Cy"}
@@ -185,10 +185,10 @@ def test_pal_import_jsonl_end_to_end(tmp_path):
     chat = write_jsonl(tmp_path / "team-chat.jsonl", CHAT)
     first = run_pal(db, "--json", "import", "jsonl", str(chat))
     assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout) == {"conversations": 2, "created": 4, "replayed": 0}
+    assert json.loads(first.stdout) == {"conversations": 2, "created": 4, "replayed": 0, "seen_again": 0}
     again = run_pal(db, "--json", "import", "jsonl", str(chat))
     assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout) == {"conversations": 2, "created": 0, "replayed": 4}
+    assert json.loads(again.stdout) == {"conversations": 2, "created": 0, "replayed": 4, "seen_again": 0}
     found = run_pal(db, "--json", "memory", "recall", "which database did we choose?")
     assert found.returncode == 0, found.stderr
     res = json.loads(found.stdout)
@@ -226,7 +226,7 @@ def test_locomo_first_conversation_imports_and_answers(make_pal_runtime, locomo_
     note_ids = counts.pop("note_ids")
     n_turns = sum(len(v) for k, v in raw["conversation"].items()
                   if k.startswith("session_") and not k.endswith("date_time"))
-    assert counts == {"conversations": 1, "created": n_turns, "replayed": 0}
+    assert counts == {"conversations": 1, "created": n_turns, "replayed": 0, "seen_again": 0}
     assert len(note_ids) == n_turns
     row = rt.store.con.execute("SELECT content, scope, thread, occurred_at, key FROM memory.notes WHERE source_id = 'D1:1'"
                           ).fetchone()

@@ -191,11 +191,11 @@ def test_remember_many_replays_keys_repeated_inside_a_batch(rt):
         {"content": "turn one", "key": "t1"},
         {"content": "no key"},
         {"content": "no key"},
-    ]})
+    ], "duplicates": "keep"})
     assert res.created == 4 and res.replayed == 1
     assert res.ids[2] == res.ids[0]
     assert len(set(res.ids)) == 4
-    assert res.ids[3] != res.ids[4]  # without a key, identical content is a new note
+    assert res.ids[3] != res.ids[4]  # keep: without a key, identical content is a new note (merge: ADR 0039)
     assert counts(rt) == (4, 4)
 
 
