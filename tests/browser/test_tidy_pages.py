@@ -154,3 +154,29 @@ def test_refused_writes_leave_the_store_as_it_was(tidy: Any) -> None:
         status, body = _post(f"{tidy.url}/v1/verbs/{verb}", json.dumps(params).encode(), json_headers)
         assert (status, body["error"]["code"]) == (404, "not_found"), body
     assert (tidy.call("memory.get", {"ids": [note]}), tidy.call("memory.tombstones")) == before
+
+
+def test_retrievals_show_what_each_recall_returned_and_its_feedback(tidy_page: Any) -> None:
+    page, srv = tidy_page, tidy_page.server
+    recalls = srv.data["recalls"]
+    page.open("retrievals")
+    cards = page.wait(lambda d: len(c := page.css("#serves .serve")) == 2 and c)
+    assert [c.get_attribute("data-recall") for c in cards] == [recalls["bo"], recalls["ada"]]  # newest first
+    ada = cards[1]
+    assert "for ada" in ada.text and "1 feedback" in ada.text
+    served = ada.find_elements("css selector", "ol.served li")
+    assert len(served) == 3 and "Note " in served[0].text  # the notes' text, read through memory.get
+    assert served[0].find_elements("css selector", ".given.useful")  # the feedback sits on the note it was about
+    assert not served[1].find_elements("css selector", ".given")
+    gone = int(served[2].get_attribute("data-note"))
+    page.shot("retrievals")
+    page.css("#serves-form [name=actor]")[0].send_keys("bo")
+    page.css("#serves-form button")[0].click()
+    page.wait(lambda d: [c.get_attribute("data-recall") for c in page.css("#serves .serve")] == [recalls["bo"]])
+    # forgetting a served note erases it from the ledger as well: the recall lists one note fewer
+    srv.call("memory.forget", {"ids": [gone], "reason": "tidying the retrievals test"})
+    page.open("retrievals?actor=ada")
+    card = page.wait(lambda d: (c := page.css("#serves .serve")) and c[0])
+    notes = [int(li.get_attribute("data-note")) for li in card.find_elements("css selector", "ol.served li")]
+    assert len(notes) == 2 and gone not in notes
+    assert {v for v in page.verbs_called()} <= {"brain.serves", "memory.get", "kg.namespaces", "memory.namespaces"}
