@@ -39,8 +39,8 @@ def conversation() -> list[dict[str, Any]]:
     lines = []
     for i in range(40):
         who, other = people[i % 4], people[(i * 3 + 1) % 4]
-        lines.append({"speaker": who, "text": f"{other}, about {things[i % 5]}: {things[(i + 2) % 5]} is on track "
-                                              f"for step {i}", "timestamp": (T0 + timedelta(minutes=3 * i)).isoformat()})
+        text = f"{other}, about {things[i % 5]}: {things[(i + 2) % 5]} is on track for step {i}"
+        lines.append({"speaker": who, "text": text, "timestamp": (T0 + timedelta(minutes=3 * i)).isoformat()})
     return lines
 
 

@@ -4,7 +4,7 @@
 import { call, h, go, fmtTime } from "/ui/app.js";
 
 const PAGE = 20;
-const SIGNALS = { useful: "👍 useful", not_useful: "👎 not useful", correction: "✎ correction" };
+const SIGNALS = { useful: "useful", not_useful: "not useful", correction: "correction" };  // words: no emoji font
 
 async function texts(ids) {
   if (!ids.length) return {};
@@ -26,9 +26,9 @@ function serveCard(s, text) {
       text === null || text[id] !== undefined
         ? h("a", { href: `#/note/${id}` }, text === null ? `note ${id}` : text[id].slice(0, 140))
         : h("span", { class: "muted" }, `note ${id} (not found)`),
-      (said[id] || []).map((f) => h("span", { class: `given ${f.signal}`,
-                                              title: `${f.source || ""} ${fmtTime(f.at)}${f.actor ? ` by ${f.actor}` : ""}` },
-        SIGNALS[f.signal] || f.signal))))));
+      (said[id] || []).map((f) => h("span", {
+        class: `given ${f.signal}`, title: `${f.source || ""} ${fmtTime(f.at)}${f.actor ? ` by ${f.actor}` : ""}` },
+      SIGNALS[f.signal] || f.signal))))));
 }
 
 export async function render(root, q) {
@@ -59,9 +59,9 @@ export async function render(root, q) {
                    "← newer"));
   }
   if (res.next_cursor) {
+    const onward = [...trail, res.next_cursor].join(",");
     pager.append(h("button", { class: "plain", id: "serves-next",
-                                onclick: () => go("retrievals", { ...here, trail: [...trail, res.next_cursor].join(",") }) },
-                   "older →"));
+                                onclick: () => go("retrievals", { ...here, trail: onward }) }, "older →"));
   }
   root.append(pager);
 }

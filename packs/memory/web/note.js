@@ -26,7 +26,8 @@ function metadata(n) {
     ["tags", n.tags.length ? n.tags.map((t) => h("span", { class: "tag" }, t)) : "—"],
     ["happened", fmtTime(n.occurred_at)], ["stored", fmtTime(n.created_at)],
     ["salience", n.salience.toFixed(2)], ["type", n.memory_type], ["source", n.source_id || "—"]];
-  if (n.superseded_by) rows.push(["superseded by", h("a", { href: `#/note/${n.superseded_by}` }, `note ${n.superseded_by}`)]);
+  const newer = n.superseded_by;
+  if (newer) rows.push(["superseded by", h("a", { href: `#/note/${newer}` }, `note ${newer}`)]);
   if (n.archived_at) rows.push(["archived", fmtTime(n.archived_at)]);
   return h("table", { class: "plain meta", id: "note-meta" },
     rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))));

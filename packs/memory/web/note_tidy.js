@@ -35,7 +35,8 @@ function editForm(n) {
         `note ${n.superseded_by}`), " instead")
       : [h("label", {}, "text (a change is saved as a new version; this one is kept in the history)",
         h("textarea", { name: "content", rows: 4 }, n.content)),
-      h("label", {}, "tags (comma-separated; changed in place)", h("input", { name: "tags", value: n.tags.join(", ") })),
+      h("label", {}, "tags (comma-separated; changed in place)",
+        h("input", { name: "tags", value: n.tags.join(", ") })),
       h("label", {}, "scope", h("input", { name: "scope", value: n.scope || "" })),
       h("button", { type: "submit", class: "write" }, "Save")],
     box);

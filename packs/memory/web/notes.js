@@ -44,7 +44,8 @@ function filterForm(q) {
     ev.preventDefault();
     const f = new FormData(form);
     go("notes", { scope: f.get("scope").trim(), kind: f.get("kind"), tag: f.get("tag").trim(), from: f.get("from"),
-                  to: f.get("to"), archived: f.get("archived") ? "1" : "", superseded: f.get("superseded") ? "1" : "" });
+                  to: f.get("to"), archived: f.get("archived") ? "1" : "",
+                  superseded: f.get("superseded") ? "1" : "" });
   });
   return form;
 }
@@ -83,8 +84,8 @@ export async function render(root, q) {
                    "← previous"));
   }
   if (page.next_cursor) {
-    pager.append(h("button", { class: "plain", id: "notes-next",
-                                onclick: () => go("notes", { ...here, trail: [...trail, page.next_cursor].join(",") }) },
+    const onward = [...trail, page.next_cursor].join(",");
+    pager.append(h("button", { class: "plain", id: "notes-next", onclick: () => go("notes", { ...here, trail: onward }) },
                    "next →"));
   }
   root.append(pager);
