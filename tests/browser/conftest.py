@@ -189,7 +189,7 @@ def tidy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     folder = tmp_path_factory.mktemp(f"tidy-{request.param}")
     pg = request.getfixturevalue("pal_postgres") if request.param == "postgres" else None
     target = pg.fresh() if pg else str(folder / "tidy.duckdb")
-    data = fill(target, folder)
+    data = fill(target)
     srv = PalServe(target)
     srv.data, srv.backend = data, request.param
     yield srv

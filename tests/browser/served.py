@@ -33,20 +33,9 @@ def open_store(target: str) -> Runtime:
     return Runtime.open(target, env={**HASHING, "PALIMPSEST_CONFIG_DISABLED": "1"})
 
 
-def conversation() -> list[dict[str, Any]]:
-    """A small generated chat (jsonl lines) whose people and projects recur, so the import makes a graph with hubs."""
-    people, things = ("Ana", "Ben", "Chloe", "Dev"), ("Orion", "Vega", "Postgres", "Redis", "Friday launch")
-    lines = []
-    for i in range(40):
-        who, other = people[i % 4], people[(i * 3 + 1) % 4]
-        text = f"{other}, about {things[i % 5]}: {things[(i + 2) % 5]} is on track for step {i}"
-        lines.append({"speaker": who, "text": text, "timestamp": (T0 + timedelta(minutes=3 * i)).isoformat()})
-    return lines
-
-
-def fill(target: str, folder: Path) -> dict[str, Any]:
-    """Notes over two scopes, four kinds, tags and 32 days; recalls made for two actors with feedback; an imported
-    conversation. Returns the ids and recall ids the tests look for."""
+def fill(target: str) -> dict[str, Any]:
+    """Notes over two scopes, four kinds, tags and 32 days; recalls made for two actors with feedback. Returns the
+    ids and recall ids the tests look for."""
     with open_store(target) as rt:
         ids = []
         for i in range(NOTES):
@@ -62,10 +51,6 @@ def fill(target: str, folder: Path) -> dict[str, Any]:
             recalls[actor] = served.recall_id
             rt.call("brain.feedback", {"recall_id": served.recall_id, "note_id": served.results[0].note.id,
                                        "signal": "useful"}, actor=actor)
-        chat = folder / "chat.jsonl"
-        chat.write_text("\n".join(json.dumps(line) for line in conversation()) + "\n")
-        rt.call("memory.import_file", {"path": str(chat), "format": "jsonl", "scope": "chat"}, namespace="chat",
-                internal=True)  # what `pal import jsonl` calls
     return {"ids": ids, "recalls": recalls}
 
 
