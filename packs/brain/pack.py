@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from palimpsest_memory.packs.brain import (feedback, forgetting, history, ledger,  # noqa: F401  (registration)
-                                           portable, profiles)
+                                           portable, profiles, serves)
 from palimpsest_memory.packs.brain import views
 from palimpsest_memory.packs.brain.core import pack
 

@@ -46,5 +46,6 @@ def palimpsest_http_routes() -> list[HttpRoute]:
 @hookimpl
 def palimpsest_web_pages() -> list[WebPage]:
     return [WebPage("recall", "Recall", WEB / "recall.js", order=10),
+            WebPage("notes", "Notes", WEB / "notes.js", order=15),  # browse and tidy: the note page's forms
             WebPage("graph", "Graph", WEB / "graph.js", order=30),  # notes and the kg's entities, one graph
             WebPage("note", None, WEB / "note.js")]  # reached from the other views' links

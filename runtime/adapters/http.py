@@ -297,5 +297,5 @@ def serve(runtime: Runtime, *, host: str | None = None, port: int | None = None,
                      actor=actor)
     with stop_on_signals(), announce(runtime, "http", url):
         print(f"palimpsest: serving {runtime.path} at {url}\n  open {url}/ in a browser to look at the memory "
-              f"(recall, timelines, graph, brain); API docs at {url}/docs", file=sys.stderr, flush=True)
+              f"(recall, notes, timelines, graph, brain); API docs at {url}/docs", file=sys.stderr, flush=True)
         run_uvicorn(app, sock, settings)

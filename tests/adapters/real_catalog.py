@@ -5,7 +5,8 @@ The adapter tests over the real packs compare against this literal set, not agai
 with the server. Adding, renaming or hiding a public verb means updating this list in the same change.
 """
 BUILT_IN_PUBLIC_VERBS = frozenset({
-    "brain.feedback", "brain.history", "brain.profile", "brain.replay", "brain.reset", "brain.state", "brain.unbind",
+    "brain.feedback", "brain.history", "brain.profile", "brain.replay", "brain.reset", "brain.serves", "brain.state",
+    "brain.unbind",
     "kg.assert_fact", "kg.assert_facts", "kg.centrality", "kg.centrality_scores", "kg.define_predicate",
     "kg.detect_entities", "kg.detect_entities_many", "kg.edges", "kg.entities", "kg.entity", "kg.fact_history",
     "kg.facts", "kg.graph_recall", "kg.link", "kg.link_many", "kg.list_edges", "kg.namespaces", "kg.predicates", "kg.resolve",

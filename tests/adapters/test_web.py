@@ -135,6 +135,13 @@ def test_routes_public_assets_and_guarded_data(demo_db: Path) -> None:
         assert client.post("/ui/app.js").status_code == 401  # only GET/HEAD of assets is public
         ok = client.post("/v1/verbs/kg.stats", json={}, headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200 and ok.json()["result"]["entities"] == 10
+        # the tidy pages (issue 42 item 3) are the packs' own, listed and served like the others
+        listed = {p["name"]: p for p in client.get("/ui/pages.json").json()}
+        assert (listed["notes"]["pack"], listed["retrievals"]["pack"]) == ("memory", "brain")
+        assert [listed[n]["title"] for n in ("notes", "note", "retrievals")] == ["Notes", None, "Retrievals"]
+        for name in ("notes", "note", "retrievals"):
+            assert client.get(listed[name]["src"]).status_code == 200
+        assert client.get("/ui/pages/memory/note_tidy.js").status_code == 200  # the note page's forms
 
 
 def test_assets_ship_and_reference_no_network() -> None:
@@ -142,7 +149,8 @@ def test_assets_ship_and_reference_no_network() -> None:
     assert {"index.html", "docs.html", "style.css", "app.js", "namespaces.js", "docs.js"} <= names
     # the packs' pages (the palimpsest_web_pages hook, ADR 0035) lie in each pack's web/ folder
     pages = {p.name for p in (ROOT / "packs").glob("*/web/*.js")}
-    assert {"recall.js", "timeline.js", "graph.js", "brain.js", "note.js", "shared.js"} <= pages
+    assert {"recall.js", "timeline.js", "graph.js", "brain.js", "note.js", "shared.js", "notes.js", "note_tidy.js",
+            "retrievals.js"} <= pages
     for p in [*STATIC.iterdir(), *(ROOT / "packs").glob("*/web/*")]:
         text = p.read_text(encoding="utf-8")
         assert not re.search(r"https?://(?!www\.w3\.org/)", text), f"{p.name} references the network"

@@ -19,7 +19,10 @@ from typing import Any, Iterator
 
 import pytest
 
+from palimpsest_memory.runtime.testing import backends
+
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # served.py, the `pal serve` helper
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 BIG = 500  # nodes in the big namespace's neighbourhood (the hub and its 499 neighbours)
@@ -173,3 +176,29 @@ class Page:
     def hosts_contacted(self) -> set[str]:
         names = self.d.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
         return {n.split("/")[2] for n in names if n.startswith("http")}
+
+
+# -- the pages people tidy their memory in (issue 42, item 3): a real `pal serve` on each backend ----------------
+@pytest.fixture(scope="module", params=backends())
+def tidy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A `pal serve` process over a store filled by ``served.fill`` (DuckDB file or fresh PostgreSQL database);
+    ``tidy.data`` holds the note ids and recall ids the tests look for."""
+    pytest.importorskip("uvicorn", reason="the 'http' extra is not installed")
+    from served import PalServe, fill
+
+    folder = tmp_path_factory.mktemp(f"tidy-{request.param}")
+    pg = request.getfixturevalue("pal_postgres") if request.param == "postgres" else None
+    target = pg.fresh() if pg else str(folder / "tidy.duckdb")
+    data = fill(target)
+    srv = PalServe(target)
+    srv.data, srv.backend = data, request.param
+    yield srv
+    err = srv.stop()
+    if pg:
+        pg.drop(target)
+    assert srv.proc.returncode == 0, err
+
+
+@pytest.fixture
+def tidy_page(browser: Any, tidy: Any, tmp_path: Path) -> "Page":
+    return Page(browser, tidy, tmp_path)
