@@ -11,9 +11,10 @@
   year is guessed, the notes' words choose among them. A day or month without a year borrows the year of
   another expression in the same query that has one ("between August 11 and August 15 2023");
 * relative to ``now`` (the recall's ``now``, the time the question is asked) — or, when the query names one
-  day, to that day ("last weekend before April 10, 2023", "last Friday, on 23 January 2022"): today, yesterday, last night,
-  this / last week, weekend, month, year; last / this <month>, <season>; last <weekday>; "3 days ago",
-  "two weeks ago", "a month ago"; "the past 10 days", "the last two weeks". Weeks start on Monday.
+  day, to that day ("last weekend before April 10, 2023", "last Friday, on 23 January 2022"): today,
+  yesterday, last night, this / last week, weekend, month, year; last / this <month>, <season>; last
+  <weekday>; "3 days ago", "two weeks ago", "a month ago"; "the past 10 days", "the last two weeks". Weeks start
+  on Monday.
 
 What is not parsed, on purpose: the future ("tomorrow", "next week": a note cannot have occurred then, and
 what was said about it was said before, at a time the question does not name); times relative to an event

@@ -15,8 +15,8 @@ A recall runs them in this order, each over columns (one list or array per featu
 
 Each one leaves its trace in the breakdown: the formula's inputs and weights, ``formula`` ("score" or
 "rerank"), and per-note values under ``context`` (``neighbour``, ``thread``, ``information``, ``graph``,
-``near_duplicate``, ``date``, and in explain's hits ``decision_boost`` and ``fact_boost``). These functions are pure: the stages
-(``stages.py``) read the index, settings and tunables and hand them the numbers.
+``near_duplicate``, ``date``, and in explain's hits ``decision_boost`` and ``fact_boost``). These functions are
+pure: the stages (``stages.py``) read the index, settings and tunables and hand them the numbers.
 """
 from __future__ import annotations
 
@@ -126,40 +126,28 @@ def candidates(pool: PoolScores, keep: np.ndarray, fused: Fused) -> Candidates:
                  "speaker": zeros.copy(), **info})
 
 
-def time_prior(c: Candidates, times: NoteTimes, windows: np.ndarray, gamma: float) -> Candidates:
-    """The times the query names as a soft prior on the notes' times (ADR 0041). A note's times are intervals
-    ``[s_j, e_j]`` (``times``: its ``occurred_at`` as ``[t, t]``, and the spans its own text names); for a named
-    window ``[a_k, b_k)`` (``windows``, shape (k, 2), seconds) ``gap_jk = max(0, a_k − e_j, s_j − b_k)``, the
-    note's ``w = max_jk 2^(−gap_jk / (b_k − a_k))`` — 1 when one of its times meets a window, halved one window
-    length away, 0 for a note without a time — and ``relevance = s·(1 + γ·w) / max(s·(1 + γ·w))``
+def time_prior(c: Candidates, occurred: np.ndarray, windows: np.ndarray, gamma: float) -> Candidates:
+    """The times the query names as a soft prior on the notes' times (ADR 0041): for a note at ``t`` (seconds,
+    aligned with ``c.ids``; NaN for no time) and windows ``[a_k, b_k)`` (an array of shape (k, 2), seconds),
+    ``gap_k = max(0, a_k − t, t − b_k)`` and ``w = max_k 2^(−gap_k / (b_k − a_k))`` — 1 inside a window, halved
+    one window length away, 0 for a note without a time —, then
+    ``relevance = s·(1 + γ·w) / max(s·(1 + γ·w))``
     (``relevance`` is ``s / max s``, so scaling it is scaling ``s``). ``context["date"]`` records ``w``. No
     window, or ``γ`` 0: unchanged."""
     windows = np.asarray(windows, dtype=np.float64).reshape(-1, 2)
     if not gamma or not windows.shape[0] or not len(c.ids):
         return c
+    t = np.asarray(occurred, dtype=np.float64)[:, None]
     a, b = windows[:, 0][None, :], windows[:, 1][None, :]
-    s_, e_ = times.start[:, None], times.end[:, None]
-    gap = np.maximum(0.0, np.maximum(a - e_, s_ - b))
+    gap = np.maximum(0.0, np.maximum(a - t, t - b))
     with np.errstate(invalid="ignore"):
-        per_time = np.max(np.exp2(-gap / (b - a)), axis=1)
-    per_time = np.where(np.isfinite(per_time), per_time, 0.0)  # NaN: a note without a time meets no window
-    w = np.zeros(len(c.ids), dtype=np.float64)
-    np.maximum.at(w, times.note, per_time)
+        w = np.max(np.exp2(-gap / (b - a)), axis=1)
+    w = np.where(np.isfinite(w), w, 0.0)  # NaN: a note without a time meets no window
     s = np.asarray(c.relevance, dtype=np.float64) * (1.0 + gamma * w)
     top = float(s.max())
     return Candidates.model_construct(ids=c.ids, relevance=s / top if top > 0 else s * 0,
                                       text_match=c.text_match, vector_match=c.vector_match,
                                       context={**c.context, "date": w})
-
-
-@dataclass(frozen=True)
-class NoteTimes:
-    """The times of candidate notes as intervals, one row per time: ``note`` (the candidate's position),
-    ``start`` and ``end`` (seconds; NaN for a note without a time)."""
-
-    note: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
 
 
 def lookup(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -119,28 +119,8 @@ def fuse(ctx: Context, text: ranking.Leg, vector: ranking.Leg, fusion: str, filt
         named = query_time.spans(query, (now or ctx.now()).replace(tzinfo=None))
         if named:
             occurred = index.column("occurred")[cand.ids]
-            cand = ranking.time_prior(cand, note_times(index, cand.ids), named_windows(named, occurred),
-                                      c.time_prior)
+            cand = ranking.time_prior(cand, occurred, named_windows(named, occurred), c.time_prior)
     return cand
-
-
-def note_times(index, ids: np.ndarray) -> ranking.NoteTimes:
-    """Each candidate's times: its ``occurred_at``, and the spans its text names read as a query's are, relative
-    ones counted back from its ``occurred_at`` ("I watched it last night"), one without a year in its
-    ``occurred_at``'s year (ADR 0041)."""
-    note, start, end = [], [], []
-    rows = index.rows
-    for j, note_id in enumerate(ids.tolist()):
-        r = rows[note_id]
-        t = seconds(r.occurred_at)
-        note.append(j), start.append(t), end.append(t)
-        if r.occurred_at is None:
-            continue
-        at = r.occurred_at.replace(tzinfo=None)
-        for a, b in query_time.instances(query_time.spans(r.content, at), at.year, at.year):
-            note.append(j), start.append(seconds(a)), end.append(seconds(b))
-    return ranking.NoteTimes(np.asarray(note, dtype=np.int64), np.asarray(start, dtype=np.float64),
-                             np.asarray(end, dtype=np.float64))
 
 
 def named_windows(named: list[query_time.Span], occurred: np.ndarray) -> np.ndarray:

@@ -173,20 +173,20 @@ def test_time_prior_is_the_adr_formula():
         gamma = float(rng.uniform(0.1, 3))
         cand = Candidates.model_construct(ids=np.arange(n), relevance=rel, text_match=np.zeros(n),
                                           vector_match=np.zeros(n), context={"date": np.zeros(n)})
-        got = ranking.time_prior(cand, ranking.NoteTimes(np.arange(n), t, t), windows, gamma)
-        expected_w, expected_s = [], []
-        for i in range(n):  # the ADR's lines, note by note, window by window (a note's one time: [t, t])
+        got = ranking.time_prior(cand, t, windows, gamma)
+        expected_w = []
+        for i in range(n):  # the ADR's first line, note by note and window by window
             ws = []
             for a_k, b_k in windows:
-                env = {"max": max, "s_j": t[i], "e_j": t[i], "a_k": a_k, "b_k": b_k, "gamma": gamma}
+                env = {"max": max, "t": t[i], "a_k": a_k, "b_k": b_k, "gamma": gamma}
                 env["gap"] = eval(adr_formula()[0][1], {"__builtins__": {}}, env)  # noqa: S307 (our own ADR)
-                ws.append(2 ** (-env["gap"] / (b_k - a_k)))
+                ws.append(eval(adr_formula()[1][1].replace("max_k ", ""), {"__builtins__": {}}, env))  # noqa: S307
             w = 0.0 if math.isnan(t[i]) else max(ws)
             expected_w.append(w)
-            expected_s.append(rel[i] * (1 + gamma * w))
-        top = max(expected_s)
+        env = {"max": np.max, "s": rel, "w": np.array(expected_w), "gamma": gamma}
+        expected_rel = eval(adr_formula()[2][1], {"__builtins__": {}}, env)  # noqa: S307 (our own ADR)
         assert np.allclose(got.context["date"], expected_w, rtol=1e-12, atol=0)
-        assert np.allclose(got.relevance, np.array(expected_s) / top, rtol=1e-12, atol=0)
+        assert np.allclose(got.relevance, expected_rel, rtol=1e-12, atol=0)
         assert got.relevance.max() == pytest.approx(1.0, abs=1e-15)
 
 
@@ -195,10 +195,10 @@ def test_time_prior_inside_a_window_and_one_length_away():
     cand = Candidates.model_construct(ids=np.arange(4), relevance=np.array([1.0, 1.0, 1.0, 1.0]),
                                       text_match=np.zeros(4), vector_match=np.zeros(4), context={})
     t = np.array([5 * day, 20 * day, 30 * day, np.nan])  # inside [0, 10 d); 10 d after its end; 20 d; no time
-    got = ranking.time_prior(cand, ranking.NoteTimes(np.arange(4), t, t), np.array([[0.0, 10 * day]]), 1.0)
+    got = ranking.time_prior(cand, t, np.array([[0.0, 10 * day]]), 1.0)
     assert np.allclose(got.context["date"], [1.0, 0.5, 0.25, 0.0], atol=1e-15)
     assert np.allclose(got.relevance, [1.0, 0.75, 0.625, 0.5], atol=1e-15)
-    same = ranking.time_prior(cand, ranking.NoteTimes(np.arange(4), t, t), np.array([[0.0, 10 * day]]), 0.0)
+    same = ranking.time_prior(cand, t, np.array([[0.0, 10 * day]]), 0.0)
     assert same is cand  # γ 0: the prior is off
 
 
@@ -246,19 +246,17 @@ def test_the_prior_lifts_the_note_in_the_named_window_above_its_twin(q):
         off.close(), on.close()
 
 
-def test_a_time_the_note_itself_names_counts():
-    """A note written on 18 April that says "last month" is a note about March."""
+def test_only_the_notes_time_counts_not_the_times_its_text_names():
+    """ADR 0041 measured the times a note's text names ("last month" in a note of 18 April) and did not keep
+    them: the note's occurred_at alone is its time."""
     rt = _runtime(1.0)
     try:
-        late = rt.call("memory.remember", {"content": "Kx1: John went to a convention with colleagues last month",
+        note = rt.call("memory.remember", {"content": "John went to a convention with colleagues last month",
                                            "occurred_at": "2025-04-18T09:00:00Z", "scope": "work"}).note.id
-        early = rt.call("memory.remember", {"content": "Kx2: John went to a convention with colleagues",
-                                            "occurred_at": "2025-05-30T09:00:00Z", "scope": "work"}).note.id
         date = {h.note.id: h.breakdown.context["date"] for h in
                 _recall(rt, "What did John attend with his colleagues in March 2025?")}
-        assert date[late] == pytest.approx(1.0, abs=1e-12)
-        gap = (dt.datetime(2025, 5, 30, 9) - dt.datetime(2025, 4, 1)) / DAY  # after a window of 31 days
-        assert date[early] == pytest.approx(2 ** (-gap / 31), rel=1e-9)
+        gap = (dt.datetime(2025, 4, 18, 9) - dt.datetime(2025, 4, 1)) / DAY  # after a window of 31 days
+        assert date[note] == pytest.approx(2 ** (-gap / 31), rel=1e-9)
     finally:
         rt.close()
 
