@@ -26,6 +26,7 @@ BENCHES = [  # (results file, command)
     ("locomo_episodes.md", ["bench/locomo_episodes.py"]),
     ("locomo_sessions.md", ["bench/locomo_sessions.py"]),  # recall by episode at session level (issue 44, ADR 0036)
     ("locomo_dupes.md", ["bench/locomo_dupes.py"]),  # merging a text remembered again (issue 42 item 4, ADR 0039)
+    ("locomo_temporal.md", ["bench/locomo_temporal.py"]),  # time in the question (issue 44 item 3, ADR 0041)
     ("memory_perf.md", ["bench/memory_perf.py", "--sizes", "10000,100000"]),
     ("embedder_cost.md", ["bench/embedder_cost.py", "--embedders", "wordllama,e5"]),
     ("speed.md", ["bench/speed.py", "--sizes", "10000,100000"]),
@@ -51,7 +52,7 @@ ON_REQUEST = [("kg_scale", ["bench/kg_scale.py", "--facts", "1000000", "--edges"
 # a figure it quotes moves.
 # house.md compares two trees (`python bench/house_compare.py --base DIR`), so it too is run by hand.
 REPORTS = ["goals.md", "house.md", "locomo.md", "locomo_episodes.md", "locomo_sessions.md", "locomo_dupes.md",
-           "embedder_cost.md",
+           "locomo_temporal.md", "embedder_cost.md",
            "speed.md", "side_by_side.md", "ann_params.md",
            "memory_perf.md", "memory_rss.md", "memory_graph.md", "explain.md", "brain.md", "brain_ledger.md", "kg.md",
            "reliability.md", "startup.md", "mcp.md", "data_rights.md",

@@ -270,6 +270,7 @@ class FuseParams(Params):
     vector: Leg
     fusion: Fusion
     filters: RecallFilters = Field(default_factory=RecallFilters)
+    now: Optional[UtcDateTime] = None  # what relative times in the query count back from (default: the clock)
 
 
 class Candidates(BaseModel):

@@ -5,7 +5,8 @@ A recall runs them in this order, each over columns (one list or array per featu
 1. ``fuse_legs`` — the BM25 and vector legs fused (rrf | weighted | union | vector_only | keyword_only);
 2. ``context`` — neighbour smoothing and thread propagation (``context_arrays.context_scores``), then
    ``information_prior`` — each matched note's score × ``ln(e + I)``, ``I`` the information of its own words;
-   then ``relevance = score / max(score)``;
+   then ``relevance = score / max(score)``; then ``time_prior`` — when the query names a time, each note's
+   relevance × ``(1 + γ·w)``, ``w`` how near its time lies to the named one (ADR 0041), over its new maximum;
 3. ``graph_expansion`` (``expand_graph`` only) — notes walked to from the best candidates join them;
 4. ``score`` — the ADR 0008 formula (``tests/packs/memory/test_scoring.py`` executes the ADR's text against it);
 5. ``rerank`` — when any rerank weight is non-zero, ``Σ w·feature / Σ w`` replaces the score;
@@ -14,8 +15,8 @@ A recall runs them in this order, each over columns (one list or array per featu
 
 Each one leaves its trace in the breakdown: the formula's inputs and weights, ``formula`` ("score" or
 "rerank"), and per-note values under ``context`` (``neighbour``, ``thread``, ``information``, ``graph``,
-``near_duplicate``, and in explain's hits ``decision_boost`` and ``fact_boost``). These functions are pure: the stages
-(``stages.py``) read the index, settings and tunables and hand them the numbers.
+``near_duplicate``, ``date``, and in explain's hits ``decision_boost`` and ``fact_boost``). These functions are
+pure: the stages (``stages.py``) read the index, settings and tunables and hand them the numbers.
 """
 from __future__ import annotations
 
@@ -123,6 +124,30 @@ def candidates(pool: PoolScores, keep: np.ndarray, fused: Fused) -> Candidates:
         vector_match=lookup(fused.ids, fused.match["vector"], ids),
         context={"neighbour": pool.neighbour[keep], "thread": pool.thread[keep], "date": zeros,
                  "speaker": zeros.copy(), **info})
+
+
+def time_prior(c: Candidates, occurred: np.ndarray, windows: np.ndarray, gamma: float) -> Candidates:
+    """The times the query names as a soft prior on the notes' times (ADR 0041): for a note at ``t`` (seconds,
+    aligned with ``c.ids``; NaN for no time) and windows ``[a_k, b_k)`` (an array of shape (k, 2), seconds),
+    ``gap_k = max(0, a_k − t, t − b_k)`` and ``w = max_k 2^(−gap_k / (b_k − a_k))`` — 1 inside a window, halved
+    one window length away, 0 for a note without a time —, then
+    ``relevance = s·(1 + γ·w) / max(s·(1 + γ·w))``
+    (``relevance`` is ``s / max s``, so scaling it is scaling ``s``). ``context["date"]`` records ``w``. No
+    window, or ``γ`` 0: unchanged."""
+    windows = np.asarray(windows, dtype=np.float64).reshape(-1, 2)
+    if not gamma or not windows.shape[0] or not len(c.ids):
+        return c
+    t = np.asarray(occurred, dtype=np.float64)[:, None]
+    a, b = windows[:, 0][None, :], windows[:, 1][None, :]
+    gap = np.maximum(0.0, np.maximum(a - t, t - b))
+    with np.errstate(invalid="ignore"):
+        w = np.max(np.exp2(-gap / (b - a)), axis=1)
+    w = np.where(np.isfinite(w), w, 0.0)  # NaN: a note without a time meets no window
+    s = np.asarray(c.relevance, dtype=np.float64) * (1.0 + gamma * w)
+    top = float(s.max())
+    return Candidates.model_construct(ids=c.ids, relevance=s / top if top > 0 else s * 0,
+                                      text_match=c.text_match, vector_match=c.vector_match,
+                                      context={**c.context, "date": w})
 
 
 def lookup(keys: np.ndarray, values: np.ndarray, ids: np.ndarray) -> np.ndarray:

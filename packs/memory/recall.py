@@ -35,13 +35,13 @@ def rank(params: RecallParams, ctx: Context) -> tuple[Scored, str, str, dict[str
         fusion = params.fusion or s.fusion
         text, vector = stages.legs(ctx, params.query, qvec if fusion != "keyword_only" else [], model, k, filters)
         ctx.check_deadline("candidates")
-        cand = stages.fuse(ctx, text, vector, fusion, filters)
+        now: datetime = (params.now or ctx.now()).replace(tzinfo=None)
+        cand = stages.fuse(ctx, text, vector, fusion, filters, params.query, now)
         ctx.check_deadline("fuse")
         if params.expand_graph:  # graph step (ADR 0012): walked neighbours of the best candidates join them
             cand, _ = expand(ctx, ranking.as_lists(cand), qvec.tolist(), model, filters)
             ctx.check_deadline("expand")
         weights = stages.score_weights(ctx)
-        now: datetime = (params.now or ctx.now()).replace(tzinfo=None)
         scored = stages.score(ctx, cand, now, weights)
         ctx.check_deadline("score")
     return stages.demote_near_duplicates(ctx, scored), fusion, model, weights

@@ -56,6 +56,7 @@ class ContextSettings(BaseModel):
     thread_top: int = Field(ge=1)
     episode_gap_minutes: float = Field(ge=0)  # notes without a thread: the floor of a pause that ends an episode
     information_prior: bool = True  # score × ln(e + Σ idf of a note's own words): content-free turns give way
+    time_prior: float = Field(ge=0)  # γ: a query naming a time lifts notes near it, × (1 + γ·w) (ADR 0041); 0 = off
 
 
 class VectorIndexSettings(BaseModel):

@@ -8,12 +8,12 @@ orders the results is in ``ranking.py``. The query checks every query-taking ver
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor, wait
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import partial
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import ranking, recall_cache
+from palimpsest_memory.packs.memory import query_time, ranking, recall_cache
 from palimpsest_memory.packs.memory.index_writes import seconds
 from palimpsest_memory.packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams,
                                                    EmbedResult, FuseParams, FuseResult, Leg, RecallFilters,
@@ -98,8 +98,10 @@ def candidates(ctx: Context, query: str, vector: list[float], model: str, k: int
                                             vector=Leg.model_construct(ids=vec[0], scores=vec[1]))
 
 
-def fuse(ctx: Context, text: ranking.Leg, vector: ranking.Leg, fusion: str, filters: RecallFilters) -> Candidates:
-    """Fuse the legs, add the context signals, keep the pooled notes that pass the filters (ranking 1–2). The
+def fuse(ctx: Context, text: ranking.Leg, vector: ranking.Leg, fusion: str, filters: RecallFilters,
+         query: str = "", now: datetime | None = None) -> Candidates:
+    """Fuse the legs, add the context signals, keep the pooled notes that pass the filters, then the time prior
+    when ``query`` names a time (relative ones counted back from ``now``, default the clock) (ranking 1–2). The
     candidates' columns are numpy arrays (``ranking.as_lists`` for a verb's answer)."""
     s: MemorySettings = ctx.settings
     fused = ranking.fuse_legs(text, vector, fusion, rrf_k=s.rrf_k, weights=s.fusion_weights)
@@ -112,7 +114,25 @@ def fuse(ctx: Context, text: ranking.Leg, vector: ranking.Leg, fusion: str, filt
         pool = ranking.information_prior(pool, information(index, pool))
     # neighbours pulled in by the context stage must pass the same namespace and filters as the legs
     keep = recall_cache.allowed(index, ctx.namespace, filters).mask[index.slots(pool.ids)]
-    return ranking.candidates(pool, keep, fused)
+    cand = ranking.candidates(pool, keep, fused)
+    if c.time_prior and query:
+        named = query_time.spans(query, (now or ctx.now()).replace(tzinfo=None))
+        if named:
+            occurred = index.column("occurred")[cand.ids]
+            cand = ranking.time_prior(cand, occurred, named_windows(named, occurred), c.time_prior)
+    return cand
+
+
+def named_windows(named: list[query_time.Span], occurred: np.ndarray) -> np.ndarray:
+    """The query's spans as ``[start, end)`` seconds, shape (k, 2); a yearly span in every year of the
+    candidates' times, and the years either side (a note in late December is near a January)."""
+    finite = occurred[np.isfinite(occurred)]
+    if finite.size:
+        lo, hi = (datetime.fromtimestamp(float(x), timezone.utc).year for x in (finite.min(), finite.max()))
+    else:
+        lo = hi = query_time.REFERENCE_YEAR
+    return np.array([[seconds(a), seconds(b)] for a, b in query_time.instances(named, lo - 1, hi + 1)],
+                    dtype=np.float64).reshape(-1, 2)
 
 
 def information(index, pool: ranking.PoolScores) -> np.ndarray:
@@ -175,7 +195,7 @@ def recall_fuse(params: FuseParams, ctx: Context) -> FuseResult:
     """Fuse the legs (rrf | weighted | union | vector_only | keyword_only), then add the context signals."""
     return FuseResult.model_construct(candidates=ranking.as_lists(
         fuse(ctx, (params.text.ids, params.text.scores), (params.vector.ids, params.vector.scores), params.fusion,
-             params.filters)))
+             params.filters, params.query, params.now)))
 
 
 @pack.verb("recall_score", **SUB)
