@@ -223,9 +223,10 @@ def test_an_mcp_session_is_a_thread_by_default(tmp_path):
 
     async def session() -> None:
         async with Client(build_server(rt)) as client:  # a server per client session, as `pal mcp` over stdio
-            a = await call_ok(client, "memory_remember", {"content": "first note of a session"})
-            b = await call_ok(client, "memory_remember", {"content": "second note of a session"})
-            c = await call_ok(client, "memory_remember", {"content": "a named one", "thread": "standup"})
+            n = len(seen)  # each session says new things (a text said again is counted on its note: ADR 0039)
+            a = await call_ok(client, "memory_remember", {"content": f"first note of session {n}"})
+            b = await call_ok(client, "memory_remember", {"content": f"second note of session {n}"})
+            c = await call_ok(client, "memory_remember", {"content": f"a named one, {n}", "thread": "standup"})
             seen.append((a["note"]["thread"], b["note"]["thread"], c["note"]["thread"]))
             await call_err(client, "memory_remember", {"content": ""}, "invalid_params")  # still validated
 

@@ -77,9 +77,9 @@ def test_every_command_goes_to_the_server_and_no_local_file_is_made(server: Serv
     chat = tmp_path / "chat.jsonl"
     chat.write_text("".join(json.dumps(line) + "\n" for line in CHAT), encoding="utf-8")
     first = json.loads(ok(pal(tmp_path, *s, "--json", "import", "jsonl", str(chat))))
-    assert first == {"conversations": 1, "created": 2, "replayed": 0}
+    assert first == {"conversations": 1, "created": 2, "replayed": 0, "seen_again": 0}
     again = json.loads(ok(pal(tmp_path, *s, "--json", "import", "jsonl", str(chat))))
-    assert again == {"conversations": 1, "created": 0, "replayed": 2}
+    assert again == {"conversations": 1, "created": 0, "replayed": 2, "seen_again": 0}
     called = json.loads(ok(pal(tmp_path, *s, "call", "memory.count", "--params", "{}", "--json")))
     assert called == {"count": 3}
     piped = json.loads(ok(pal(tmp_path, *s, "--json", "call", "memory.count", "--params", "-", stdin='{"scope": "orion"}')))
@@ -138,7 +138,7 @@ def test_chat_exports_import_through_the_server_and_markdown_says_it_cannot(serv
     s = ("--server", server.url, "-n", "chats")
     export = REPO / "tests" / "fixtures" / "imports" / "chatgpt" / "conversations.json"
     first = json.loads(ok(pal(tmp_path, *s, "--json", "import", "chatgpt", str(export))))
-    assert first == {"conversations": 2, "created": 7, "replayed": 0, "skipped": 3}
+    assert first == {"conversations": 2, "created": 7, "replayed": 0, "seen_again": 0, "skipped": 3}
     again = json.loads(ok(pal(tmp_path, *s, "--json", "import", "chatgpt", str(export))))
     assert (again["created"], again["replayed"]) == (0, 7)
     refused = pal(tmp_path, *s, "--json", "import", "markdown", str(REPO / "tests" / "fixtures" / "imports" / "vault"))

@@ -116,11 +116,12 @@ def test_pal_import_and_export_markdown_as_a_process(tmp_path):  # type: ignore[
     (tmp_path / "db").mkdir()
     done = pal(tmp_path, "import", "chatgpt", str(FIXTURES / "chatgpt" / "conversations.json"))
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"conversations": 2, "created": 7, "replayed": 0, "skipped": 3}
+    assert json.loads(done.stdout) == {"conversations": 2, "created": 7, "replayed": 0, "seen_again": 0,
+                                       "skipped": 3}
     done = pal(tmp_path, "import", "claude", str(FIXTURES / "claude"), "--scope", "assistant-chats")
     assert json.loads(done.stdout)["created"] == 4, done.stderr
     done = pal(tmp_path, "import", "markdown", str(FIXTURES / "vault"))
-    assert json.loads(done.stdout) == {"conversations": 1, "created": 6, "replayed": 0, "links": 4,
+    assert json.loads(done.stdout) == {"conversations": 1, "created": 6, "replayed": 0, "seen_again": 0, "links": 4,
                                        "unresolved": 2, "skipped": 1}, done.stderr
     bad = tmp_path / "bad.json"
     data = json.loads((FIXTURES / "claude" / "conversations.json").read_text(encoding="utf-8"))

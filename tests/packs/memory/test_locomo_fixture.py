@@ -38,7 +38,7 @@ def test_the_fixture_imports_and_its_questions_find_their_evidence(make_pal_runt
     rt = make_pal_runtime(config=HASHING)
     counts = import_conversations(rt, convs, "locomo", None)
     assert len(counts.pop("note_ids")) == 14
-    assert counts == {"conversations": 2, "created": 14, "replayed": 0}
+    assert counts == {"conversations": 2, "created": 14, "replayed": 0, "seen_again": 0}
     hits = rt.call("memory.recall", {"query": "sugar snap peas", "scope": "mini-1", "limit": 3}).results
     top = hits[0].note
     assert (top.source_id, top.scope, top.thread, top.key) == ("D1:3", "mini-1", "session_1", "locomo:mini-1:D1:3")
@@ -59,4 +59,4 @@ def test_pal_import_locomo_end_to_end(tmp_path):
     res = subprocess.run([sys.executable, "-m", "palimpsest_memory.runtime.adapters.cli", "--db", str(db), "--json", "import", "locomo",
                           str(MINI)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout) == {"conversations": 2, "created": 14, "replayed": 0}, res.stdout
+    assert json.loads(res.stdout) == {"conversations": 2, "created": 14, "replayed": 0, "seen_again": 0}, res.stdout
