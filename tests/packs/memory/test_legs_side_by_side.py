@@ -61,7 +61,7 @@ def test_below_the_graph_threshold_the_caller_scans(make_pal_runtime, searches) 
     rt.call("memory.remember_many", {"notes": notes(20)})  # 20 rows: under min_rows 30, no graph
     answers(rt)
     assert searches == [threading.current_thread().name] * len(QUERIES)
-    rt.call("memory.remember_many", {"notes": notes(40)})
+    rt.call("memory.remember_many", {"notes": notes(60)[20:]})  # 40 new texts (a text said again would merge)
     answers(rt, scope="p0")  # a graph now, and the scope's 30 notes are at its threshold: the graph is walked
     assert searches[-1].startswith("palimpsest-vector-leg")
 
