@@ -123,8 +123,9 @@ class Graph:
         args: list[Any] = []
         sql = _graph(self.ctx, self.relations, self.now, args)
         rows = self.ctx.db.query(
-            f"SELECT node, count(*) FROM (SELECT src AS node FROM ({sql}) a WHERE a.src IN (SELECT unnest(?::VARCHAR[]))"
-            f" UNION ALL SELECT dst FROM ({sql}) b WHERE b.dst IN (SELECT unnest(?::VARCHAR[]))) d GROUP BY node",
+            f"SELECT node, count(*) FROM (SELECT src AS node FROM ({sql}) a WHERE a.src IN "
+            f"(SELECT unnest(?::VARCHAR[])) UNION ALL SELECT dst FROM ({sql}) b WHERE b.dst IN "
+            "(SELECT unnest(?::VARCHAR[]))) d GROUP BY node",
             args + [nodes] + args + [nodes])
         return {n: int(c) for n, c in rows}
 
@@ -222,7 +223,8 @@ def neighbourhood(params: NeighbourhoodParams, ctx: Context) -> NeighbourhoodRes
                       score=score.get(n, 0.0), degree=degree.get(n, 0), hidden=max(0, degree.get(n, 0) - touching[n]),
                       folded=n not in start and degree.get(n, 0) > hub) for n in shown]
     return NeighbourhoodResult(
-        start=start, nodes=nodes, edges=[ViewEdge(key=k, src=s, dst=t, relation=r, weight=w) for k, s, t, r, w in drawn],
+        start=start, nodes=nodes,
+        edges=[ViewEdge(key=k, src=s, dst=t, relation=r, weight=w) for k, s, t, r, w in drawn],
         relations=g.relation_counts(), limit=limit, hub_degree=hub, depth=depth, ranked_by=ranked_by,
         reached=len(reached), omitted_nodes=len(reached) - len(shown), omitted_edges=sum(n.hidden for n in nodes))
 

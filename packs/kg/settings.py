@@ -26,7 +26,7 @@ class KgSettings(BaseModel):
     graph_recall_max_nodes: int = Field(ge=1, description="Default node budget of kg.graph_recall.")
     graph_recall_max_nodes_cap: int = Field(ge=1, description="Hard cap on kg.graph_recall's max_nodes.")
     graph_recall_max_depth_cap: int = Field(ge=1, description="Hard cap on kg.graph_recall's max_depth.")
-    graph_view_nodes: int = Field(ge=1, description="Nodes kg.neighbourhood shows by default; 'show more' adds as many.")
+    graph_view_nodes: int = Field(ge=1, description="Nodes kg.neighbourhood shows by default; more adds as many.")
     graph_view_nodes_cap: int = Field(ge=1, description="Hard cap on kg.neighbourhood's limit.")
     graph_view_hub_degree: int = Field(ge=1, description="A node with more edges than this is a hub: shown folded.")
     graph_view_depth: int = Field(ge=0, description="Default hops kg.neighbourhood reaches from its start nodes.")

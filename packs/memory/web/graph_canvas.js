@@ -14,7 +14,9 @@ export class GraphCanvas {
     this.onNode = () => {};
     canvas.addEventListener("click", (ev) => { const p = this.nodeAt(ev); if (p) this.onNode(p, ev); });
     canvas.addEventListener("mousemove", (ev) => this.onMove(ev));
-    canvas.addEventListener("mouseleave", () => { this.hover = this.hoverEdge = null; this.tip.hidden = true; this.paint(); });
+    canvas.addEventListener("mouseleave", () => {
+      this.hover = this.hoverEdge = null; this.tip.hidden = true; this.paint();
+    });
     canvas.addEventListener("wheel", (ev) => {
       ev.preventDefault(); this.zoomed = true; this.view.k *= ev.deltaY < 0 ? 1.1 : 0.9; this.paint();
     }, { passive: false });
@@ -175,7 +177,10 @@ export class GraphCanvas {
     c.fillStyle = relationColour(e.relation); c.fillText(text, x - w / 2 + 4, y + 3);
   }
 
-  pointer(ev) { const r = this.canvas.getBoundingClientRect(); return { x: ev.clientX - r.left, y: ev.clientY - r.top }; }
+  pointer(ev) {
+    const r = this.canvas.getBoundingClientRect();
+    return { x: ev.clientX - r.left, y: ev.clientY - r.top };
+  }
 
   nodeAt(ev) {
     const m = this.pointer(ev);
@@ -207,8 +212,9 @@ export class GraphCanvas {
     this.tip.hidden = !p && !e;
     if (p) {
       this.tip.dataset.kind = "node"; delete this.tip.dataset.relation;
-      this.tip.textContent = `${p.id} · ${this.label(p.id)} · rank ${(p.score || 0).toFixed(2)} · ${p.degree} edges` +
-        (p.folded ? ` · hub: ${p.hidden} edges folded, click to open` : p.hidden ? ` · ${p.hidden} not drawn, click to open` : "");
+      const left = p.folded ? ` · hub: ${p.hidden} edges folded, click to open`
+        : p.hidden ? ` · ${p.hidden} not drawn, click to open` : "";
+      this.tip.textContent = `${p.id} · ${this.label(p.id)} · rank ${(p.score || 0).toFixed(2)} · ${p.degree} edges${left}`;
     } else if (e) {
       this.tip.dataset.kind = "edge"; this.tip.dataset.relation = e.relation;
       this.tip.textContent = `${e.relation} · ${this.label(e.src)} → ${this.label(e.dst)}`;
