@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from palimpsest_memory.packs.kg import (commands, edges, entities, entity_timeline, facts, forget, graph,  # noqa: F401
-                                        overview, portable, queries, views)
+                                        neighbourhood, overview, portable, queries, views)
 from palimpsest_memory.packs.kg.core import pack
 
 pack.add_hooks(commands)  # `pal kg history SUBJECT PREDICATE`

@@ -58,7 +58,13 @@ def pagerank_scores(ctx: Context, relations: list[str] | None, node_types: list[
     ctx.db.execute(f"WITH e AS MATERIALIZED ({edges}) SELECT node FROM (SELECT src AS node FROM e UNION "
                    "SELECT dst FROM e) ORDER BY node", args)
     nodes = [r[0] for r in ctx.db.fetchall()]
-    n = len(nodes)
+    return nodes, len(src), power_iteration(ctx, src, dst, w, len(nodes), iterations, damping)
+
+
+def power_iteration(ctx: Context, src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int, iterations: int,
+                    damping: float) -> np.ndarray:
+    """PageRank (summing to 1) of the graph on nodes 0..n-1 with weighted edges src[i] -> dst[i] (the module's
+    definition); shared by kg.centrality and the graph view's ranking of a neighbourhood (neighbourhood.py)."""
     import scipy.sparse as sp  # here, not at import: loading the pack stays cheap (`pal mcp` starts faster)
 
     adj = sp.csr_matrix((w.astype(np.float64), (src.astype(np.int64), dst.astype(np.int64))), shape=(n, n))
@@ -72,4 +78,4 @@ def pagerank_scores(ctx: Context, relations: list[str] | None, node_types: list[
         if i % 10 == 0:
             ctx.check_deadline("PageRank")
         r = damping * (pt @ r) + (damping * r[dangling].sum() + (1.0 - damping)) / n
-    return nodes, len(src), r
+    return r

@@ -150,7 +150,7 @@ def test_assets_ship_and_reference_no_network() -> None:
     # the packs' pages (the palimpsest_web_pages hook, ADR 0035) lie in each pack's web/ folder
     pages = {p.name for p in (ROOT / "packs").glob("*/web/*.js")}
     assert {"recall.js", "timeline.js", "graph.js", "brain.js", "note.js", "shared.js", "notes.js", "note_tidy.js",
-            "retrievals.js"} <= pages
+            "retrievals.js", "graph_canvas.js"} <= pages
     for p in [*STATIC.iterdir(), *(ROOT / "packs").glob("*/web/*")]:
         text = p.read_text(encoding="utf-8")
         assert not re.search(r"https?://(?!www\.w3\.org/)", text), f"{p.name} references the network"

@@ -23,9 +23,9 @@ from palimpsest_memory.runtime.testing import backends
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # served.py, the `pal serve` helper
+from served import BIG, LOCOMO  # noqa: E402
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-BIG = 500  # nodes in the big namespace's neighbourhood (the hub and its 499 neighbours)
 
 
 def _missing() -> str | None:
@@ -202,3 +202,38 @@ def tidy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 @pytest.fixture
 def tidy_page(browser: Any, tidy: Any, tmp_path: Path) -> "Page":
     return Page(browser, tidy, tmp_path)
+
+
+# -- the graph page on a real import (issue 42, item 3, point 4): a real `pal serve` on each backend -------------
+@pytest.fixture(scope="module", params=backends())
+def graph_served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A `pal serve` process over a generated conversation import (``conversation_graph.fill_graph``) and, when
+    the LoCoMo file is present, its first conversation in the namespace ``locomo``; ``.data`` holds the node ids."""
+    pytest.importorskip("uvicorn", reason="the 'http' extra is not installed")
+    from conversation_graph import fill_graph
+    from served import PalServe, open_store
+
+    folder = tmp_path_factory.mktemp(f"graph-{request.param}")
+    pg = request.getfixturevalue("pal_postgres") if request.param == "postgres" else None
+    target = pg.fresh() if pg else str(folder / "graph.duckdb")
+    with open_store(target) as rt:
+        data = fill_graph(rt)
+        if LOCOMO.is_file():
+            from palimpsest_memory.packs.memory.commands import import_conversations
+            from palimpsest_memory.packs.memory.importers import parse_locomo
+
+            conv = parse_locomo(LOCOMO)[0]
+            import_conversations(rt, [conv], "locomo", "locomo")
+            data["locomo_speaker"] = conv.speakers[0]
+    srv = PalServe(target)
+    srv.data, srv.backend = data, request.param
+    yield srv
+    err = srv.stop()
+    if pg:
+        pg.drop(target)
+    assert srv.proc.returncode == 0, err
+
+
+@pytest.fixture
+def graph_page(browser: Any, graph_served: Any, tmp_path: Path) -> "Page":
+    return Page(browser, graph_served, tmp_path)

@@ -22,6 +22,8 @@ SCOPES = ("orion", "vega")
 KINDS = ("decision", "problem", "preference", None)
 NOTES = 32  # more than one page of the notes list (25)
 T0 = datetime(2026, 3, 1, 9, 0)
+BIG = 500  # nodes in the big namespace's neighbourhood (the hub and its 499 neighbours; conftest.build_store)
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev5.json"  # outside the repo (its licence)
 
 
 def child_env() -> dict[str, str]:
