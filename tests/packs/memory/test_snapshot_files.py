@@ -106,17 +106,17 @@ def test_a_restore_maps_the_vectors_and_the_graph_copies_the_rest_and_answers_as
         assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == live
         assert mapped_files(folder) == {names["1000"], names["2"], names["1"]}
         assert vi._viewed is not None
-        views = [t for t, p in enumerate(index.bm25._post_rows) if isinstance(p, np.ndarray)]
-        assert views and len(views) == len(index.bm25._post_rows)  # every term's postings where the file lies
+        postings = index.bm25.postings
+        assert len(postings) and all(map(postings.viewed, range(len(postings))))  # every term's where the file lies
         new_id = rt.call("memory.remember", {"content": extra["content"], "thread": extra["thread"]}).note.id
         assert mapped_files(folder) == {names["1000"], names["2"], names["1"]}  # one newer vector: the graph's tail
         assert vi._viewed is not None and vi._tail is not None and not vi.graph_dirty
-        harbour = index.bm25._vocab[index.bm25.query_terms("harbour")[0]]
-        assert isinstance(index.bm25._post_rows[harbour], np.ndarray)  # a term appended to: still its file's view,
-        assert len(index.bm25._post_tail[harbour][0]) == 1  # the new posting in its tail
+        harbour = postings.vocab[index.bm25.query_terms("harbour")[0]]
+        assert postings.viewed(harbour)  # a term appended to: still its file's view,
+        assert len(postings.tail(harbour)[0]) == 1  # the new posting in its tail
         assert new_id in [i for i, _ in vi.search(vi.get(new_id), 5)]
         tailed = answers(rt, "keyword_only"), answers(rt, "vector_only")
-    del index, vi, rt  # the closed store (and the graph file its index views) goes with them
+    del index, postings, vi, rt  # the closed store (and the graph file its index views) goes with them
     gc.collect()
     # the close kept the saved graph (it covers all but one vector): the reopen views it again, with the same tail
     with open_test_runtime(config=GRAPH, path=db) as rt:
