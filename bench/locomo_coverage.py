@@ -16,7 +16,7 @@ agent's memory, none with a constant fitted to LoCoMo:
   to notes a leg matched;
 - ``mmr`` — maximal marginal relevance over the note vectors (λ = 0.5), diversity by content rather than session.
 
-``query_term_matrix`` reads a ``BM25Index``'s postings (read-only; ``bm25.py`` is not changed for the bench).
+``query_term_matrix`` reads a ``BM25Index``'s postings (read-only, through ``BM25Index.postings``).
 """
 from __future__ import annotations
 
@@ -34,17 +34,19 @@ def query_term_matrix(bm25: BM25Index, query: str, ids) -> tuple[list[str], np.n
     and ``covers[t, j]`` True when note ``ids[j]`` holds term ``t`` at weight ≥ 1 — its own words, as the
     information prior counts them (a thread neighbour's word is in the bag at the expansion weight, < 1)."""
     ids = np.asarray(ids, dtype=np.int64)
-    rows = np.fromiter((bm25._row_of.get(i, -1) for i in ids.tolist()), dtype=np.int64, count=ids.size)
+    rows = np.fromiter((-1 if (r := bm25.row_of(i)) is None else r for i in ids.tolist()), dtype=np.int64,
+                       count=ids.size)
     order = np.argsort(rows, kind="stable")
     srows = rows[order]
     terms, idf, mats = [], [], []
     for term in bm25.query_terms(query):
-        tid = bm25._vocab.get(term)
-        if tid is None or bm25._df[tid] <= 0:
+        tid = bm25.postings.vocab.get(term)
+        if tid is None or bm25.postings.df[tid] <= 0:
             continue
-        df = bm25._df[tid]
-        post = np.frombuffer(bm25._post_rows[tid], dtype=np.int32)
-        tf = np.frombuffer(bm25._post_tf[tid], dtype=np.float32)
+        df = bm25.postings.df[tid]
+        parts = bm25.postings.parts(tid)  # (one part unless restored from a snapshot and appended to since)
+        post = np.concatenate([r for r, _ in parts])
+        tf = np.concatenate([f for _, f in parts])
         own = post[tf >= 1.0]
         col = np.zeros(ids.size, dtype=bool)
         if own.size and srows.size:
@@ -52,7 +54,7 @@ def query_term_matrix(bm25: BM25Index, query: str, ids) -> tuple[list[str], np.n
             col[order[pos[srows[pos] == own]]] = True
         col &= rows >= 0
         terms.append(term)
-        idf.append(float(np.log1p((bm25._n_alive - df + 0.5) / (df + 0.5))))
+        idf.append(float(np.log1p((len(bm25) - df + 0.5) / (df + 0.5))))
         mats.append(col)
     covers = np.vstack(mats) if mats else np.zeros((0, ids.size), dtype=bool)
     return terms, np.asarray(idf, dtype=np.float64), covers

@@ -60,9 +60,9 @@ def measure(db: str, profile: bool) -> dict:
         out["rss_trimmed_kb"] = out["rss_kb"]
     indexes = list(rt.pack_state("memory").index.by_ns.values())
     out["notes"] = sum(len(index.rows) for index in indexes)
-    out["vector_bytes"] = sum(v._mat.nbytes + (v._int8._rows.nbytes + v._int8._scale.nbytes if v._int8 else 0)
+    out["vector_bytes"] = sum(v.rows.mat.nbytes + (v._int8._rows.nbytes + v._int8._scale.nbytes if v._int8 else 0)
                               for index in indexes for v in index.vectors.values())  # the rows and the scan's int8 copy
-    out["vector_used_bytes"] = sum(v._mat[: v._n_rows].nbytes for index in indexes for v in index.vectors.values())
+    out["vector_used_bytes"] = sum(v.rows.mat[: v.rows.n].nbytes for index in indexes for v in index.vectors.values())
     if profile:
         snap = tracemalloc.take_snapshot()
         top = snap.statistics("lineno")[:15]

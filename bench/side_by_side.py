@@ -70,7 +70,7 @@ def systems(rt: Any, texts: list[str]) -> tuple[dict[str, Callable[[str, bool], 
     state = rt.pack_state("memory")
     index, embedders = state.index.of("default"), state.embedders
     vi = index.vectors[next(iter(index.vectors))]
-    X = np.ascontiguousarray(vi._mat[: vi._n_rows][vi._alive[: vi._n_rows]], dtype=np.float32)
+    X = np.ascontiguousarray(vi.matrix_rows(vi.live_rows()[1]), dtype=np.float32)
     built: dict[str, float] = {}
     tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
     bm = bm25s.BM25()

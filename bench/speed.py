@@ -93,7 +93,7 @@ def build(corpus: str, size: int, path: Path) -> dict:
             rt.call("memory.remember_many", {"notes": chunk})
             rates.append(len(chunk) / (time.perf_counter() - t))
         for vi in rt.pack_state("memory").index.of("default").vectors.values():  # the last batch's graph insert, if running
-            vi.sync()
+            vi.graph.sync()
         total = time.perf_counter() - t_all
         out.update(ingest_overall=size / total, ingest_cpu=size / (time.process_time() - cpu_all),
                    ingest_median_batch=statistics.median(rates),
@@ -157,7 +157,7 @@ def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool 
     # the baselines, over the same texts and the same vectors, in this process
     notes, _ = notes_of(corpus, size)
     texts = [n["content"] for n in notes]
-    X = np.ascontiguousarray(vi._mat[: vi._n_rows][vi._alive[: vi._n_rows]], dtype=np.float32)
+    X = np.ascontiguousarray(vi.matrix_rows(vi.live_rows()[1]), dtype=np.float32)
     import bm25s
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)

@@ -5,8 +5,8 @@ Layout
 * Each document gets a *row* (append-only).  Per term, the postings are two
   ``array.array`` buffers (rows as int32, term frequencies as float32) that grow
   by amortised appends; a query views them with ``np.frombuffer`` (no copy).
-  After a restore a term's postings are views of the snapshot until it is next
-  appended to (bm25_rows.py).
+  After a restore a term's postings are views of the snapshot, what is appended
+  to them kept as their tail (bm25_postings.py).
 * Adding one document costs O(#distinct terms of that document); nothing is
   rebuilt.  Re-adding an existing id (an update) tombstones the old row and
   appends a new one.
@@ -22,11 +22,16 @@ distinct query terms, OR semantics. ``N``, ``df`` and ``avgdl`` are the index's,
 given one (``within``, bm25_scope.py).  A query is cut to its first
 ``max_query_terms`` distinct tokens (default 16) so a pasted paragraph cannot
 become a full scan; the cap is applied after stopword removal.
+
+Parts: the index holds its rows (note id, length, liveness, the term lists of rows added since a restore) and has
+its postings (``bm25_postings.Postings``), the term lists of the rows a restore brought back
+(``bm25_rows.RestoredRows``, derived from the postings when first needed) and its rows' scope groups
+(``bm25_scope.ScopeGroups``). Each part is its own object with its own methods; none reads another's attributes.
 """
 
 from __future__ import annotations
 
-from array import array
+import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain
@@ -34,8 +39,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .bm25_rows import RestoredRows
-from .bm25_scope import UNGROUPED, Collection, ScopeGroups
+from .bm25_postings import Postings
+from .bm25_rows import RestoredRows, snapshot_arrays, snapshot_parts
+from .bm25_scope import Collection, ScopeGroups
 from .idrows import IdRows
 from .text import tokenize, tokenize_query
 
@@ -70,9 +76,8 @@ _SAMPLE = 8  # search's lower bound on the k-th best score: from every 8th match
 _SAMPLED_TOP = 4 * _SAMPLE  # …once there are this many times k matches (a sample of at least 4 k)
 
 
-class BM25Index(RestoredRows, ScopeGroups):
-    """Okapi BM25 over integer ids; see the module docstring. Its snapshot, restore, the restored rows' term lists
-    and ``own_information`` are :class:`~.bm25_rows.RestoredRows`'s (bm25_rows.py)."""
+class BM25Index:
+    """Okapi BM25 over integer ids; see the module docstring."""
 
     def __init__(
         self,
@@ -88,36 +93,21 @@ class BM25Index(RestoredRows, ScopeGroups):
         self.b = float(b)
         self.max_query_terms = int(max_query_terms)
         self._tokenize = tokenizer
-        self._vocab: dict[str, int] = {}
-        # per term: its rows ascending and their term frequencies — an ``array`` it appends to, or after a restore
-        # a read-only numpy view of the snapshot (bm25_rows.restore), whose appended postings are its tail: at 1M
-        # notes copying each appended-to term's view (as an append did) held 214 MB more after 1,000 notes
-        self._post_rows: list[array | np.ndarray] = []
-        self._post_tf: list[array | np.ndarray] = []
-        self._post_tail: dict[int, tuple[array, array]] = {}  # a viewed term's appended (rows, tfs), newer rows
-        self._df: list[int] = []
+        self.postings = Postings()  # the vocabulary, each term's df and postings (bm25_postings.py)
         self._row_of = IdRows()  # note id -> row (idrows.py)
         self._ids = np.zeros(1024, dtype=np.int64)
         self._dl = np.zeros(1024, dtype=np.float32)
         self._alive = np.zeros(1024, dtype=bool)
         # each row's (term ids, weights): rows added one by one keep a pair of small arrays; rows restored from a
-        # snapshot are slices of three flat arrays (a pair of numpy views per row cost ~400 bytes a note)
+        # snapshot are the restored part's (bm25_rows.py), rows [0, restored.n)
         self._row_terms: list[tuple[np.ndarray, np.ndarray] | None] = []
-        self._flat_rows = 0  # rows [0, _flat_rows) live in the flat arrays below
-        self._flat_starts: np.ndarray | None = np.zeros(1, dtype=np.int64)  # None: not derived yet (restore)
-        self._flat_some: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # until then: the few rows looked up
-        self._flat_tids = np.zeros(0, dtype=np.int32)
-        self._flat_tfs = np.zeros(0, dtype=np.float32)
-        # the restored rows' own words only (the information prior's), until the full lists are derived
-        self._own_starts: np.ndarray | None = None
-        self._own_tids = np.zeros(0, dtype=np.int32)
-        self._flat_count: np.ndarray | None = None  # how many terms each restored row holds (snapshot "nterms")
+        self.restored = RestoredRows(self.postings)
+        self.groups = ScopeGroups(self._ids.shape[0])  # each row's scope group and each group's statistics
         self._n_rows = 0
         self._n_alive = 0
         self._total_len = 0.0
         self._n_dead = 0
         self._last: tuple[str, Collection | None, np.ndarray | None] | None = None
-        self._init_groups()  # each row's scope group and each group's statistics (bm25_scope.py)
 
     # ------------------------------------------------------------------ size
     def __len__(self) -> int:
@@ -130,6 +120,18 @@ class BM25Index(RestoredRows, ScopeGroups):
     def avgdl(self) -> float:
         return self._total_len / self._n_alive if self._n_alive else 0.0
 
+    def row_of(self, note_id: int) -> int | None:
+        """The row of a held note id, or None."""
+        return self._row_of.get(int(note_id))
+
+    def terms(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """A live row's (term ids, weights)."""
+        if row < self.restored.n:
+            return self.restored.terms(row)
+        got = self._row_terms[row - self.restored.n]
+        assert got is not None, "a dead row has no terms"
+        return got
+
     # ----------------------------------------------------------------- write
     def _grow(self, need: int) -> None:
         cap = self._ids.shape[0]
@@ -141,7 +143,7 @@ class BM25Index(RestoredRows, ScopeGroups):
             arr = np.zeros(new, dtype=old.dtype)
             arr[: self._n_rows] = old[: self._n_rows]
             setattr(self, name, arr)
-        self._grow_groups(new)
+        self.groups.grow(new, self._n_rows)
 
     def add(self, ids: Sequence[int] | np.ndarray, texts: Sequence[str]) -> None:
         """Index ``texts`` under ``ids`` (an existing id is replaced)."""
@@ -160,7 +162,7 @@ class BM25Index(RestoredRows, ScopeGroups):
             for note_id, bag in zip(ids, bags):
                 self.add_weighted([note_id], [bag])
             return
-        self._prefetch_flat(ids, bags)
+        self._prefetch(ids, bags)
         note_ids = [int(i) for i in ids]
         # the whole batch's terms and weights in one pass each (a follower applies every other process's notes:
         # a Python step per (note, term) was most of what it spent, issue 41); a weight of 0 or less is no term
@@ -171,7 +173,7 @@ class BM25Index(RestoredRows, ScopeGroups):
             kept = [[t for t, w in bag.items() if w > 0.0] for bag in bags]
             weights = [bag[t] for bag, ts in zip(bags, kept) for t in ts]
             terms, counts = list(chain.from_iterable(kept)), list(map(len, kept))
-        self._add_rows(note_ids, self._term_ids(terms), weights, counts)
+        self._add_rows(note_ids, self.postings.term_ids(terms), weights, counts)
 
     def add_flat(self, ids: np.ndarray, bags: "FlatBags") -> None:
         """Index bags given as flat arrays (``bags.FlatBags``: a batch's, made without a dict per note), as
@@ -180,29 +182,23 @@ class BM25Index(RestoredRows, ScopeGroups):
         row_of = self._row_of
         again = [j for j, i in enumerate(note_ids) if i in row_of]
         if again:  # rows replaced (a thread neighbour re-indexed): the restored ones' term lists are read first
-            self._prefetch_flat([note_ids[j] for j in again], [bags.bag(j) for j in again])
+            self._prefetch([note_ids[j] for j in again], [bags.bag(j) for j in again])
         # the batch's distinct terms mapped once, in the order of their first entry (new ones numbered in it)
         seen = np.unique(bags.codes, return_index=True)
         used = seen[0][np.argsort(seen[1], kind="stable")]
         lut = np.zeros(len(bags.terms), dtype=np.int64)
-        lut[used] = self._term_ids([bags.terms[c] for c in used.tolist()])
+        lut[used] = self.postings.term_ids([bags.terms[c] for c in used.tolist()])
         self._add_rows(note_ids, lut[bags.codes], bags.weights.tolist(), bags.counts.tolist())
 
-    def _term_ids(self, terms: list[str]) -> list[int]:
-        """Each term's id, a term new to the index numbered in the order it first comes."""
-        vocab = self._vocab
-        tids = list(map(vocab.get, terms))
-        if None in tids:
-            for j, tid in enumerate(tids):
-                if tid is None:
-                    tid = vocab.get(terms[j])  # a term new to the index, maybe twice in this batch
-                    if tid is None:
-                        tid = vocab[terms[j]] = len(vocab)
-                        self._post_rows.append(array("i"))
-                        self._post_tf.append(array("f"))
-                        self._df.append(0)
-                    tids[j] = tid
-        return tids
+    def _prefetch(self, ids: Iterable[int], bags: Sequence[Mapping[str, float]] | None = None) -> None:
+        """Have the restored part find the term lists of the restored rows these ids are about to replace or
+        remove, by the bags replacing them when given (``RestoredRows.prefetch``)."""
+        if not self.restored.lazy:
+            return
+        ids = list(ids)
+        rows = [self._row_of.get(int(i)) for i in ids]
+        bag_of = None if bags is None else {r: bag for r, bag in zip(rows, bags) if r is not None}
+        self.restored.prefetch([r for r in rows if r is not None], bag_of)
 
     def _add_rows(self, note_ids: list[int], tids: Sequence[int] | np.ndarray, weights: list[float],
                   counts: list[int]) -> None:
@@ -237,45 +233,22 @@ class BM25Index(RestoredRows, ScopeGroups):
             cut = np.flatnonzero(np.diff(tid_s)) + 1
             starts = np.concatenate(([0], cut)).tolist()
             ends = np.concatenate((cut, [tid_s.size])).tolist()
-            df, post_rows, post_tf = self._df, self._post_rows, self._post_tf
-            row_b, tf_b = row_s.tobytes(), tf_s.tobytes()
-            for tid, a, b in zip(tid_s[starts].tolist(), starts, ends):
-                rows_of, tfs_of = post_rows[tid], post_tf[tid]
-                if type(rows_of) is not array:  # a restored term's view of the snapshot: appended to its tail
-                    tail = self._post_tail.get(tid)
-                    if tail is None:
-                        tail = self._post_tail[tid] = (array("i"), array("f"))
-                    rows_of, tfs_of = tail
-                rows_of.frombytes(row_b[4 * a:4 * b])
-                tfs_of.frombytes(tf_b[4 * a:4 * b])
-                df[tid] += b - a
+            self.postings.append(tid_s[starts].tolist(), starts, ends, row_s.tobytes(), tf_s.tobytes())
         self._last = None
-
-    def _terms(self, row: int) -> tuple[np.ndarray, np.ndarray]:
-        if row < self._flat_rows:
-            if self._flat_starts is None:
-                got = self._flat_some.get(row)
-                if got is not None:
-                    return got
-                self._derive_flat()
-            a, b = self._flat_starts[row], self._flat_starts[row + 1]
-            return self._flat_tids[a:b], self._flat_tfs[a:b]
-        got = self._row_terms[row - self._flat_rows]
-        assert got is not None, "a dead row has no terms"
-        return got
 
     def _remove_one(self, note_id: int) -> bool:
         row = self._row_of.pop(note_id, None)
         if row is None:
             return False
-        tids, tfs = self._terms(row)
+        tids, tfs = self.terms(row)
+        df = self.postings.df
         for tid in tids.tolist():
-            self._df[tid] -= 1
-        self._ungroup(row)
+            df[tid] -= 1
+        self.groups.ungroup(row, float(self._dl[row]))
         self._alive[row] = False
-        self._flat_some.pop(row, None)  # a dead row's terms are never read again
-        if row >= self._flat_rows:
-            self._row_terms[row - self._flat_rows] = None
+        self.restored.forget(row)  # a dead row's terms are never read again
+        if row >= self.restored.n:
+            self._row_terms[row - self.restored.n] = None
         self._n_alive -= 1
         self._total_len -= float(self._dl[row])
         self._n_dead += 1
@@ -284,7 +257,7 @@ class BM25Index(RestoredRows, ScopeGroups):
     def remove(self, ids: Iterable[int]) -> int:
         """Remove ids (unknown ids are ignored); returns how many were removed."""
         ids = [int(i) for i in ids]
-        self._prefetch_flat(ids)
+        self._prefetch(ids)
         n = sum(self._remove_one(int(i)) for i in ids)
         if self._n_dead > 1024 and self._n_dead * 3 > self._n_rows:
             self._compact()
@@ -295,30 +268,32 @@ class BM25Index(RestoredRows, ScopeGroups):
         live = [r for r in range(self._n_rows) if self._alive[r]]
         ids = self._ids[live].copy()
         dl = self._dl[live].copy()
-        groups = self._group[live].copy()
-        terms = [self._terms(r) for r in live]
-        n_terms = len(self._vocab)
-        self._post_rows = [array("i") for _ in range(n_terms)]
-        self._post_tf = [array("f") for _ in range(n_terms)]
-        self._post_tail = {}
-        for new_row, (tids, tfs) in enumerate(terms):
-            for tid, tf in zip(tids.tolist(), tfs.tolist()):
-                self._post_rows[tid].append(new_row)
-                self._post_tf[tid].append(tf)
+        self.groups.compact(live)
+        terms = [self.terms(r) for r in live]
+        self.postings.rebuild(terms)
         n = len(live)
         self._n_rows = n
         self._ids[:n] = ids
         self._dl[:n] = dl
         self._alive[:n] = True
         self._alive[n:] = False
-        self._group[:n], self._group[n:] = groups, UNGROUPED  # the groups' counts and lengths are unchanged
         self._row_terms = terms
-        self._flat_rows, self._flat_starts = 0, np.zeros(1, dtype=np.int64)
-        self._own_starts, self._own_tids = None, np.zeros(0, dtype=np.int32)
-        self._flat_tids, self._flat_tfs = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-        self._flat_some, self._flat_count = {}, None
+        self.restored.clear()
         self._row_of = IdRows.of(ids, np.arange(ids.size))
         self._n_dead = 0
+
+    def set_groups(self, ids: Sequence[int] | np.ndarray, groups: Sequence[int] | np.ndarray) -> None:
+        """Put the current rows of ``ids`` in ``groups`` (unknown ids are ignored; bm25_scope.py)."""
+        rows = self._row_of.rows_of(np.asarray(ids, dtype=np.int64).reshape(-1))
+        groups = np.asarray(groups, dtype=np.int64).reshape(-1)
+        known = rows >= 0
+        if self.groups.set(rows[known], groups[known], self._dl):
+            self._last = None
+
+    def collection(self, group: int) -> Collection | None:
+        """The statistics of ``group``'s rows, for ``search(within=...)``; None when the group holds every row (the
+        index's own statistics are then the same)."""
+        return self.groups.collection(group, self._n_alive)
 
     # ------------------------------------------------------------------ read
     def query_terms(self, query: str) -> list[str]:
@@ -343,14 +318,15 @@ class BM25Index(RestoredRows, ScopeGroups):
         per_len, fixed = k1 * b / avgdl, k1 * (1.0 - b)
         rows_parts = []
         w_parts = []
+        postings = self.postings
         for term in self.query_terms(query):
-            tid = self._vocab.get(term)
+            tid = postings.vocab.get(term)
             if tid is None:
                 continue
-            df = self._df[tid]
+            df = postings.df[tid]
             if df <= 0:
                 continue
-            parts = self._term_postings(tid)
+            parts = postings.parts(tid)
             if within is not None and (df := within.df(tid, [rows for rows, _ in parts])) == 0:
                 continue  # a word no note of the collection says (its rows elsewhere are filtered out anyway)
             idf = np.log1p((N - df + 0.5) / (df + 0.5))
@@ -377,7 +353,7 @@ class BM25Index(RestoredRows, ScopeGroups):
 
         ``allowed``: ``None`` (all ids), a boolean array indexed by note id, or
         an array/sequence/set of allowed ids. ``within``: score with the statistics of this collection (a
-        scope's group, :meth:`~.bm25_scope.ScopeGroups.collection`) instead of the whole index's.
+        scope's group, :meth:`collection`) instead of the whole index's.
         """
         if k <= 0:
             return []
@@ -420,3 +396,80 @@ class BM25Index(RestoredRows, ScopeGroups):
             if r is not None:
                 out[j] = scores[r]
         return out
+
+    def own_information(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Per id, ``Σ idf(t)`` over the distinct terms its row holds at weight ≥ 1 — the note's own words: a
+        thread neighbour's word is in the bag at the expansion weight (< 1) unless both neighbours say it. How much
+        a note says, in the index's own statistics (recall's information prior, ADR 0008); 0 for unknown ids."""
+        rows = self._row_of.rows_of(np.asarray(ids, dtype=np.int64).reshape(-1))
+        out = np.zeros(rows.size, dtype=np.float64)
+        found = np.flatnonzero(rows >= 0)
+        if found.size == 0 or self._n_alive == 0:
+            return out
+        rows = rows[found]
+        tids, tfs, owner = [], [], []
+        flat = rows < self.restored.n
+        if flat.any():  # rows restored from a snapshot: one gather from the restored part's flat arrays
+            got, weights, size = self.restored.own_words(rows[flat])
+            tids.append(got)
+            tfs.append(weights if weights is not None else np.ones(got.size, dtype=np.float32))
+            owner.append(np.repeat(np.flatnonzero(flat), size))
+        for j in np.flatnonzero(~flat).tolist():  # rows added since (or restored, looked up): small arrays each
+            t, w = self.terms(int(rows[j]))
+            tids.append(t)
+            tfs.append(w)
+            owner.append(np.full(t.size, j, dtype=np.int64))
+        tid, own = np.concatenate(tids), np.concatenate(tfs) >= 1.0
+        tid, who = tid[own], np.concatenate(owner)[own]
+        # each row's terms in term order, whichever store they came from (restored, looked up, added): the float
+        # sum is then the same for the same note in a live, a restored and a rebuilt index (ties stay ties)
+        order = np.lexsort((tid, who))
+        tid, who = tid[order], who[order]
+        uniq, inv = np.unique(tid, return_inverse=True)  # each distinct term's df looked up once
+        df = np.fromiter(map(self.postings.df.__getitem__, uniq.tolist()), dtype=np.float64, count=uniq.size)
+        idf = np.log1p((self._n_alive - df + 0.5) / (df + 0.5))[inv]
+        out[found] = np.bincount(who, weights=idf, minlength=found.size)
+        return out
+
+    # ------------------------------------------------------------- snapshot
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """The live rows as flat arrays (what :meth:`restore` needs), postings grouped by term; dead rows are left
+        out and the live ones renumbered densely (in row order; ``bm25_rows.snapshot_arrays``)."""
+        n = self._n_rows
+        return snapshot_arrays(self.postings, self._alive[:n], self._ids[:n], self._dl[:n], self._total_len)
+
+    def restore(self, snap: dict[str, np.ndarray]) -> None:
+        """Replace this (empty) index's content with a :meth:`snapshot`'s."""
+        if self._n_rows:
+            raise ValueError("restore needs an empty index")
+        ids, dl, words, df, rows, tfs = snapshot_parts(snap)
+        n = ids.size
+        self._grow(n)
+        self._ids[:n], self._dl[:n], self._alive[:n] = ids, dl, True
+        self._row_terms = []
+        self.restored.restore(n, snap)  # their term lists derived from the postings when first needed
+        self.postings.restore(words, df, rows, tfs)
+        self._row_of = IdRows.of(ids, np.arange(n))
+        self._n_rows = self._n_alive = n
+        self._total_len = float(snap["total_len"][0])
+        self._n_dead = 0
+        self._last = None
+
+    def own_postings(self) -> None:
+        """Give every term still reading a snapshot's postings where they lie a copy of its own, so that no file
+        stays mapped for them (memory.forget deletes the files: their bytes must not outlive it, ADR 0018)."""
+        self.postings.own_copies()
+
+    def snapshot_ids(self) -> np.ndarray:
+        """The live ids (row order)."""
+        return self._ids[np.flatnonzero(self._alive[: self._n_rows])]
+
+    def digest(self) -> tuple:
+        """What the index holds, comparable across builds: each live note's id and length (rounded: a bag's
+        weights may sum in another order), and the document frequency of every term in use."""
+        live = np.flatnonzero(self._alive[: self._n_rows])
+        order = np.argsort(self._ids[live], kind="stable")
+        docs = tuple(zip(self._ids[live][order].tolist(), np.round(self._dl[live][order], 3).tolist()))
+        df = self.postings.df
+        df = tuple(sorted((w, df[t]) for w, t in self.postings.vocab.items() if df[t] > 0))
+        return docs, hashlib.sha1(repr(df).encode()).hexdigest()

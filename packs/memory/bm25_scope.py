@@ -8,15 +8,14 @@ each). With these, a scope's BM25 scores are the ones a store holding only that 
 
 Each BM25 row carries the *group* of its note (the memory index gives its namespace and scope as one int64,
 ``set_groups``), and each group's row count and summed length are kept as rows are added, replaced, regrouped and
-removed: a :class:`Collection` is then built in O(1), and a term's ``df`` in it is counted from the term's postings
-when a query first asks (the rows the scoring reads anyway). Nothing here is O(notes) per write.
+removed (:class:`ScopeGroups`, a part of the index that is told each change): a :class:`Collection` is then built
+in O(1), and a term's ``df`` in it is counted from the term's postings when a query first asks (the rows the scoring
+reads anyway). Nothing here is O(notes) per write.
 The information prior (``own_information``) keeps the namespace's statistics: it reads the ``df`` of every word
 of the ~200 pooled notes, and counting those over a scope cost ~17 ms a recall at 100k notes (a `/tmp` script,
 ADR 0008), where the namespace's ``df`` is a list look-up.
 """
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -42,21 +41,22 @@ class Collection:
 
 
 class ScopeGroups:
-    """The group of each BM25 row and each group's row count and length (a mixin of ``BM25Index``, whose ``_ids``,
-    ``_dl``, ``_row_of``, ``_n_rows`` and ``_n_alive`` it reads)."""
+    """The group of each BM25 row and each group's row count and summed length. The index owns its rows: it says
+    which rows move and hands over their lengths (``dl``, its per-row lengths) with each change."""
 
-    def _init_groups(self) -> None:
-        self._group = np.full(self._ids.shape[0], UNGROUPED, dtype=np.int64)
+    def __init__(self, cap: int) -> None:
+        self._group = np.full(cap, UNGROUPED, dtype=np.int64)
         self._group_n: dict[int, int] = {}
         self._group_len: dict[int, float] = {}
 
-    def _grow_groups(self, cap: int) -> None:
+    def grow(self, cap: int, n_rows: int) -> None:
+        """Room for ``cap`` rows, the first ``n_rows`` kept."""
         if cap > self._group.shape[0]:
             arr = np.full(cap, UNGROUPED, dtype=np.int64)
-            arr[: self._n_rows] = self._group[: self._n_rows]
+            arr[:n_rows] = self._group[:n_rows]
             self._group = arr
 
-    def _move(self, rows: np.ndarray, groups: np.ndarray, sign: int) -> None:
+    def _move(self, rows: np.ndarray, groups: np.ndarray, sign: int, dl: np.ndarray) -> None:
         """Add (``sign`` 1) or take away (-1) ``rows`` from the counts of ``groups`` (one per row)."""
         keep = groups != UNGROUPED
         rows, groups = rows[keep], groups[keep]
@@ -64,7 +64,7 @@ class ScopeGroups:
             return
         uniq, inv = np.unique(groups, return_inverse=True)
         counts = np.bincount(inv)
-        lengths = np.bincount(inv, weights=self._dl[rows].astype(np.float64))
+        lengths = np.bincount(inv, weights=dl[rows].astype(np.float64))
         for g, c, length in zip(uniq.tolist(), counts.tolist(), lengths.tolist()):
             self._count(g, sign * c, sign * length)
 
@@ -78,32 +78,36 @@ class ScopeGroups:
             self._group_n.pop(g, None)
             self._group_len.pop(g, None)
 
-    def set_groups(self, ids: Sequence[int] | np.ndarray, groups: Sequence[int] | np.ndarray) -> None:
-        """Put the current rows of ``ids`` in ``groups`` (unknown ids are ignored)."""
-        rows = self._row_of.rows_of(np.asarray(ids, dtype=np.int64).reshape(-1))
-        groups = np.asarray(groups, dtype=np.int64).reshape(-1)
-        known = rows >= 0
-        rows, groups = rows[known], groups[known]
+    def set(self, rows: np.ndarray, groups: np.ndarray, dl: np.ndarray) -> bool:
+        """Put live ``rows`` in ``groups`` (one each); ``dl``: the index's per-row lengths. Whether any moved."""
         old = self._group[rows]
         moved = old != groups
-        if moved.any():
-            rows, old, groups = rows[moved], old[moved], groups[moved]
-            self._move(rows, old, -1)
-            self._group[rows] = groups
-            self._move(rows, groups, 1)
-            self._last = None
+        if not moved.any():
+            return False
+        rows, old, groups = rows[moved], old[moved], groups[moved]
+        self._move(rows, old, -1, dl)
+        self._group[rows] = groups
+        self._move(rows, groups, 1, dl)
+        return True
 
-    def _ungroup(self, row: int) -> None:
-        """A row dies (replaced or removed): out of its group's counts."""
+    def ungroup(self, row: int, length: float) -> None:
+        """A row of ``length`` dies (replaced or removed): out of its group's counts."""
         g = int(self._group[row])
         if g != UNGROUPED:  # one row: the counts directly, not _move's arrays (a bulk forget removes row by row)
-            self._count(g, -1, -float(self._dl[row]))
+            self._count(g, -1, -length)
             self._group[row] = UNGROUPED
 
-    def collection(self, group: int) -> Collection | None:
-        """The statistics of ``group``'s rows, for ``search(within=...)``; None when the group holds every row (the
-        index's own statistics are then the same)."""
+    def compact(self, live: list[int]) -> None:
+        """The rows were renumbered: row ``j`` is the old row ``live[j]`` (the groups' counts and lengths are
+        unchanged)."""
+        n = len(live)
+        groups = self._group[live].copy()
+        self._group[:n], self._group[n:] = groups, UNGROUPED
+
+    def collection(self, group: int, n_alive: int) -> Collection | None:
+        """The statistics of ``group``'s rows, for ``BM25Index.search(within=...)``; None when the group holds every
+        row (``n_alive``: the index's own statistics are then the same)."""
         n = self._group_n.get(int(group), 0)
-        if n == self._n_alive:
+        if n == n_alive:
             return None
         return Collection(self._group, int(group), n, self._group_len.get(int(group), 0.0))

@@ -1,9 +1,10 @@
-"""The HNSW graph half of ``vectors.VectorIndex``: when it is built, how rows reach it, and how a saved one is taken.
+"""The HNSW graph of a ``vectors.VectorIndex``: when it is built, how rows reach it, and how a saved one is taken.
 
 Once the index holds ``Ann.min_rows`` rows it also keeps an HNSW graph (usearch, int8-quantised vectors, inner
 product, keyed by note id; ADR 0020). New rows are inserted in the background (``_INSERTS``), a read waits for every
-queued insert, and the graph is saved with the store (``snapshot.py``) and restored on open. ``GraphRows`` is a mixin
-of ``VectorIndex`` (as ``bm25_rows.RestoredRows`` is of ``BM25Index``): it reads the index's rows, ids and matrix.
+queued insert, and the graph is saved with the store (``snapshot.py``) and restored on open. A ``VectorIndex`` has a
+``VectorGraph``: the index writes its rows (``Rows``: the matrix, each row's id and liveness, the id map) and tells the
+graph what it added or removed; the graph reads those rows and keeps its own state, which nothing else touches.
 
 A restored graph is searched where its snapshot file lies until it first changes. The vectors added after it was
 saved — at the open, or by appends since — are its **tail** while they are few (``keeps``: at most ``TAIL_MAX`` and a
@@ -14,14 +15,17 @@ resident than the file's pages; ADR 0030). A removal, or a tail past that, copie
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 
 import numpy as np
 from usearch.index import Index as HNSW
 
-__all__ = ["Ann", "GraphRows"]
+from .idrows import IdRows
+
+__all__ = ["Ann", "Rows", "VectorGraph"]
 
 # Graph inserts run here, one batch at a time, while the caller goes on (usearch releases the GIL): an ingest's
 # Python work (tokenising, SQL, the next batch's embedding) overlaps the graph inserts of the batches before it. Every
@@ -70,28 +74,86 @@ class Ann:
         return max(self.expansion_search, grown)
 
 
-class GraphRows:
-    """The graph over a ``VectorIndex``'s live rows (see the module docstring). It reads the index's rows
-    (``_mat``, ``_ids``, ``_alive``, ``_n_rows``, ``_row_of``, ``dim``, ``ann``) and keeps the graph state the index
-    initialises: ``_g`` (the graph or None), ``_viewed`` (the mapped snapshot bytes a restored graph still reads,
-    or None), ``_tail`` (the rows ``[start, stop)`` a viewed graph does not hold, or None), ``_pending`` (queued
-    inserts), ``graph_dirty``, ``saved_rows``, ``appended_only``."""
+class Rows:
+    """The rows of a ``VectorIndex``: its matrix (half precision), each row's note id and liveness, the rows in use
+    (``n``) and the id → row map. The index writes them (and replaces the arrays as it grows or compacts); its graph
+    reads them, never writes."""
+
+    __slots__ = ("mat", "ids", "alive", "n", "row_of")
+
+    def __init__(self, mat: np.ndarray) -> None:
+        cap = mat.shape[0]
+        self.mat = mat
+        self.ids = np.zeros(cap, dtype=np.int64)
+        self.alive = np.zeros(cap, dtype=bool)
+        self.n = 0
+        self.row_of = IdRows()  # note id -> row (idrows.py)
+
+    def live(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """The live rows in ``[start, stop)`` (``stop``: the rows in use)."""
+        stop = self.n if stop is None else stop
+        return start + np.flatnonzero(self.alive[start:stop])
+
+    def count_upto(self, max_id: int) -> int:
+        """How many live rows hold ids up to ``max_id``."""
+        return int(np.count_nonzero(self.ids[: self.n][self.alive[: self.n]] <= max_id))
+
+
+class VectorGraph:
+    """The graph over a ``VectorIndex``'s live rows (see the module docstring), given the index's ``Rows`` to read,
+    their dimension and the ``Ann`` settings. Its state: the graph or None, the mapped snapshot bytes a restored
+    graph still reads (``viewed``), the rows ``[start, stop)`` a graph does not hold yet (``tail``), the queued
+    inserts, a deferred build; and what the snapshots ask: ``dirty``, ``saved_rows``, ``appended_only``, ``owed``."""
+
+    def __init__(self, rows: Rows, dim: int, ann: Ann) -> None:
+        self._rows = rows
+        self._dim = dim
+        self.ann = ann
+        self._g: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
+        self._viewed: memoryview | None = None  # the snapshot file's mapped bytes while the graph searches them
+        self._tail: tuple[int, int] | None = None  # rows [start, stop) the graph lacks (a viewed one's, or deferred)
+        self._pending: deque[Future] = deque()  # the graph inserts queued or running in the background, oldest first
+        self.owed = False  # a graph is due but was deferred (catch_up)
+        self._building: tuple[HNSW, int] | None = None  # a deferred graph being built, and the rows it has been given
+        self.dirty = False  # changed since it was restored or saved: worth a new snapshot
+        # the stored graph holds the first saved_rows vectors, and vectors were only added since (snapshot.py)
+        self.saved_rows, self.appended_only = 0, False
 
     @property
-    def _graph(self) -> HNSW | None:
+    def hnsw(self) -> HNSW | None:
         """The graph, once the insert in flight (if any) has finished."""
         self.sync()
         return self._g
 
-    def _writable_graph(self) -> HNSW | None:
+    @property
+    def current(self) -> HNSW | None:
+        """The graph as it is (inserts may still be queued for it)."""
+        return self._g
+
+    @property
+    def viewed(self) -> bool:
+        """Whether the graph is searched where its snapshot file lies (``restore(view=True)``)."""
+        return self._viewed is not None
+
+    @property
+    def tail(self) -> tuple[int, int] | None:
+        """The rows ``[start, stop)`` the graph does not hold yet (scored exactly by every search), or None."""
+        return self._tail
+
+    @property
+    def pending(self) -> int:
+        """How many inserts are queued or running."""
+        return len(self._pending)
+
+    def writable(self) -> HNSW | None:
         """The graph, ready to change (without waiting for queued inserts, which change it too): a graph still
-        viewed where its snapshot file lies (``restore_graph(view=True)``, never with inserts queued) is first read
+        viewed where its snapshot file lies (``restore(view=True)``, never with inserts queued) is first read
         into memory of its own, and the file's mapping let go."""
         graph, viewed = self._g, self._viewed
         if graph is not None and viewed is None and self._tail is not None:  # rows deferred (defer_rows): in first
             start, stop = self._tail
-            self._tail, self.graph_dirty = None, True
-            self._pending.append(_INSERTS.submit(self._insert, start + np.flatnonzero(self._alive[start:stop]), graph))
+            self._tail, self.dirty = None, True
+            self._pending.append(_INSERTS.submit(self._insert, self._rows.live(start, stop), graph))
             self.sync()  # the caller changes the graph next, on this thread
         if graph is None or viewed is None:
             return graph
@@ -104,14 +166,14 @@ class GraphRows:
             viewed.release()
         if self._tail is not None:  # the rows the graph did not hold
             start, stop = self._tail
-            self._insert(start + np.flatnonzero(self._alive[start:stop]), own)
-            self._tail, self.graph_dirty = None, True
+            self._insert(self._rows.live(start, stop), own)
+            self._tail, self.dirty = None, True
         return own
 
     def _insert(self, rows: np.ndarray, graph: HNSW) -> None:
         for start in range(0, rows.size, 65536):  # chunks: no second copy of the whole matrix
             part = rows[start:start + 65536]
-            graph.add(self._ids[part], self._mat[part], threads=0)
+            graph.add(self._rows.ids[part], self._rows.mat[part], threads=0)
 
     def tail_rows(self, ok: np.ndarray) -> np.ndarray | None:
         """The rows allowed by ``ok`` that a viewed graph does not hold (a search scores them exactly), or None."""
@@ -126,7 +188,7 @@ class GraphRows:
         if self._viewed is None:
             return False
         first = start if self._tail is None else self._tail[0]
-        if not keeps(len(self._g), len(self._g) + int(np.count_nonzero(self._alive[first:stop]))):
+        if not keeps(len(self._g), len(self._g) + int(np.count_nonzero(self._rows.alive[first:stop]))):
             return False
         self._tail = (first, stop)
         return True
@@ -134,9 +196,9 @@ class GraphRows:
     def _tail_after(self, upto: int, held: int) -> tuple[int, int] | None:
         """The rows of ids above ``upto`` (those a graph saved up to it lacks) as a tail, when they are few and the
         last rows (a load's rows are in id order); None otherwise."""
-        n = self._n_rows
-        ids = self._ids[:n]
-        if not keeps(held, len(self._row_of)) or not bool(np.all(ids[1:] > ids[:-1])):
+        n = self._rows.n
+        ids = self._rows.ids[:n]
+        if not keeps(held, len(self._rows.row_of)) or not bool(np.all(ids[1:] > ids[:-1])):
             return None
         return int(np.searchsorted(ids, upto, side="right")), n
 
@@ -146,46 +208,54 @@ class GraphRows:
         while len(self._pending) > leave:
             self._pending.popleft().result()
 
-    def _graph_add(self, id_arr: np.ndarray, m: np.ndarray, build: bool, defer: bool = False) -> None:
-        """Queue the rows just added for the graph (waiting while ``_IN_FLIGHT`` inserts are queued), or build the
-        graph once the index is large enough (``build``); ``defer``: leave that work for :meth:`catch_up_graph`."""
-        if defer and self._defer(self._n_rows - id_arr.size, self._n_rows, build):
+    def add(self, id_arr: np.ndarray, m: np.ndarray, build: bool, defer: bool = False) -> None:
+        """The rows just added (the last ``id_arr.size``, vectors ``m``): queued for the graph (waiting while
+        ``_IN_FLIGHT`` inserts are queued), or the graph built once the index is large enough (``build``); ``defer``:
+        leave that work for :meth:`catch_up`."""
+        n = self._rows.n
+        if defer and self._defer(n - id_arr.size, n, build):
             return
         self.sync(leave=_IN_FLIGHT - 1)  # bounded: an ingest that outruns its graph waits here
-        if self._tail_takes(self._n_rows - id_arr.size, self._n_rows):
+        if self._tail_takes(n - id_arr.size, n):
             return
-        graph = self._writable_graph()
+        graph = self.writable()
         if graph is not None:
             # a duplicated id inside the batch: the graph takes its last vector, as the matrix does
             last = {int(i): j for j, i in enumerate(id_arr.tolist())}
             keep = np.fromiter(last.values(), dtype=np.int64, count=len(last))
             self._pending.append(_INSERTS.submit(graph.add, id_arr[keep], m[keep], threads=self.ann.insert_threads))
-            self.graph_dirty = True
+            self.dirty = True
         elif build:
-            self.build_graph()
+            self.build()
+
+    def remove(self, note_id: int) -> None:
+        """A row's note went: out of the graph (once the queued inserts are in), and a build in progress restarts."""
+        if self.hnsw is not None:
+            self.writable().remove(note_id)
+            self.dirty = True
+        self.drop_build()
 
     def _new_graph(self) -> HNSW:
         a = self.ann
-        return HNSW(ndim=self.dim, metric="ip", dtype="i8", connectivity=a.connectivity,
+        return HNSW(ndim=self._dim, metric="ip", dtype="i8", connectivity=a.connectivity,
                     expansion_add=a.expansion_add, expansion_search=a.expansion_search)
 
-    def build_graph(self) -> None:
+    def build(self) -> None:
         """Build the graph over every live row once the index holds ``min_rows`` of them."""
-        if self._graph is not None or not self.ann.min_rows or len(self._row_of) < self.ann.min_rows:
+        if self.hnsw is not None or not self.ann.min_rows or len(self._rows.row_of) < self.ann.min_rows:
             return
         graph = self._new_graph()
-        self._insert(np.flatnonzero(self._alive[: self._n_rows]), graph)
-        self._g, self.graph_dirty = graph, True
-        self._building, self.graph_owed = None, False
+        self._insert(self._rows.live(), graph)
+        self._g, self.dirty = graph, True
+        self._building, self.owed = None, False
 
     # -- deferred graph work (a follower's: ADR 0031, "Followers that keep up") ------------------------------------
     def _defer(self, start: int, stop: int, build: bool) -> bool:
         """Leave the graph work of rows ``[start, stop)`` for later: they join the graph's tail (scored exactly by
-        every search until :meth:`catch_up_graph` inserts them), or, with no graph yet, the graph is owed once
-        the index is large enough. False (do it now) for a viewed graph with inserts queued (never the case)."""
+        every search until :meth:`catch_up` inserts them), or, with no graph yet, the graph is owed once the index
+        is large enough. False (do it now) for a viewed graph with inserts queued (never the case)."""
         if self._g is None:
-            self.graph_owed = self.graph_owed or bool(build and self.ann.min_rows
-                                                      and len(self._row_of) >= self.ann.min_rows)
+            self.owed = self.owed or bool(build and self.ann.min_rows and len(self._rows.row_of) >= self.ann.min_rows)
             return True
         if self._pending and self._viewed is not None:
             return False
@@ -195,10 +265,10 @@ class GraphRows:
     def deferred_rows(self) -> int:
         """How many rows wait for graph work: the tail's, or every row while a graph is owed."""
         if self._g is None:
-            return self._n_rows if self.graph_owed else 0
+            return self._rows.n if self.owed else 0
         return 0 if self._tail is None else self._tail[1] - self._tail[0]
 
-    def catch_up_graph(self, rows: int = CATCH_UP_ROWS) -> bool:
+    def catch_up(self, rows: int = CATCH_UP_ROWS) -> bool:
         """Do up to ``rows`` rows of the deferred graph work in the background: the next rows of a graph being built
         (swapped in once it holds every row: until then searches scan), or of the tail of the graph searched (a
         search waits for that insert, so a chunk is small). Returns whether work remains; a call while the last
@@ -207,31 +277,31 @@ class GraphRows:
             return True
         self.sync()
         if self._g is None:
-            if not self.graph_owed:
+            if not self.owed:
                 return False
             if self._building is None:
                 self._building = (self._new_graph(), 0)
             graph, upto = self._building
-            if upto >= self._n_rows:  # it holds every row: searched from now on
+            if upto >= self._rows.n:  # it holds every row: searched from now on
                 graph.expansion_search = self.ann.expansion_search
-                self._g, self._building, self.graph_owed, self.graph_dirty = graph, None, False, True
+                self._g, self._building, self.owed, self.dirty = graph, None, False, True
                 return False
-            stop = min(self._n_rows, upto + rows)
-            self._pending.append(_INSERTS.submit(self._insert, upto + np.flatnonzero(self._alive[upto:stop]), graph))
+            stop = min(self._rows.n, upto + rows)
+            self._pending.append(_INSERTS.submit(self._insert, self._rows.live(upto, stop), graph))
             self._building = (graph, stop)
             return True
         if self._tail is None:
             return False
         if self._viewed is not None:  # a viewed graph is read-only: copied (its tail inserted) first
-            self._writable_graph()
+            self.writable()
             return False
         start, stop = self._tail
         cut = min(stop, start + rows)
-        self._pending.append(_INSERTS.submit(self._insert, start + np.flatnonzero(self._alive[start:cut]), self._g))
-        self._tail, self.graph_dirty = (None if cut == stop else (cut, stop)), True
+        self._pending.append(_INSERTS.submit(self._insert, self._rows.live(start, cut), self._g))
+        self._tail, self.dirty = (None if cut == stop else (cut, stop)), True
         return self._tail is not None
 
-    def _drop_build(self) -> None:
+    def drop_build(self) -> None:
         """Rows moved or went (a compaction, a removal): a graph being built is started again later."""
         if self._building is not None:
             self.sync()
@@ -239,57 +309,51 @@ class GraphRows:
 
     def expansion(self, ask: int | None = None) -> int:
         """The graph's search list for this index's size (``Ann.search_list``)."""
-        return self.ann.search_list(len(self._row_of), ask)
+        return self.ann.search_list(len(self._rows.row_of), ask)
 
-    @property
-    def has_graph(self) -> bool:
-        return self._g is not None
-
-    def searches_graph(self, allowed_rows: int) -> bool:
+    def searches(self, allowed_rows: int) -> bool:
         """Whether a search over ``allowed_rows`` of the rows asks the graph: milliseconds of walking it (at 100k+
         rows), where a scan below ``min_rows`` takes a fraction of one."""
         return self._g is not None and allowed_rows >= self.ann.min_rows
 
-    def graph_bytes(self) -> bytes | None:
+    def saved(self) -> bytes | None:
         """The graph serialised (``snapshot.py`` stores it), or None below the threshold; a tail is inserted first."""
         if self._tail is not None:
-            self._writable_graph()
-        return None if self._graph is None else bytes(self._graph.save())
+            self.writable()
+        return None if self.hnsw is None else bytes(self.hnsw.save())
 
-    def count_upto(self, max_id: int) -> int:
-        """How many vectors this index holds with ids up to ``max_id``."""
-        return int(np.count_nonzero(self._ids[: self._n_rows][self._alive[: self._n_rows]] <= max_id))
-
-    def restore_graph(self, data: bytes | memoryview, upto: int | None = None, view: bool = False) -> bool:
+    def restore(self, data: bytes | memoryview, upto: int | None = None, view: bool = False) -> bool:
         """Take a saved graph instead of building one; False (and nothing changed) when it does not hold exactly
-        this index's ids (with ``upto``: those up to that id, and the newer rows are then inserted into it, or kept
+        the index's ids (with ``upto``: those up to that id, and the newer rows are then inserted into it, or kept
         as its tail).
 
-        ``view``: search the graph where ``data`` lies (a read-only mapping of its snapshot file, which this index
+        ``view``: search the graph where ``data`` lies (a read-only mapping of its snapshot file, which this graph
         then keeps open) instead of copying it, when it holds every row or the rest are few enough for a tail —
-        until the graph first changes (``_writable_graph``). At 1M notes that spares a reopen ~0.3-0.5 s and ~110k
+        until the graph first changes (:meth:`writable`). At 1M notes that spares a reopen ~0.3-0.5 s and ~110k
         page faults of a 400 MB copy (ADR 0025)."""
-        held = len(self._row_of) if upto is None else self.count_upto(upto)
-        tail = self._tail_after(upto, held) if view and upto is not None and held < len(self._row_of) else None
-        view = view and (held == len(self._row_of) or tail is not None)
+        r = self._rows
+        total = len(r.row_of)
+        held = total if upto is None else r.count_upto(upto)
+        tail = self._tail_after(upto, held) if view and upto is not None and held < total else None
+        view = view and (held == total or tail is not None)
         try:
             graph = self._new_graph()
             (graph.view if view else graph.load)(data)
         except (RuntimeError, ValueError):  # unreadable: the caller builds from the vectors instead
             return False
-        if len(graph) != held or graph.ndim != self.dim:
+        if len(graph) != held or graph.ndim != self._dim:
             return False
         if upto is not None and held:
-            last = self._ids[: self._n_rows][self._alive[: self._n_rows]]
+            last = r.ids[: r.n][r.alive[: r.n]]
             probe = np.array([last[last <= upto].max()], dtype=np.int64)
             if not graph.contains(probe).all():  # another graph of as many rows
                 return False
         graph.expansion_search = self.ann.expansion_search
         self.sync()
-        self._g, self.graph_dirty = graph, False
+        self._g, self.dirty = graph, False
         self._viewed, self._tail = (data, tail) if view else (None, None)
         self.saved_rows, self.appended_only = held, True
-        if held < len(self._row_of) and not view:  # the rows added after it was saved
-            self._insert(np.flatnonzero(self._alive[: self._n_rows] & (self._ids[: self._n_rows] > upto)), graph)
-            self.graph_dirty = True
+        if held < total and not view:  # the rows added after it was saved
+            self._insert(np.flatnonzero(r.alive[: r.n] & (r.ids[: r.n] > upto)), graph)
+            self.dirty = True
         return True

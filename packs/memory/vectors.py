@@ -21,26 +21,25 @@ rows, likewise exact.  Filters narrow enough that the graph would have to be
 asked for too many rows, or that leave a quarter of the rows or fewer, are
 scored exactly on their float16 rows; ``min_rows = 0`` makes every search exact.
 The graph is saved with the store (``snapshot.py``) and restored on open, so a
-reopen does not rebuild it; its building, background inserts and restore are
-``vector_graph.GraphRows``, a mixin of ``VectorIndex``.
+reopen does not rebuild it. The index *has* its rows (``vector_graph.Rows``: the
+matrix, ids, liveness, id map; written here) and its graph
+(``vector_graph.VectorGraph``: its building, background inserts and restore),
+which reads those rows and is told what was added or removed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections import deque
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future
 
 import numpy as np
-from usearch.index import Index as HNSW
 
 from . import half, pages
 from .bm25 import _allowed_filter
 from .idrows import IdRows
 from .int8_scan import Int8Rows
-from .vector_graph import Ann, GraphRows
+from .vector_graph import CATCH_UP_ROWS, Ann, Rows, VectorGraph
 
 __all__ = ["VectorIndex", "l2_normalize"]
 
@@ -56,7 +55,7 @@ def l2_normalize(m: np.ndarray) -> np.ndarray:
     return (m / n).astype(np.float32, copy=False)
 
 
-class VectorIndex(GraphRows):
+class VectorIndex:
     """Cosine search; see module docstring."""
 
     def __init__(self, dim: int, initial_capacity: int = 1024, ann: Ann = Ann()) -> None:
@@ -64,57 +63,45 @@ class VectorIndex(GraphRows):
             raise ValueError("dim must be positive")
         self.dim = int(dim)
         self.ann = ann
-        self._g: HNSW | None = None  # the HNSW graph over every live row, keyed by note id, once large
-        self._viewed: memoryview | None = None  # the snapshot file's mapped bytes while the graph searches them
-        self._tail: tuple[int, int] | None = None  # rows [start, stop) a viewed graph lacks (vector_graph.py)
-        self._pending: deque[Future] = deque()  # the graph inserts queued or running in the background, oldest first
-        self.graph_owed = False  # a graph is due but was deferred (vector_graph.GraphRows.catch_up_graph)
-        self._building: tuple[HNSW, int] | None = None  # a deferred graph being built, and the rows it has been given
-        self.graph_dirty = False  # changed since it was restored or saved: worth a new snapshot
-        # the stored graph holds the first saved_rows vectors, and vectors were only added since (snapshot.py)
-        self.saved_rows, self.appended_only = 0, False
-        # likewise for the saved vectors themselves (snapshot.write_vectors)
+        # the stored vectors hold the first vectors_saved rows, and rows were only added since (snapshot.py)
         self.vectors_saved, self.vectors_appended = 0, False
         cap = max(16, int(initial_capacity))
-        self._mat = pages.zeros((cap, self.dim), half.ROW)
-        self._ids = np.zeros(cap, dtype=np.int64)
-        self._alive = np.zeros(cap, dtype=bool)
-        self._row_of = IdRows()  # note id -> row (idrows.py)
+        self.rows = Rows(pages.zeros((cap, self.dim), half.ROW))  # the matrix, ids, liveness, id map
+        self.graph = VectorGraph(self.rows, self.dim, ann)  # over the live rows, once large (vector_graph.py)
         self._row_by_id = np.full(0, -1, dtype=np.int64)  # note id -> row (-1: none), for the graph's answers
-        self._n_rows = 0
         self._n_dead = 0
         self._int8: Int8Rows | None = None  # the scan's int8 copy below min_rows (int8_scan.py), made at a search
 
     def __len__(self) -> int:
-        return len(self._row_of)
+        return len(self.rows.row_of)
 
     def __contains__(self, note_id: int) -> bool:
-        return int(note_id) in self._row_of
+        return int(note_id) in self.rows.row_of
 
     def _grow(self, need: int) -> None:
-        cap = self._mat.shape[0]
+        cap = self.rows.mat.shape[0]
         if need <= cap:
             return
         new = max(need, cap * 2)
         mat = self._matrix_copy(new)
         ids = np.zeros(new, dtype=np.int64)
-        ids[: self._n_rows] = self._ids[: self._n_rows]
+        ids[: self.rows.n] = self.rows.ids[: self.rows.n]
         alive = np.zeros(new, dtype=bool)
-        alive[: self._n_rows] = self._alive[: self._n_rows]
-        self._mat, self._ids, self._alive = mat, ids, alive
+        alive[: self.rows.n] = self.rows.alive[: self.rows.n]
+        self.rows.mat, self.rows.ids, self.rows.alive = mat, ids, alive
 
     def own_rows(self) -> None:
         """Copy a matrix still read from the vectors' snapshot file into memory of its own, and a graph still
         viewed in its file likewise, so that no file stays mapped for them (memory.forget deletes the files: their
         bytes must not outlive it, ADR 0018)."""
-        if isinstance(self._mat, np.memmap):
-            self._mat = self._matrix_copy(self._mat.shape[0])
-        self._writable_graph()
+        if isinstance(self.rows.mat, np.memmap):
+            self.rows.mat = self._matrix_copy(self.rows.mat.shape[0])
+        self.graph.writable()
 
     def _matrix_copy(self, cap: int) -> np.ndarray:
         """A matrix of ``cap`` rows of its own holding the rows so far (plain pages: pages.py says why)."""
         mat = pages.zeros((cap, self.dim), half.ROW)
-        mat[: self._n_rows] = self._mat[: self._n_rows]
+        mat[: self.rows.n] = self.rows.mat[: self.rows.n]
         return mat
 
     def _map_rows(self, ids: np.ndarray, rows: np.ndarray) -> None:
@@ -140,39 +127,39 @@ class VectorIndex(GraphRows):
         m = half.rows_of(l2_normalize(m))
         id_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
         # last occurrence of a duplicated id wins
-        if self._row_of:
-            self.remove(id_arr[self._row_of.rows_of(id_arr) >= 0].tolist(), _compact=False)
-        start = self._n_rows
-        if start == 0 and id_arr.size > self._mat.shape[0]:
-            self._mat = m  # a load into an empty index: the half-precision copy becomes the matrix (no second copy)
+        if self.rows.row_of:
+            self.remove(id_arr[self.rows.row_of.rows_of(id_arr) >= 0].tolist(), _compact=False)
+        start = self.rows.n
+        if start == 0 and id_arr.size > self.rows.mat.shape[0]:
+            self.rows.mat = m  # a load into an empty index: the half-precision copy becomes the matrix (no second copy)
             self._int8 = None
-            self._ids = np.zeros(id_arr.size, dtype=np.int64)
-            self._alive = np.zeros(id_arr.size, dtype=bool)
+            self.rows.ids = np.zeros(id_arr.size, dtype=np.int64)
+            self.rows.alive = np.zeros(id_arr.size, dtype=bool)
         else:
-            self._grow(self._n_rows + len(ids))
-            self._mat[start : start + len(ids)] = m
+            self._grow(self.rows.n + len(ids))
+            self.rows.mat[start : start + len(ids)] = m
         if bool(np.all(id_arr[1:] > id_arr[:-1])) or np.unique(id_arr).size == id_arr.size:  # the usual case:
             # one row per id (ascending on a load), set at once
-            self._ids[start : start + id_arr.size] = id_arr
-            self._alive[start : start + id_arr.size] = True
-            self._row_of.set_many(id_arr, np.arange(start, start + id_arr.size))
+            self.rows.ids[start : start + id_arr.size] = id_arr
+            self.rows.alive[start : start + id_arr.size] = True
+            self.rows.row_of.set_many(id_arr, np.arange(start, start + id_arr.size))
         else:
             for j, i in enumerate(id_arr.tolist()):
-                old = self._row_of.get(i)
+                old = self.rows.row_of.get(i)
                 if old is not None:  # duplicate inside this batch
-                    self._alive[old] = False
+                    self.rows.alive[old] = False
                     self._n_dead += 1
-                self._row_of[i] = start + j
-                self._ids[start + j] = i
-                self._alive[start + j] = True
-        self._n_rows += len(ids)
-        self._map_rows(id_arr, np.arange(start, self._n_rows, dtype=np.int64))
-        self._graph_add(id_arr, m, build, defer)
+                self.rows.row_of[i] = start + j
+                self.rows.ids[start + j] = i
+                self.rows.alive[start + j] = True
+        self.rows.n += len(ids)
+        self._map_rows(id_arr, np.arange(start, self.rows.n, dtype=np.int64))
+        self.graph.add(id_arr, m, build, defer)
 
     def adopt(self, ids: np.ndarray, matrix: np.ndarray) -> None:
         """Take a load's rows as they are: ``matrix``'s first ``len(ids)`` rows are the vectors of ``ids`` (distinct,
         normalised), its further rows spare capacity (a mapped file's: writing a row copies only that page)."""
-        if self._n_rows:
+        if self.rows.n:
             raise ValueError("adopt needs an empty index")
         n = int(ids.size)
         if matrix.shape[0] < n or matrix.shape[1] != self.dim or matrix.dtype != half.ROW:
@@ -186,73 +173,70 @@ class VectorIndex(GraphRows):
             # it is the whole matrix, which every recall reads anyway.
             matrix = np.array(matrix)
         cap = matrix.shape[0]
-        self._mat = matrix
+        self.rows.mat = matrix
         self._int8 = None
-        self._ids = np.zeros(cap, dtype=np.int64)
-        self._ids[:n] = ids
-        self._alive = np.zeros(cap, dtype=bool)
-        self._alive[:n] = True
-        self._row_of.set_many(np.asarray(ids, dtype=np.int64), np.arange(n))
-        self._n_rows = n
+        self.rows.ids = np.zeros(cap, dtype=np.int64)
+        self.rows.ids[:n] = ids
+        self.rows.alive = np.zeros(cap, dtype=bool)
+        self.rows.alive[:n] = True
+        self.rows.row_of.set_many(np.asarray(ids, dtype=np.int64), np.arange(n))
+        self.rows.n = n
         self._map_rows(np.asarray(ids, dtype=np.int64), np.arange(n, dtype=np.int64))
 
     def remove(self, ids: Iterable[int], _compact: bool = True) -> int:
         n = 0
         for i in ids:
-            r = self._row_of.pop(int(i), None)
+            r = self.rows.row_of.pop(int(i), None)
             if r is not None:
-                self._alive[r] = False
+                self.rows.alive[r] = False
                 self._row_by_id[int(i)] = -1
                 self._n_dead += 1
                 n += 1
-                self.appended_only = self.vectors_appended = False
-                if self._graph is not None:  # (once the queued inserts are in)
-                    self._writable_graph().remove(int(i))
-                    self.graph_dirty = True
-                self._drop_build()
-        if _compact and self._n_dead > 1024 and self._n_dead * 3 > self._n_rows:
+                self.graph.appended_only = self.vectors_appended = False
+                self.graph.remove(int(i))  # (once the queued inserts are in)
+        if _compact and self._n_dead > 1024 and self._n_dead * 3 > self.rows.n:
             self._compact()
         return n
 
     def _compact(self) -> None:
-        self._drop_build()
-        live = np.flatnonzero(self._alive[: self._n_rows])
+        self.graph.drop_build()
+        live = np.flatnonzero(self.rows.alive[: self.rows.n])
         n = live.size
-        self._mat[:n] = self._mat[live]
-        self._ids[:n] = self._ids[live]
-        self._alive[:n] = True
-        self._alive[n:] = False
-        self._n_rows = n
+        self.rows.mat[:n] = self.rows.mat[live]
+        self.rows.ids[:n] = self.rows.ids[live]
+        self.rows.alive[:n] = True
+        self.rows.alive[n:] = False
+        self.rows.n = n
         self._n_dead = 0
         self._int8 = None  # its rows moved
-        self._row_of = IdRows.of(self._ids[:n], np.arange(n))
+        self.rows.row_of = IdRows.of(self.rows.ids[:n], np.arange(n))
         self._row_by_id[:] = -1
-        self._map_rows(self._ids[:n], np.arange(n, dtype=np.int64))
+        self._map_rows(self.rows.ids[:n], np.arange(n, dtype=np.int64))
 
     def digest(self) -> tuple:
         """The ids held and a hash of their (normalised, rounded) vectors, in id order."""
-        ids = sorted(self._row_of)
-        rows = np.round(self._mat[[self._row_of[i] for i in ids]].astype(np.float32), 5) if ids else \
+        ids = sorted(self.rows.row_of)
+        rows = np.round(self.rows.mat[[self.rows.row_of[i] for i in ids]].astype(np.float32), 5) if ids else \
             np.zeros((0, self.dim))
         return tuple(ids), hashlib.sha1(rows.astype(np.float32).tobytes()).hexdigest()
 
     def live_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """The held note ids, ascending, and their rows of the matrix."""
-        rows = np.flatnonzero(self._alive[: self._n_rows])
-        ids = self._ids[rows]
+        rows = np.flatnonzero(self.rows.alive[: self.rows.n])
+        ids = self.rows.ids[rows]
         order = np.argsort(ids, kind="stable")
         return ids[order], rows[order]
 
     def matrix_rows(self, rows: np.ndarray) -> np.ndarray:
         """The held rows as they are held (half precision: what a snapshot saves)."""
-        return self._mat[rows]
+        return self.rows.mat[rows]
 
     def max_id(self) -> int:
-        return self._row_of.max_id() or 0
+        return self.rows.row_of.max_id() or 0
 
     def get(self, note_id: int) -> np.ndarray | None:
-        r = self._row_of.get(int(note_id))
-        return None if r is None else self._mat[r].astype(np.float32)
+        r = self.rows.row_of.get(int(note_id))
+        return None if r is None else self.rows.mat[r].astype(np.float32)
 
     def _query(self, qvec: np.ndarray) -> np.ndarray:
         q = l2_normalize(np.asarray(qvec, dtype=np.float32).reshape(-1))
@@ -267,33 +251,33 @@ class VectorIndex(GraphRows):
 
         ``allowed`` as in :func:`palimpsest_memory.packs.memory.bm25.BM25Index.search`.
         """
-        if k <= 0 or self._n_rows == 0:
+        if k <= 0 or self.rows.n == 0:
             return []
         if allowed is not None and not isinstance(allowed, np.ndarray) and not hasattr(allowed, "allows") or (
             isinstance(allowed, np.ndarray) and allowed.dtype != np.bool_
         ):
             ids_list = allowed.tolist() if isinstance(allowed, np.ndarray) else list(allowed)
-            if len(ids_list) * 4 <= self._n_rows:
+            if len(ids_list) * 4 <= self.rows.n:
                 # a narrow scope: score only its rows instead of the whole matrix
-                rows = np.array(sorted({r for r in (self._row_of.get(int(i)) for i in ids_list) if r is not None}),
+                rows = np.array(sorted({r for r in (self.rows.row_of.get(int(i)) for i in ids_list) if r is not None}),
                                 dtype=np.int64)
                 if rows.size == 0:
                     return []
-                sub = half.cosines(self._mat, self._query(qvec), rows)
+                sub = half.cosines(self.rows.mat, self._query(qvec), rows)
                 keep = np.ones(rows.size, dtype=bool) if min_cosine is None else sub >= min_cosine
                 return self._top(rows[keep], sub[keep], k)
-        n = self._n_rows
-        ok = self._alive[:n].copy()
+        n = self.rows.n
+        ok = self.rows.alive[:n].copy()
         if allowed is not None:
-            ok &= _allowed_filter(allowed, self._ids[:n])
+            ok &= _allowed_filter(allowed, self.rows.ids[:n])
         count = int(ok.sum())
         if count == 0:
             return []
         q = self._query(qvec)
         a = self.ann
-        if self.searches_graph(count) and count > k and not _exact:
+        if self.graph.searches(count) and count > k and not _exact:
             # ask the graph for enough rows that ~oversample x k of them pass the filter
-            ask = math.ceil(a.oversample * k * len(self._row_of) / count)
+            ask = math.ceil(a.oversample * k * len(self.rows.row_of) / count)
             if ask <= a.max_ask:
                 found = self._from_graph(q, k, ask, ok, count, min_cosine)
                 if found is not None:
@@ -303,9 +287,9 @@ class VectorIndex(GraphRows):
             return self._from_int8(scan, q, k, ok, count, min_cosine)
         if count * 4 <= n:  # a narrow filter: score only its rows
             cand = np.flatnonzero(ok)
-            sc = half.cosines(self._mat, q, cand)
+            sc = half.cosines(self.rows.mat, q, cand)
         else:
-            full = half.cosines(self._mat, q, upto=n)
+            full = half.cosines(self.rows.mat, q, upto=n)
             if min_cosine is not None:  # one pass: the allowed rows at or above the cut
                 ok &= full >= min_cosine
             cand = np.flatnonzero(ok)
@@ -319,15 +303,15 @@ class VectorIndex(GraphRows):
                     min_cosine: float | None) -> list[tuple[int, float]] | None:
         """The top-``k`` among the graph's ``ask`` nearest allowed rows, cosines exact; None when fewer than
         ``k`` of them are allowed (the caller then scans exactly)."""
-        graph = self._graph
-        ef = self.expansion(ask)
+        graph = self.graph.hnsw
+        ef = self.graph.expansion(ask)
         if graph.expansion_search != ef:
             graph.expansion_search = ef
         keys = graph.search(q, ask, threads=1).keys.astype(np.int64)
         rows = self._row_by_id[keys[keys < self._row_by_id.size]]
         rows = rows[rows >= 0]
         rows = rows[ok[rows]]
-        tail = self.tail_rows(ok)
+        tail = self.graph.tail_rows(ok)
         if tail is not None:  # the rows the graph does not hold yet, all scored (once: a row re-added since the
             rows = np.unique(np.concatenate([rows, tail]))  # graph took it is found by the graph and in the tail)
         if rows.size < k and rows.size < count:
@@ -338,7 +322,7 @@ class VectorIndex(GraphRows):
                   min_cosine: float | None) -> list[tuple[int, float]]:
         """The top-``k`` of candidate ``rows`` by their exact cosine on the held rows (the graph's and the int8
         scan's candidates alike), dropping cosines below ``min_cosine``."""
-        sc = half.cosines(self._mat, q, rows)
+        sc = half.cosines(self.rows.mat, q, rows)
         if min_cosine is not None:
             keep = sc >= min_cosine
             rows, sc = rows[keep], sc[keep]
@@ -347,7 +331,7 @@ class VectorIndex(GraphRows):
     def _scan_copy(self) -> Int8Rows | None:
         """The int8 copy the scan below ``min_rows`` reads (``int8_scan.py``); None at or past it, or with the
         graph off (``min_rows`` 0: every search exact), where no copy is kept."""
-        if not 0 < self._n_rows < self.ann.min_rows:
+        if not 0 < self.rows.n < self.ann.min_rows:
             self._int8 = None
             return None
         if self._int8 is None:
@@ -358,7 +342,7 @@ class VectorIndex(GraphRows):
                    min_cosine: float | None) -> list[tuple[int, float]]:
         """The top-``k`` among the ``oversample × k`` allowed rows the int8 scores rank best (and every row tied
         with the last of them, so equal rows are kept or dropped together), cosines exact."""
-        approx = scan.scores(self._mat, self._n_rows, q)
+        approx = scan.scores(self.rows.mat, self.rows.n, q)
         cand = None if count == approx.size else np.flatnonzero(ok)  # every row allowed: no gather
         if cand is not None:
             approx = approx[cand]
@@ -378,15 +362,76 @@ class VectorIndex(GraphRows):
             kth = sc[np.argpartition(sc, cand.size - k)[cand.size - k]]  # the k-th best score
             keep = sc >= kth  # every tie at the boundary, so the id tie-break is deterministic
             cand, sc = cand[keep], sc[keep]
-        order = np.lexsort((self._ids[cand], -sc))[:k]
-        return list(zip(self._ids[cand[order]].tolist(), sc[order].tolist()))
+        order = np.lexsort((self.rows.ids[cand], -sc))[:k]
+        return list(zip(self.rows.ids[cand[order]].tolist(), sc[order].tolist()))
 
     def score_ids(self, qvec: np.ndarray, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Cosine of ``qvec`` with each of ``ids`` (0.0 for unknown ids)."""
         q = l2_normalize(np.asarray(qvec, dtype=np.float32).reshape(-1))
-        rows = [self._row_of.get(int(i)) for i in ids]
+        rows = [self.rows.row_of.get(int(i)) for i in ids]
         out = np.zeros(len(ids), dtype=np.float64)
         have = [j for j, r in enumerate(rows) if r is not None]
         if have:
-            out[have] = half.cosines(self._mat, q, np.array([rows[j] for j in have], dtype=np.int64))
+            out[have] = half.cosines(self.rows.mat, q, np.array([rows[j] for j in have], dtype=np.int64))
         return out
+
+    # -- the graph (vector_graph.VectorGraph), as the pack asks it ------------------------------------------------
+    @property
+    def graph_dirty(self) -> bool:
+        """The graph changed since it was restored or saved: worth a new snapshot."""
+        return self.graph.dirty
+
+    @graph_dirty.setter
+    def graph_dirty(self, value: bool) -> None:
+        self.graph.dirty = value
+
+    @property
+    def saved_rows(self) -> int:
+        """The stored graph holds the first ``saved_rows`` vectors (snapshot.py)."""
+        return self.graph.saved_rows
+
+    @saved_rows.setter
+    def saved_rows(self, value: int) -> None:
+        self.graph.saved_rows = value
+
+    @property
+    def appended_only(self) -> bool:
+        """Vectors were only added since the stored graph was saved (snapshot.py)."""
+        return self.graph.appended_only
+
+    @appended_only.setter
+    def appended_only(self, value: bool) -> None:
+        self.graph.appended_only = value
+
+    @property
+    def has_graph(self) -> bool:
+        return self.graph.current is not None
+
+    def searches_graph(self, allowed_rows: int) -> bool:
+        """Whether a search over ``allowed_rows`` of the rows asks the graph (``VectorGraph.searches``)."""
+        return self.graph.searches(allowed_rows)
+
+    def build_graph(self) -> None:
+        """Build the graph over every live row once the index holds ``Ann.min_rows`` of them."""
+        self.graph.build()
+
+    def catch_up_graph(self, rows: int = CATCH_UP_ROWS) -> bool:
+        """Do up to ``rows`` rows of deferred graph work in the background; whether work remains
+        (``VectorGraph.catch_up``)."""
+        return self.graph.catch_up(rows)
+
+    def deferred_rows(self) -> int:
+        """How many rows wait for graph work (``VectorGraph.deferred_rows``)."""
+        return self.graph.deferred_rows()
+
+    def graph_bytes(self) -> bytes | None:
+        """The graph serialised (``snapshot.py`` stores it), or None below the threshold."""
+        return self.graph.saved()
+
+    def count_upto(self, max_id: int) -> int:
+        """How many vectors this index holds with ids up to ``max_id``."""
+        return self.rows.count_upto(max_id)
+
+    def restore_graph(self, data: bytes | memoryview, upto: int | None = None, view: bool = False) -> bool:
+        """Take a saved graph instead of building one (``VectorGraph.restore``, which says when it is refused)."""
+        return self.graph.restore(data, upto, view)

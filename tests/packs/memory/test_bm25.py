@@ -280,7 +280,8 @@ def test_appends_to_restored_terms_go_to_their_tails_and_search_as_a_built_index
         next_id += len(new)
         for ix in (built, restored):
             ix.add(list(new), list(new.values()))
-    assert restored._post_tail and all(isinstance(restored._post_rows[t], np.ndarray) for t in restored._post_tail)
+    tailed = [t for t in range(len(restored.postings)) if restored.postings.tail(t) is not None]
+    assert tailed and all(restored.postings.viewed(t) for t in tailed)
     gone = rng.sample(range(1, next_id), removed)  # restored rows and tail rows alike
     for ix in (built, restored):
         ix.remove(gone)
@@ -298,6 +299,6 @@ def test_appends_to_restored_terms_go_to_their_tails_and_search_as_a_built_index
     again.restore(restored.snapshot())  # the snapshot holds view and tail
     assert again.digest() == built.digest()
     restored.own_postings()  # view and tail become one list of the index's own
-    assert not restored._post_tail
+    assert not any(restored.postings.tail(t) is not None for t in range(len(restored.postings)))
     for q in queries:
         assert restored.search(q, 30) == built.search(q, 30) == again.search(q, 30)

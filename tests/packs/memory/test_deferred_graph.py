@@ -19,10 +19,10 @@ def rand(n: int, d: int = 24, seed: int = 0) -> np.ndarray:
 def finish(vi: VectorIndex, chunk: int) -> int:
     calls = 0
     while vi.catch_up_graph(chunk):
-        vi.sync()  # (a follower asks again a poll later; a call while the last chunk runs queues nothing)
+        vi.graph.sync()  # (a follower asks again a poll later; a call while the last chunk runs queues nothing)
         calls += 1
         assert calls < 10_000, "catch_up_graph never finished"
-    vi.sync()
+    vi.graph.sync()
     return calls
 
 
@@ -34,8 +34,8 @@ def finds_itself(vi: VectorIndex, ids: np.ndarray, m: np.ndarray) -> bool:
 
 
 def holds_every(vi: VectorIndex, ids: np.ndarray) -> bool:
-    vi.sync()
-    return vi.has_graph and len(vi._graph) == ids.size and bool(vi._graph.contains(ids).all())
+    vi.graph.sync()
+    return vi.has_graph and len(vi.graph.hnsw) == ids.size and bool(vi.graph.hnsw.contains(ids).all())
 
 
 def test_a_graph_owed_is_built_in_chunks_and_searches_scan_until_it_is_whole():
@@ -44,14 +44,14 @@ def test_a_graph_owed_is_built_in_chunks_and_searches_scan_until_it_is_whole():
     vi = VectorIndex(24, ann=ANN)
     for s in range(0, 900, 100):
         vi.add(ids[s:s + 100], m[s:s + 100], defer=True)
-    assert not vi.has_graph and vi.graph_owed and vi.deferred_rows() == 900
+    assert not vi.has_graph and vi.graph.owed and vi.deferred_rows() == 900
     assert finds_itself(vi, ids, m)
     assert vi.catch_up_graph(250)  # a first chunk: the graph is not searched until it holds every row
     assert not vi.has_graph and finds_itself(vi, ids, m)
     more_ids, more = np.arange(900, 950) * 2 + 1, rand(50, seed=1)
     vi.add(more_ids, more, defer=True)  # rows arriving while it is built are given to it too
     finish(vi, 250)
-    assert vi.has_graph and not vi.graph_owed and vi.deferred_rows() == 0
+    assert vi.has_graph and not vi.graph.owed and vi.deferred_rows() == 0
     assert holds_every(vi, np.r_[ids, more_ids])
 
 
@@ -60,9 +60,9 @@ def test_a_tail_is_scored_exactly_then_inserted():
     ids = np.arange(700) + 10
     vi = VectorIndex(24, ann=ANN)
     vi.add(ids[:400], m[:400])  # past min_rows: the graph is built now
-    assert vi.has_graph and len(vi._graph) == 400
+    assert vi.has_graph and len(vi.graph.hnsw) == 400
     vi.add(ids[400:], m[400:], defer=True)
-    assert vi.deferred_rows() == 300 and len(vi._graph) == 400
+    assert vi.deferred_rows() == 300 and len(vi.graph.hnsw) == 400
     assert finds_itself(vi, ids[400:], m[400:])  # tail rows: scored exactly beside the graph's candidates
     calls = finish(vi, 100)
     assert calls == 2 and vi.deferred_rows() == 0
@@ -86,7 +86,7 @@ def test_a_removal_while_a_graph_is_built_starts_it_again_and_the_graph_holds_on
     vi = VectorIndex(24, ann=ANN)
     vi.add(ids, m, defer=True)
     assert vi.catch_up_graph(300)
-    vi.sync()
+    vi.graph.sync()
     assert vi.remove([5, 6, 7]) == 3
     finish(vi, 300)
     assert holds_every(vi, np.setdiff1d(ids, [5, 6, 7]))

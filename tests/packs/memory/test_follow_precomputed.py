@@ -110,8 +110,9 @@ def test_bm25_add_weighted_in_one_batch_equals_one_note_at_a_time_exactly() -> N
     def state(x: BM25Index) -> tuple:
         n = x._n_rows
         return (x._ids[:n].tolist(), x._dl[:n].tobytes(), x._alive[:n].tolist(), x._total_len, x._n_alive,
-                x._n_dead, dict(x._vocab), list(x._df), [bytes(a) for a in x._post_rows],
-                [bytes(a) for a in x._post_tf], [None if t is None else (t[0].tobytes(), t[1].tobytes())
+                x._n_dead, dict(x.postings.vocab), list(x.postings.df),
+                [[(r.tobytes(), f.tobytes()) for r, f in x.postings.parts(t)] for t in range(len(x.postings))],
+                [None if t is None else (t[0].tobytes(), t[1].tobytes())
                                                  for t in x._row_terms], sorted(x._row_of.ids().tolist()))
 
     batched, alone = BM25Index(), BM25Index()

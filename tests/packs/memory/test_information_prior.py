@@ -106,11 +106,11 @@ def test_own_information_is_the_same_for_restored_extended_and_removed_rows():
     idx.add_weighted(list(range(200, 260)), [bag() for _ in range(60)])
     idx.remove([5, 210])
     ids = list(range(0, 270, 3)) + [5, 210]
-    n = idx._n_alive
+    n = len(idx)
     ref = []
     for i in ids:
-        row = idx._row_of.get(i)
-        terms = [] if row is None else zip(*(a.tolist() for a in idx._terms(row)))
-        ref.append(sum(_idf(n, idx._df[t]) for t, w in terms if w >= 1.0))
+        row = idx.row_of(i)
+        terms = [] if row is None else zip(*(a.tolist() for a in idx.terms(row)))
+        ref.append(sum(_idf(n, idx.postings.df[t]) for t, w in terms if w >= 1.0))
     got = idx.own_information(np.array(ids))
     assert np.allclose(got, ref) and got[-2:].tolist() == [0.0, 0.0]

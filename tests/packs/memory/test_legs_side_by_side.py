@@ -51,7 +51,7 @@ def test_a_graph_search_runs_on_the_leg_thread_and_answers_as_one_after_the_othe
     side_by_side, scoped = answers(rt), answers(rt, scope="p1")
     assert searches and all(name.startswith("palimpsest-vector-leg") for name in searches)
     searches.clear()
-    monkeypatch.setattr(vector_graph.GraphRows, "searches_graph", lambda self, rows: False)
+    monkeypatch.setattr(vector_graph.VectorGraph, "searches", lambda self, rows: False)
     assert answers(rt) == side_by_side and answers(rt, scope="p1") == scoped
     assert searches and not any(name.startswith("palimpsest-vector-leg") for name in searches)
 

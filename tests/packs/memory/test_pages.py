@@ -44,9 +44,9 @@ def test_the_vector_matrix_grows_on_plain_pages_and_keeps_its_rows() -> None:
     rows = rng.standard_normal((40_000, 64)).astype(np.float32)
     for s in range(0, rows.shape[0], 5000):
         vi.add(np.arange(s, s + 5000) + 1, rows[s:s + 5000])
-    assert vi._mat.shape[0] >= 40_000
-    assert isinstance(owner(vi._mat), mmap.mmap) or not hasattr(mmap, "MAP_ANONYMOUS")
+    assert vi.rows.mat.shape[0] >= 40_000
+    assert isinstance(owner(vi.rows.mat), mmap.mmap) or not hasattr(mmap, "MAP_ANONYMOUS")
     want = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-    assert np.array_equal(vi._mat[:40_000], want.astype(np.float16))  # held in half precision (ADR 0030)
+    assert np.array_equal(vi.rows.mat[:40_000], want.astype(np.float16))  # held in half precision (ADR 0030)
     (top, score), = vi.search(want[12_345], k=1)
     assert top == 12_346 and score == pytest.approx(1.0, abs=1e-3)

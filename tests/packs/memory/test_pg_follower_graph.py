@@ -19,7 +19,7 @@ def vector_index(rt: Runtime, ns: str):  # type: ignore[no-untyped-def]
     with rt._lock:  # the follower thread applies changes under the runtime's lock
         index = rt.pack_state("memory").index.of(ns)
         (vi,) = index.vectors.values()
-        return vi, vi.deferred_rows(), vi.has_graph, len(vi._graph) if vi.has_graph else 0
+        return vi, vi.deferred_rows(), vi.has_graph, len(vi.graph.hnsw) if vi.has_graph else 0
 
 
 def until(check, seconds: float = 60.0):  # type: ignore[no-untyped-def]
@@ -55,7 +55,7 @@ def test_a_follower_defers_graph_work_and_ends_with_every_note_in_its_graph(pal_
         monkeypatch.setattr(index_mirror, "QUIET", 0.0)
         assert until(lambda: vector_index(follower, "work")[1:] == (0, True, 900)), vector_index(follower, "work")
         vi = vector_index(follower, "work")[0]
-        assert bool(vi._graph.contains(vi.live_rows()[0]).all())
+        assert bool(vi.graph.hnsw.contains(vi.live_rows()[0]).all())
         fresh = Runtime.open(url, env=ENV)  # and its index is what a fresh process loads from the tables
         try:
             fresh.call("memory.recall", {"query": "kite"}, namespace="work")
@@ -77,8 +77,8 @@ def test_the_writers_own_notes_go_into_its_graph_at_once(pal_postgres):  # type:
         writer.call("memory.remember_many", {"notes": [{"content": f"own note {i}"} for i in range(400)]},
                     namespace="work")
         vi, deferred, has_graph, held = vector_index(writer, "work")
-        vi.sync()
-        assert (deferred, has_graph, len(vi._graph)) == (0, True, 400)
+        vi.graph.sync()
+        assert (deferred, has_graph, len(vi.graph.hnsw)) == (0, True, 400)
     finally:
         writer.close()
         pal_postgres.drop(url)

@@ -384,9 +384,9 @@ def test_the_graph_search_list_grows_with_the_graph() -> None:
     rng = np.random.default_rng(1)
     vi = VectorIndex(16, ann=Ann(min_rows=50, expansion_search=64, rows_per_expansion=2))
     vi.add(np.arange(1, 401), rng.normal(size=(400, 16)).astype(np.float32))
-    assert vi.has_graph and vi.expansion() == 400 // 2
+    assert vi.has_graph and vi.graph.expansion() == 400 // 2
     vi.search(rng.normal(size=16).astype(np.float32), 30)  # asks the graph for 60 rows
-    assert vi._g.expansion_search == 200  # set on the graph before it is searched
+    assert vi.graph.current.expansion_search == 200  # set on the graph before it is searched
     vi.search(rng.normal(size=16).astype(np.float32), 5)  # 10 rows: no longer than 6 x 10, nor below 64
-    assert vi._g.expansion_search == 64 and vi.expansion(20) == 6 * 20
-    assert VectorIndex(16, ann=Ann(min_rows=50, expansion_search=64, rows_per_expansion=0)).expansion() == 64
+    assert vi.graph.current.expansion_search == 64 and vi.graph.expansion(20) == 6 * 20
+    assert VectorIndex(16, ann=Ann(min_rows=50, expansion_search=64, rows_per_expansion=0)).graph.expansion() == 64

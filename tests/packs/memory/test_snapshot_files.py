@@ -105,28 +105,28 @@ def test_a_restore_maps_the_vectors_and_the_graph_copies_the_rest_and_answers_as
         assert not index.dirty and not vi.graph_dirty  # both restored, not rebuilt
         assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == live
         assert mapped_files(folder) == {names["1000"], names["2"], names["1"]}
-        assert vi._viewed is not None
-        views = [t for t, p in enumerate(index.bm25._post_rows) if isinstance(p, np.ndarray)]
-        assert views and len(views) == len(index.bm25._post_rows)  # every term's postings where the file lies
+        assert vi.graph.viewed
+        postings = index.bm25.postings
+        assert len(postings) and all(map(postings.viewed, range(len(postings))))  # every term's where the file lies
         new_id = rt.call("memory.remember", {"content": extra["content"], "thread": extra["thread"]}).note.id
         assert mapped_files(folder) == {names["1000"], names["2"], names["1"]}  # one newer vector: the graph's tail
-        assert vi._viewed is not None and vi._tail is not None and not vi.graph_dirty
-        harbour = index.bm25._vocab[index.bm25.query_terms("harbour")[0]]
-        assert isinstance(index.bm25._post_rows[harbour], np.ndarray)  # a term appended to: still its file's view,
-        assert len(index.bm25._post_tail[harbour][0]) == 1  # the new posting in its tail
+        assert vi.graph.viewed and vi.graph.tail is not None and not vi.graph_dirty
+        harbour = postings.vocab[index.bm25.query_terms("harbour")[0]]
+        assert postings.viewed(harbour)  # a term appended to: still its file's view,
+        assert len(postings.tail(harbour)[0]) == 1  # the new posting in its tail
         assert new_id in [i for i, _ in vi.search(vi.get(new_id), 5)]
         tailed = answers(rt, "keyword_only"), answers(rt, "vector_only")
-    del index, vi, rt  # the closed store (and the graph file its index views) goes with them
+    del index, postings, vi, rt  # the closed store (and the graph file its index views) goes with them
     gc.collect()
     # the close kept the saved graph (it covers all but one vector): the reopen views it again, with the same tail
     with open_test_runtime(config=GRAPH, path=db) as rt:
         assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == tailed
         vi = held_index(rt).vectors["hashing"]
-        assert vi._viewed is not None and vi._tail is not None
+        assert vi.graph.viewed and vi.graph.tail is not None
         assert mapped_files(folder) == {names["1000"], names["2"], names["1"]}
         more = [{"content": f"orion vega more {i}", "thread": "t8"} for i in range(9)]
         rt.call("memory.remember_many", {"notes": more})  # ten newer vectors: past a tenth of the graph's 90
-        assert vi._viewed is None and vi._tail is None and vi.graph_dirty and len(vi._graph) == 100
+        assert not vi.graph.viewed and vi.graph.tail is None and vi.graph_dirty and len(vi.graph.hnsw) == 100
         assert names["2"] not in mapped_files(folder)  # its own copy now
         after = answers(rt, "keyword_only"), answers(rt, "vector_only")
     del vi, rt
@@ -135,7 +135,7 @@ def test_a_restore_maps_the_vectors_and_the_graph_copies_the_rest_and_answers_as
     with open_test_runtime(config=GRAPH, path=db) as rt:
         assert (answers(rt, "keyword_only"), answers(rt, "vector_only")) == after
         vi = held_index(rt).vectors["hashing"]
-        assert vi._viewed is not None and vi._tail is None and len(vi._graph) == 100
+        assert vi.graph.viewed and vi.graph.tail is None and len(vi.graph.hnsw) == 100
         assert {n.split("-")[1] for n in mapped_files(folder)} == {"1", "1000", "2"}
 
 
@@ -183,7 +183,7 @@ def test_a_store_saved_with_float32_vectors_reads_them_from_the_table_once_and_s
     con.close()
     with open_test_runtime(config=GRAPH, path=db) as rt:
         index = held_index(rt)
-        assert index.dirty and not isinstance(index.vectors["hashing"]._mat, np.memmap)  # read from the table
+        assert index.dirty and not isinstance(index.vectors["hashing"].rows.mat, np.memmap)  # read from the table
         again = [[(h.note.id, h.score) for h in rt.call("memory.recall", {
             "query": q, "fusion": "vector_only", "now": T0.isoformat()}).results] for q in ("harbour", "orion")]
         assert again == live
@@ -192,4 +192,4 @@ def test_a_store_saved_with_float32_vectors_reads_them_from_the_table_once_and_s
     con.close()
     assert '"format": 2' in sig  # saved again, as held
     with open_test_runtime(config=GRAPH, path=db) as rt:
-        assert isinstance(held_index(rt).vectors["hashing"]._mat, np.memmap)
+        assert isinstance(held_index(rt).vectors["hashing"].rows.mat, np.memmap)

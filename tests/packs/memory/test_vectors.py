@@ -55,7 +55,7 @@ def test_growth_remove_update_allowed():
     m = rand(100, 8)
     for j in range(100):  # one-by-one adds grow amortised
         vi.add([j], m[j])
-    assert len(vi) == 100 and vi._mat.shape[0] >= 100
+    assert len(vi) == 100 and vi.rows.mat.shape[0] >= 100
     q = m[42]
     assert vi.search(q, 1)[0][0] == 42
     vi.remove([42])
@@ -74,7 +74,7 @@ def test_compaction():
     m = rand(3000, 4)
     vi.add(range(3000), m)
     vi.remove(range(2500))
-    assert vi._n_rows == 500
+    assert vi.rows.n == 500
     assert vi.search(m[2999], 1)[0][0] == 2999
 
 
@@ -198,22 +198,22 @@ def test_a_viewed_graph_searches_its_buffer_and_takes_a_copy_of_its_own_at_the_f
     buf = memoryview(bytearray(idx.graph_bytes()))
     again = VectorIndex(64, ann=ANN)
     again.add(np.arange(3000), x, build=False)
-    assert again.restore_graph(buf, view=True) and again._viewed is not None and not again.graph_dirty
+    assert again.restore_graph(buf, view=True) and again.graph.viewed and not again.graph_dirty
     for q in _structured(10, seed=5):
         assert again.search(q, 10) == idx.search(q, 10)
     if first_change == "adds past the tail":
         extra = _structured(301, seed=9)
         again.add(np.arange(5000, 5300), extra[:300])  # a tenth of the graph: its tail, the graph still viewed
-        assert again._viewed is not None and again._tail == (3000, 3300) and not again.graph_dirty
-        assert len(again._graph) == 3000
+        assert again.graph.viewed and again.graph.tail == (3000, 3300) and not again.graph_dirty
+        assert len(again.graph.hnsw) == 3000
         assert again.search(extra[299], 1)[0] == (5299, pytest.approx(1.0, abs=SELF))
         again.add(np.array([5300]), extra[300:])  # past a tenth: a copy of its own, the tail inserted
-        assert again._tail is None and len(again._graph) == 3301
+        assert again.graph.tail is None and len(again.graph.hnsw) == 3301
         assert again.search(extra[0], 1)[0] == (5000, pytest.approx(1.0, abs=SELF))
     else:
         again.remove([7])
         assert 7 not in [i for i, _ in again.search(x[7], 20, min_cosine=None)]
-    assert again._viewed is None and again.graph_dirty
+    assert not again.graph.viewed and again.graph_dirty
     with pytest.raises(ValueError):  # released: the graph no longer reads it
         buf[0]
     rows = VectorIndex(64, ann=ANN)
@@ -222,13 +222,13 @@ def test_a_viewed_graph_searches_its_buffer_and_takes_a_copy_of_its_own_at_the_f
     newer = _structured(301, seed=10)
     extended = VectorIndex(64, ann=ANN)
     extended.add(np.arange(3001), np.vstack([x, newer[:1]]), build=False)
-    assert extended.restore_graph(buf, upto=2999, view=True) and extended._viewed is not None  # one newer row: a tail
-    assert extended._tail == (3000, 3001) and len(extended._graph) == 3000 and not extended.graph_dirty
+    assert extended.restore_graph(buf, upto=2999, view=True) and extended.graph.viewed  # one newer row: a tail
+    assert extended.graph.tail == (3000, 3001) and len(extended.graph.hnsw) == 3000 and not extended.graph_dirty
     assert extended.search(newer[0], 1)[0] == (3000, pytest.approx(1.0, abs=SELF))
     many = VectorIndex(64, ann=ANN)
     many.add(np.arange(3301), np.vstack([x, newer]), build=False)
     assert many.restore_graph(memoryview(bytearray(idx.graph_bytes())), upto=2999, view=True)
-    assert many._viewed is None and many._tail is None and len(many._graph) == 3301  # too many for a tail: a copy
+    assert not many.graph.viewed and many.graph.tail is None and len(many.graph.hnsw) == 3301  # too many for a tail: a copy
 
 
 def test_a_tail_is_searched_beside_the_graph_under_filters_and_saved_inside_it():
@@ -239,7 +239,7 @@ def test_a_tail_is_searched_beside_the_graph_under_filters_and_saved_inside_it()
     tailed.add(np.arange(3000), x, build=False)
     assert tailed.restore_graph(memoryview(bytearray(idx.graph_bytes())), view=True)
     tailed.add(np.arange(3000, 3200), newer)
-    assert tailed._tail == (3000, 3200)
+    assert tailed.graph.tail == (3000, 3200)
     found = []
     for q in _structured(30, seed=12) + 0.5 * np.vstack([newer[:30]]):  # near the graph's rows and near the tail's
         got, exact = tailed.search(q, 10, min_cosine=None), tailed.search_exact(q, 10, min_cosine=None)
@@ -250,8 +250,8 @@ def test_a_tail_is_searched_beside_the_graph_under_filters_and_saved_inside_it()
     assert any(i >= 3000 for i, _ in tailed.search(newer[5], 10))
     saved = VectorIndex(64, ann=ANN)  # saving inserts the tail first: the saved graph holds every row
     saved.add(np.arange(3200), np.vstack([x, newer]), build=False)
-    assert saved.restore_graph(memoryview(bytearray(tailed.graph_bytes())), view=True) and saved._tail is None
-    assert len(saved._graph) == 3200
+    assert saved.restore_graph(memoryview(bytearray(tailed.graph_bytes())), view=True) and saved.graph.tail is None
+    assert len(saved.graph.hnsw) == 3200
 
 
 def test_background_graph_inserts_are_complete_before_any_read_and_match_a_synchronous_graph():
@@ -264,7 +264,7 @@ def test_background_graph_inserts_are_complete_before_any_read_and_match_a_synch
     for start in range(0, 600, 200):  # three batches, each submitted while the previous may still run
         idx.add(np.arange(3000 + start, 3200 + start), extra[start:start + 200])
     assert idx.search(extra[599], 5)[0] == (3599, pytest.approx(1.0, abs=SELF))  # the last batch is searchable
-    assert not idx._pending and len(idx._g) == 3600
+    assert not idx.graph.pending and len(idx.graph.current) == 3600
     saved = VectorIndex(64, ann=ANN)
     saved.add(np.concatenate([np.arange(3000), np.arange(3000, 3600)]), np.vstack([x, extra]), build=False)
     assert saved.restore_graph(idx.graph_bytes())  # the bytes hold every insert
@@ -283,7 +283,7 @@ def test_background_inserts_on_any_number_of_usearch_threads_hold_every_row(thre
     idx.add(np.arange(3000), x)
     for start in range(0, 600, 200):
         idx.add(np.arange(3000 + start, 3200 + start), extra[start:start + 200])
-    graph = idx._graph
+    graph = idx.graph.hnsw
     assert len(graph) == 3600 and graph.contains(np.arange(3600)).all()
     held = l2_normalize(np.asarray(graph.get(np.arange(3000, 3600), dtype=np.float32)))
     closest = np.argmax(held @ l2_normalize(extra).T, axis=1)  # the input row each stored vector is nearest to
@@ -303,7 +303,7 @@ def test_an_ingest_waits_when_two_graph_inserts_are_already_queued():
     try:
         idx.add(np.arange(3000, 3200), extra[:200])
         idx.add(np.arange(3200, 3400), extra[200:400])  # two queued behind the blocker: neither call waited
-        assert len(idx._pending) == 2
+        assert idx.graph.pending == 2
         third.start()
         third.join(0.5)
         assert third.is_alive()  # waits for the oldest queued insert, which waits for the worker
@@ -311,7 +311,7 @@ def test_an_ingest_waits_when_two_graph_inserts_are_already_queued():
         gate.set()  # a failure above must not leave the process's insert worker held
     third.join(30)
     assert not third.is_alive() and blocker.result() is True
-    assert idx.search(extra[599], 1)[0][0] == 3599 and len(idx._graph) == 3600 and not idx._pending
+    assert idx.search(extra[599], 1)[0][0] == 3599 and len(idx.graph.hnsw) == 3600 and not idx.graph.pending
 
 
 def test_a_graph_saved_before_newer_rows_is_restored_and_extended():
@@ -323,7 +323,7 @@ def test_a_graph_saved_before_newer_rows_is_restored_and_extended():
     later.add(np.arange(3000), x, build=False)
     assert later.count_upto(2799) == 2800
     assert later.restore_graph(data, upto=2799) and later.graph_dirty  # extended with rows 2800..2999
-    assert later.saved_rows == 2800 and len(later._g) == 3000
+    assert later.saved_rows == 2800 and len(later.graph.current) == 3000
     assert later.search(x[2900], 1)[0] == (2900, pytest.approx(1.0, abs=SELF))
     other = VectorIndex(64, ann=ANN)
     other.add(np.arange(1, 3001), x, build=False)  # as many rows up to 2800, but other ids
@@ -338,5 +338,5 @@ def test_a_mapped_matrix_is_copied_into_memory_only_where_every_recall_scans_it(
     for ann, mapped in ((Ann(min_rows=0), False), (Ann(min_rows=1000), False), (Ann(min_rows=20), True)):
         vi = VectorIndex(8, ann=ann)
         vi.adopt(ids, np.memmap(tmp_path / "v.bin", dtype=np.float16, mode="c", shape=(40, 8)))
-        assert isinstance(vi._mat, np.memmap) is mapped, ann
+        assert isinstance(vi.rows.mat, np.memmap) is mapped, ann
         assert [i for i, _ in vi.search(m[4], 3)][0] == 5  # the same answers either way
