@@ -194,7 +194,9 @@ def writes_go_on(follower: Runtime, pg: str) -> None:
 def writes_after(rt: Runtime, ns: str) -> None:
     """The surviving process stores notes (in the namespace, and in another), facts, and recalls them."""
     a = rt.call("memory.remember", {"content": "the follower writes after the kill"}, namespace=ns).note.id
-    b = rt.call("memory.remember", {"content": "and elsewhere too"}, namespace="follower-elsewhere").note.id
+    # a new text each call: the same text again would be counted on the first call's note (ADR 0039)
+    b = rt.call("memory.remember", {"content": f"and elsewhere too, after {ns}"},
+                namespace="follower-elsewhere").note.id
     assert b > a
     rt.call("memory.remember_many", {"notes": [{"content": f"after {i} Ada Lovelace"} for i in range(3)]},
             namespace=ns)
