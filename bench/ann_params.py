@@ -41,7 +41,7 @@ from report import prepend_report  # noqa: E402
 
 
 def vectors(size: int) -> tuple[np.ndarray, np.ndarray]:
-    from palimpsest_memory.packs.memory.embedders import WordLlamaEmbedder
+    from palimpsest_memory.packs.memory.engine.embedders import WordLlamaEmbedder
     cache = Path(f"/tmp/pal-ann-vectors-{size}.npy")
     e = WordLlamaEmbedder()
     if not cache.exists():
@@ -86,7 +86,7 @@ def run(X: np.ndarray, Q: np.ndarray, cuts: dict[int, np.ndarray], size: int, m:
         threads: int = 1) -> dict:
     from usearch.index import Index
 
-    from palimpsest_memory.packs.memory.vector_graph import Ann
+    from palimpsest_memory.packs.memory.engine.vector_graph import Ann
     graph = Index(ndim=dims, metric="ip", dtype="i8", connectivity=m, expansion_add=ef_add, expansion_search=256)
     out: dict = {"M": m, "ef_add": ef_add, "dims": dims, "threads": threads, "insert_us": {}, "found": {}}
     per: list[float] = []

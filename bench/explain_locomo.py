@@ -62,7 +62,7 @@ def ranked(hits) -> list[tuple[str | None, str | None]]:  # type: ignore[no-unty
 
 def run(path: Path, max_questions: int | None) -> dict:
     from palimpsest_memory.packs.memory.commands import import_conversations
-    from palimpsest_memory.packs.memory.importers import parse_locomo
+    from palimpsest_memory.packs.memory.importers.conversations import parse_locomo
 
     convs = load(path)
     db = Path(tempfile.mkdtemp(prefix="pal-explain-")) / "locomo.duckdb"

@@ -37,15 +37,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from palimpsest_memory.packs.memory import fusion  # noqa: E402
-from palimpsest_memory.packs.memory.bm25 import BM25Index  # noqa: E402
-from palimpsest_memory.packs.memory import ranking  # noqa: E402
-from palimpsest_memory.packs.memory.context import ThreadExpander, render_dated  # noqa: E402
-from palimpsest_memory.packs.memory.embedders import get_embedder  # noqa: E402
-from palimpsest_memory.packs.memory.text import tokenize  # noqa: E402
-from palimpsest_memory.packs.memory.threads import Episodes  # noqa: E402
+from palimpsest_memory.packs.memory.ranking import fusion  # noqa: E402
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index  # noqa: E402
+from palimpsest_memory.packs.memory.ranking import adjusters  # noqa: E402
+from palimpsest_memory.packs.memory.engine.context_signals import ThreadExpander, render_dated  # noqa: E402
+from palimpsest_memory.packs.memory.engine.embedders import get_embedder  # noqa: E402
+from palimpsest_memory.packs.memory.engine.text import tokenize  # noqa: E402
+from palimpsest_memory.packs.memory.engine.threads import Episodes  # noqa: E402
 from query_signals import date_window_boost, query_date_windows, speaker_boost  # noqa: E402
-from palimpsest_memory.packs.memory.vectors import VectorIndex  # noqa: E402
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex  # noqa: E402
 
 import locomo_coverage as cov  # noqa: E402  (bench/, on sys.path as this script's folder)
 from report import write_report  # noqa: E402
@@ -453,12 +453,12 @@ def retrieve_once(st: Stores, k: int, scheme: Scheme, env: tuple[bool, bool], qu
     else:
         fused = fusion.weighted(legs, {"text": scheme.bm25_w, "vector": scheme.dense_w}).scores
     _, prev, nxt, code = st.links(threads, scheme.ep)
-    pool = ranking.context(fused, prev=prev, nxt=nxt, thread=code, alpha=scheme.alpha, beta=scheme.beta,
+    pool = adjusters.context(fused, prev=prev, nxt=nxt, thread=code, alpha=scheme.alpha, beta=scheme.beta,
                            top=scheme.top)
     if scheme.info_prior:
         info = np.zeros(pool.ids.size)
         info[pool.base > 0] = idx.own_information(pool.ids[pool.base > 0])  # as stages.information does
-        pool = ranking.information_prior(pool, info)
+        pool = adjusters.information_prior(pool, info)
     if scheme.lift_share:
         pool = replace(pool, scores=cov.lift_share(pool, code, scheme.beta))
     if scheme.lift_own:
@@ -537,8 +537,8 @@ def speed(convs: list[Conversation], n: int) -> list[str]:
     """What inferred episodes cost: the product's index (``MemoryIndex``, no embedding) fed ``n`` notes (LoCoMo
     turns replicated into new scopes, a second apart) without a thread, inference off and on, and with their
     sessions as threads, side by side; then BM25 top-200 + fusion + context over the index for 300 questions."""
-    from palimpsest_memory.packs.memory.index import MemoryIndex
-    from palimpsest_memory.packs.memory.rowstore import NoteRow
+    from palimpsest_memory.packs.memory.engine.index import MemoryIndex
+    from palimpsest_memory.packs.memory.engine.rowstore import NoteRow
     base = [(c, t) for c in convs for t in c.turns]
     def rows(threads: bool) -> list:
         return [NoteRow(i + 1, "ns", t.content, "episodic", None, f"{c.sid}#{i // len(base)}",
@@ -562,13 +562,13 @@ def speed(convs: list[Conversation], n: int) -> list[str]:
         for q in qs:
             s0 = time.perf_counter()
             fused = fusion.weighted({"text": idx.bm25.search(q, POOL)}, {"text": 1.0}).scores
-            pool = ranking.context(fused, prev=idx.column("prev"), nxt=idx.column("next"), thread=idx.column("thread"),
+            pool = adjusters.context(fused, prev=idx.column("prev"), nxt=idx.column("next"), thread=idx.column("thread"),
                                    alpha=0.5, beta=0.5, top=3)
             lat.append((time.perf_counter() - s0) * 1000)
             s1 = time.perf_counter()
             info = np.zeros(pool.ids.size)
             info[pool.base > 0] = idx.bm25.own_information(pool.ids[pool.base > 0])
-            ranking.information_prior(pool, info)
+            adjusters.information_prior(pool, info)
             prior.append((time.perf_counter() - s1) * 1000)
         out.append(f"| {label} | {ingest:,.0f} notes/s | {statistics.median(lat):.2f} ms | "
                    f"{statistics.median(prior):.2f} ms | "

@@ -24,9 +24,9 @@ import re
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.bm25 import BM25Index
-from palimpsest_memory.packs.memory.context_arrays import PoolScores
-from palimpsest_memory.packs.memory.text import tokenize
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
+from palimpsest_memory.packs.memory.ranking.context_scores import PoolScores
+from palimpsest_memory.packs.memory.engine.text import tokenize
 
 
 def query_term_matrix(bm25: BM25Index, query: str, ids) -> tuple[list[str], np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from locomo import DEFAULT_FILE, bootstrap_ci, load  # noqa: E402
-from palimpsest_memory.packs.memory.importers import parse_locomo  # noqa: E402
+from palimpsest_memory.packs.memory.importers.conversations import parse_locomo  # noqa: E402
 from palimpsest_memory.runtime import Runtime  # noqa: E402
 
 KS = (5, 10, 25)

@@ -35,7 +35,7 @@ import locomo as L  # noqa: E402
 from locomo_perturb import SEED, no_times, perturb  # noqa: E402
 from report import write_report  # noqa: E402
 
-from palimpsest_memory.packs.memory.threads import Episodes  # noqa: E402
+from palimpsest_memory.packs.memory.engine.threads import Episodes  # noqa: E402
 
 KS = L.KS
 

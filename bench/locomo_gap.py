@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.text import tokenize
+from palimpsest_memory.packs.memory.engine.text import tokenize
 
 TOP = 10
 

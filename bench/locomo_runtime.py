@@ -27,7 +27,7 @@ def evaluate_runtime(path: Path, convs: list[Any], *, now: str, config: dict | N
     (an agent calling ``memory.remember`` with content, time and scope only). ``prime(rt)``, when given, runs
     right after the open (bench/locomo.py installs a slow model's vectors, memoised, through it). ``"rankings"``
     holds each question's returned turns (dia ids, best first)."""
-    from palimpsest_memory.packs.memory.importers import parse_locomo
+    from palimpsest_memory.packs.memory.importers.conversations import parse_locomo
 
     db = Path(tempfile.mkdtemp(prefix="pal-locomo-")) / "locomo.duckdb"
     with Runtime.open(db, config=config, env={"PALIMPSEST_CONFIG_DISABLED": "1"}) as rt:

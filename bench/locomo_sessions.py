@@ -11,7 +11,7 @@ times rebuild the sessions exactly without it).
 
 Two parts. *Rules*: the bench's stages (bench/locomo.py ``retrieve_once``: the shipped constants, the whole pooled
 ranking, scores over their best, as the product's relevance), grouped into episodes by each rule of
-``packs/memory/grouping.py``; Δ = paired bootstrap over questions against ``max`` (= the turn ranking collapsed to
+``packs/memory/ranking/grouping.py``; Δ = paired bootstrap over questions against ``max`` (= the turn ranking collapsed to
 sessions by best turn, the issue's baseline). *Product*: ``memory.recall(query, scope, limit=50)`` collapsed to
 sessions by best turn, beside ``memory.recall(query, scope, group="episode", limit=10)``, one shared store.
 """
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo as L  # noqa: E402
 from report import write_report  # noqa: E402
 
-from palimpsest_memory.packs.memory import grouping  # noqa: E402
+from palimpsest_memory.packs.memory.ranking import grouping  # noqa: E402
 
 KS = (5, 10)
 COLS = ("R@5 all", "R@5 any", "R@10 all", "R@10 any")
@@ -84,7 +84,7 @@ def ceiling(st, scheme, env, emb, cache, qcache, r: np.ndarray) -> list[str]:
     found already, so the figures hang on the several-session ones; of their evidence sessions the top k miss,
     how many have no evidence turn sharing a word with the question (the speakers' names aside: issue 19's
     lexical gap), which no rule over the turns' scores can lift."""
-    from palimpsest_memory.packs.memory.text import tokenize
+    from palimpsest_memory.packs.memory.engine.text import tokenize
     span = np.array([len({session_of(e) for e in q["ev"]}) for c in st.convs for q in c.qa])
     one, several = span <= 1, span >= 2
     out = ["\n#### What the goal hangs on (bench stages, `max`, " + L.ENVS[env] + ")\n",
@@ -174,7 +174,7 @@ def section(path: Path, convs, st, emb, cache, qcache, cats, product: bool) -> l
            "Goal (issue 44, on unseen conversations): R@5 all ≥ 90, R@10 all ≥ 95. The issue's baseline, unseen, "
            "turns collapsed to sessions by best turn: R@5 84.2 / 93.2, R@10 89.7 / 96.5 (all / any). Here only the "
            "dev file: dev figures, not the judge.\n",
-           "#### Rules (bench stages, pooled ranking grouped by `packs/memory/grouping.py`; Δ vs `max`)\n",
+           "#### Rules (bench stages, pooled ranking grouped by `packs/memory/ranking/grouping.py`; Δ vs `max`)\n",
            "| store | rule | " + " | ".join(COLS) + " | Δ R@5 all | Δ R@10 all |",
            "|---|---|" + "---|" * (len(COLS) + 2)]
     kept = {}

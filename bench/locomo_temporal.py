@@ -35,7 +35,7 @@ import locomo as L  # noqa: E402
 from locomo_runtime import evaluate_runtime  # noqa: E402
 from report import write_report  # noqa: E402
 
-from palimpsest_memory.packs.memory import query_time  # noqa: E402
+from palimpsest_memory.packs.memory.ranking import query_time  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # a time named only relative to an event the question describes ("before traveling to Chicago", "after his trip")

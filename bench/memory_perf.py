@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev5.json"
 
-from palimpsest_memory.packs.memory.bm25 import BM25Index  # noqa: E402
-from palimpsest_memory.packs.memory.importers import parse_locomo  # noqa: E402
-from palimpsest_memory.packs.memory.models import RecallFilters  # noqa: E402
-from palimpsest_memory.packs.memory.vectors import VectorIndex  # noqa: E402
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index  # noqa: E402
+from palimpsest_memory.packs.memory.importers.conversations import parse_locomo  # noqa: E402
+from palimpsest_memory.packs.memory.models.notes import RecallFilters  # noqa: E402
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex  # noqa: E402
 from palimpsest_memory.runtime import Runtime  # noqa: E402
 from report import pct, write_report  # noqa: E402
 

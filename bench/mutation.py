@@ -80,12 +80,12 @@ MUTANTS = [
            "                res = call(f\"{pack}.import_records\", {\"records\": batch})\n",
            "                try:\n                    res = call(f\"{pack}.import_records\", {\"records\": batch})\n"
            "                except Exception:\n                    continue\n", tuple(PAL_IMPORT)),
-    Mutant("chat import: no validation pass", "packs/memory/importing.py",
+    Mutant("chat import: no validation pass", "packs/memory/import_verbs.py",
            "        validate(ctx.settings, items(), plan)\n",
            "        for item in items():\n            plan.setdefault(item.scope, ConversationPlan()).notes += 1\n"
            "            if item.speaker is not None:\n"
            "                plan[item.scope].speakers.setdefault(item.speaker)\n", tuple(CHAT_IMPORT)),
-    Mutant("chat import: a batch that fails is dropped, the rest kept", "packs/memory/importing.py",
+    Mutant("chat import: a batch that fails is dropped, the rest kept", "packs/memory/import_verbs.py",
            "        got, fresh = store_notes(ctx, batch)\n",
            "        try:\n            got, fresh = store_notes(ctx, batch)\n"
            "        except errors.PalimpsestError:\n            got, fresh = [], []\n", tuple(CHAT_IMPORT),

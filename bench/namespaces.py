@@ -191,7 +191,7 @@ def report(a: argparse.Namespace, command: str, r: dict) -> str:
         row("  touching all (s)", lambda m: f"{m['budget']['touch_all_s']:.1f}"),
         row("load (no budget / budget runs)", lambda m: f"{m['all']['load']} / {m['budget']['load']}"),
         "",
-        "A namespace's index keeps its columns by a dense per-index slot (packs/memory/index.py, ADR 0016): about "
+        "A namespace's index keeps its columns by a dense per-index slot (packs/memory/engine/index.py, ADR 0016): about "
         "88 bytes per note it holds, whatever the store-wide ids of its notes. Before slots, each held index's "
         "columns spanned up to its highest note id (~80 bytes × that id), which dominated the no-budget RSS of "
         "namespaces written one after another: the same command before slots (main at dda8cc6, run beside this one) "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from palimpsest_memory.packs.memory.dates import MONTH_NAMES  # noqa: E402
+from palimpsest_memory.packs.memory.engine.dates import MONTH_NAMES  # noqa: E402
 
 _MONTHS = [m.lower() for m in MONTH_NAMES[1:]]
 _MON_RE = "|".join(_MONTHS + [m[:3] for m in _MONTHS if m != "may"] + ["sept"])

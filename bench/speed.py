@@ -105,7 +105,7 @@ def build(corpus: str, size: int, path: Path) -> dict:
 
 def measure(corpus: str, size: int, path: Path, n_queries: int, baselines: bool = True) -> dict:
     from palimpsest_memory.runtime import Runtime
-    from palimpsest_memory.packs.memory.models import RecallFilters
+    from palimpsest_memory.packs.memory.models.notes import RecallFilters
     base_rss = rss_mb()
     qs = speed_corpus.questions()[:n_queries]
     t = time.perf_counter()

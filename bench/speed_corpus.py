@@ -35,7 +35,7 @@ SYLLABLES = ("ka", "ri", "mo", "len", "sa", "tor", "vi", "da", "nel", "or", "bi"
 def _turns():
     import sys
     sys.path.insert(0, str(ROOT))
-    from palimpsest_memory.packs.memory.importers import parse_locomo
+    from palimpsest_memory.packs.memory.importers.conversations import parse_locomo
     return parse_locomo(DATA)
 
 

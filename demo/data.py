@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from palimpsest_memory.packs.memory.commands import import_conversations
-from palimpsest_memory.packs.memory.importers import parse_jsonl
+from palimpsest_memory.packs.memory.importers.conversations import parse_jsonl
 from palimpsest_memory.runtime import Runtime
 
 HERE = Path(__file__).resolve().parent

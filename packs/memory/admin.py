@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
-from palimpsest_memory.packs.memory import duplicates, snapshot
-from palimpsest_memory.packs.memory.changes import SnapshotSaved, VectorsReplaced, record
+from palimpsest_memory.packs.memory import duplicates
+from palimpsest_memory.packs.memory.engine import snapshot
+from palimpsest_memory.packs.memory.mirrors.changes import SnapshotSaved, VectorsReplaced, record
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.index_writes import index_text
-from palimpsest_memory.packs.memory.models import GetParams, GetResult, ReembedParams, ReembedResult
+from palimpsest_memory.packs.memory.engine.index_writes import index_text
+from palimpsest_memory.packs.memory.models.notes import GetParams, GetResult, ReembedParams, ReembedResult
 from palimpsest_memory.packs.memory.remember import fetch_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.runtime import Act, Context, Visibility, errors

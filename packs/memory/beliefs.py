@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from palimpsest_memory.packs.memory.models import NoteIn
-from palimpsest_memory.packs.memory.models_graph import (BeliefHistoryParams, BeliefHistoryResult, BeliefParams,
+from palimpsest_memory.packs.memory.models.notes import NoteIn
+from palimpsest_memory.packs.memory.models.graph import (BeliefHistoryParams, BeliefHistoryResult, BeliefParams,
                                                          BeliefResult, BeliefVersion)
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.remember import fetch_notes, store_notes

@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 
 from palimpsest_memory.packs.memory import duplicates
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.index import FULL_COLUMNS
-from palimpsest_memory.packs.memory.models import Kind, MemoryType, Note, UtcDateTime
+from palimpsest_memory.packs.memory.engine.index import FULL_COLUMNS
+from palimpsest_memory.packs.memory.models.notes import Kind, MemoryType, Note, UtcDateTime
 from palimpsest_memory.packs.memory.remember import note_from_row
 from palimpsest_memory.runtime import Act, Context, errors
 from palimpsest_memory.runtime.params import NamespacedParams

@@ -16,8 +16,8 @@ from typing import Any, Callable, Optional
 import typer
 from rich.console import Console
 
-from palimpsest_memory.packs.memory.importers import Conversation, parse_jsonl, parse_locomo
-from palimpsest_memory.packs.memory.importers_chat import PARSERS, load_export
+from palimpsest_memory.packs.memory.importers.conversations import Conversation, parse_jsonl, parse_locomo
+from palimpsest_memory.packs.memory.importers.chat_exports import PARSERS, load_export
 from palimpsest_memory.runtime import errors
 from palimpsest_memory.runtime import exportfile, hookimpl
 

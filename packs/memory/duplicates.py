@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from palimpsest_memory.packs.memory.models import Seen
+from palimpsest_memory.packs.memory.models.notes import Seen
 
 if TYPE_CHECKING:
     from palimpsest_memory.runtime import Context

@@ -14,11 +14,11 @@ from datetime import datetime
 from typing import Any, Optional
 
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.models import Note, RecallParams, RecallResult
-from palimpsest_memory.packs.memory.models_explain import (Degraded, DetectedEntity, ExplainFact, ExplainHit,
+from palimpsest_memory.packs.memory.models.notes import Note, RecallParams, RecallResult
+from palimpsest_memory.packs.memory.models.explain import (Degraded, DetectedEntity, ExplainFact, ExplainHit,
                                                            ExplainParams, ExplainResult, Room, ScopeInference,
                                                            SharedScope)
-from palimpsest_memory.packs.memory.ranking import explain_boosts
+from palimpsest_memory.packs.memory.ranking.adjusters import explain_boosts
 from palimpsest_memory.packs.memory.recall import answer
 from palimpsest_memory.packs.memory.settings import ExplainSettings, MemorySettings
 from palimpsest_memory.packs.memory.stages import check_query

@@ -18,11 +18,12 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from palimpsest_memory.packs.memory import duplicates, snapshot
+from palimpsest_memory.packs.memory import duplicates
+from palimpsest_memory.packs.memory.engine import snapshot
 from palimpsest_memory.packs.memory.browse import BrowseFilters, _where
-from palimpsest_memory.packs.memory.changes import CentralitySet, NotesErased, record
+from palimpsest_memory.packs.memory.mirrors.changes import CentralitySet, NotesErased, record
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.models_graph import NoteId
+from palimpsest_memory.packs.memory.models.graph import NoteId
 from palimpsest_memory.runtime import Act, Context, errors
 from palimpsest_memory.runtime.events import NotesForgotten
 from palimpsest_memory.runtime.params import NamespacedParams

@@ -2,10 +2,10 @@
 
 The edges live in the kg pack (``kg.edges`` rows between ``m:<note id>`` nodes, written through ``kg.link`` /
 ``kg.link_many``); this module validates them (both notes in the namespace, no self-loop, a memory relation,
-coherent supersession). The in-memory adjacency (:class:`~palimpsest_memory.packs.memory.graph_mirror.MemoryGraph`, in
+coherent supersession). The in-memory adjacency (:class:`~palimpsest_memory.packs.memory.mirrors.graph.MemoryGraph`, in
 ``ctx.state.graph``) is a mirror: loaded through ``kg.list_edges`` when a runtime opens, and updated from the
-kg's ``edges_changed`` event after each committed link or unlink (sync.py) — memory's own links included, so
-there is one path into it and a walk never goes back to SQL.
+kg's ``edges_changed`` event after each committed link or unlink (mirrors/graph_sync.py) — memory's own links
+included, so there is one path into it and a walk never goes back to SQL.
 
 Walk (``memory.walk``): kNN seeds (exact cosine over the vector index, at least ``min_similarity``), then a
 breadth-first walk along edges in either direction, at most ``max_depth`` hops; a note is entered only when its
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from palimpsest_memory.packs.memory.changes import SupersededSet, record
+from palimpsest_memory.packs.memory.mirrors.changes import SupersededSet, record
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph, note_of
-from palimpsest_memory.packs.memory.models_graph import (EdgesParams, EdgesResult, LinkIn, LinkManyParams,
+from palimpsest_memory.packs.memory.mirrors.graph import MemoryGraph, note_of
+from palimpsest_memory.packs.memory.models.graph import (EdgesParams, EdgesResult, LinkIn, LinkManyParams,
                                                          LinkManyResult, LinkParams, LinkResult, MemoryEdge,
                                                          UnlinkParams, UnlinkResult)
 from palimpsest_memory.packs.memory.settings import MemorySettings
@@ -105,7 +105,7 @@ def create_edges(ctx: Context, links: list[LinkIn], loc: list[Any]) -> tuple[lis
             "unnest(?::BIGINT[]) AS by) u WHERE n.namespace = ? AND n.id = u.id",
             [now, list(supersede), list(supersede.values()), ctx.namespace])
         record(ctx, SupersededSet(tuple(supersede), now, tuple(supersede.values())))
-    # the graph learns of the edges from the kg's edges_changed event once this commits (sync.py)
+    # the graph learns of the edges from the kg's edges_changed event once this commits (mirrors/graph_sync.py)
     return ids, created, list(supersede), single
 
 

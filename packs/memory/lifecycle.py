@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 from pydantic import ValidationError
 
-from palimpsest_memory.packs.memory.changes import Archived, record
+from palimpsest_memory.packs.memory.mirrors.changes import Archived, record
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.graph import create_edges, note_states
-from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph
-from palimpsest_memory.packs.memory.models import NoteIn, RecallFilters
-from palimpsest_memory.packs.memory.models_graph import (ArchiveParams, ArchiveResult, CandidateGroup,
+from palimpsest_memory.packs.memory.mirrors.graph import MemoryGraph
+from palimpsest_memory.packs.memory.models.notes import NoteIn, RecallFilters
+from palimpsest_memory.packs.memory.models.graph import (ArchiveParams, ArchiveResult, CandidateGroup,
                                                          CandidatesGroupParams, CandidatesGroupResult,
                                                          ConsolidateParams, ConsolidateResult, LinkIn, PruneParams,
                                                          PruneResult)

@@ -12,9 +12,10 @@ from datetime import datetime
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import ranking, recall_episodes, stages
+from palimpsest_memory.packs.memory import recall_episodes, stages
+from palimpsest_memory.packs.memory.ranking import adjusters
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.models import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
+from palimpsest_memory.packs.memory.models.notes import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
 from palimpsest_memory.packs.memory.remember import note_from_index
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.walk import expand
@@ -39,7 +40,7 @@ def rank(params: RecallParams, ctx: Context) -> tuple[Scored, str, str, dict[str
         cand = stages.fuse(ctx, text, vector, fusion, filters, params.query, now)
         ctx.check_deadline("fuse")
         if params.expand_graph:  # graph step (ADR 0012): walked neighbours of the best candidates join them
-            cand, _ = expand(ctx, ranking.as_lists(cand), qvec.tolist(), model, filters)
+            cand, _ = expand(ctx, adjusters.as_lists(cand), qvec.tolist(), model, filters)
             ctx.check_deadline("expand")
         weights = stages.score_weights(ctx)
         scored = stages.score(ctx, cand, now, weights)
@@ -58,7 +59,7 @@ def answer(params: RecallParams, ctx: Context) -> tuple[RecallResult, Scored, di
     if params.group == "episode":  # the same ranking, grouped (ADR 0036)
         result, top = recall_episodes.answer(params, ctx, scored, keep, fusion, model)
         return result, top, weights
-    top = ranking.head(scored, keep[: params.limit])  # only the notes that can be served leave the columns
+    top = adjusters.head(scored, keep[: params.limit])  # only the notes that can be served leave the columns
     # the index holds each committed note as stored: no SQL on the recall path
     rows = ctx.state.index.of(ctx.namespace).rows
     hits, used, truncated = [], 0, False
@@ -87,6 +88,6 @@ def recall(params: RecallParams, ctx: Context) -> RecallResult:
         recall_id=result.recall_id, query=result.query,
         weights=ScoreWeights(relevance=w["relevance"], salience=w["salience"], temporal=w["temporal"]),
         notes=tuple(ServedNote(note_id=top.ids[j], score=top.score[j],
-                               components=ScoreComponents(*ranking.components(top, j)))
+                               components=ScoreComponents(*adjusters.components(top, j)))
                     for j in range(len(result.results)))))
     return result

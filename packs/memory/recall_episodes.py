@@ -14,10 +14,10 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import grouping, ranking, recall_cache
-from palimpsest_memory.packs.memory.index_writes import EPOCH, seconds
-from palimpsest_memory.packs.memory.models import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
-from palimpsest_memory.packs.memory.models_episodes import EpisodeHit, EpisodeSpan, EpisodeTurn
+from palimpsest_memory.packs.memory.ranking import grouping, adjusters, recall_cache
+from palimpsest_memory.packs.memory.engine.index_writes import EPOCH, seconds
+from palimpsest_memory.packs.memory.models.notes import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
+from palimpsest_memory.packs.memory.models.episodes import EpisodeHit, EpisodeSpan, EpisodeTurn
 from palimpsest_memory.packs.memory.remember import note_from_index
 from palimpsest_memory.runtime import Context
 
@@ -71,7 +71,7 @@ def answer(params: RecallParams, ctx: Context, scored: Scored, keep: np.ndarray,
             episodes.append(_episode(g, e, turns, span, threads, hits[-1]))
         if truncated:
             break
-    top = ranking.head(scored, served)
+    top = adjusters.head(scored, served)
     results = [RecallHit.model_construct(note=note, score=top.score[j],
                                          breakdown=top.breakdown(j) if params.include_breakdown else None)
                for j, note in enumerate(hits)]

@@ -7,14 +7,14 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 
 from palimpsest_memory.packs.memory import duplicates
-from palimpsest_memory.packs.memory.changes import notes_added, record
+from palimpsest_memory.packs.memory.mirrors.changes import notes_added, record
 from palimpsest_memory.packs.memory.classify import classify
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.index import FULL_COLUMNS
-from palimpsest_memory.packs.memory.index_writes import index_text
-from palimpsest_memory.packs.memory.rowstore import NoteRow
-from palimpsest_memory.packs.memory.models import (Note, NoteIn, RememberManyParams, RememberManyResult, RememberParams,
-                                 RememberResult)
+from palimpsest_memory.packs.memory.engine.index import FULL_COLUMNS
+from palimpsest_memory.packs.memory.engine.index_writes import index_text
+from palimpsest_memory.packs.memory.engine.rowstore import NoteRow
+from palimpsest_memory.packs.memory.models.notes import (Note, NoteIn, RememberManyParams, RememberManyResult,
+                                                        RememberParams, RememberResult)
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.runtime import Act, Context, errors
 

@@ -60,7 +60,7 @@ class ContextSettings(BaseModel):
 
 
 class VectorIndexSettings(BaseModel):
-    """The vector leg's HNSW graph for large scans (packs/memory/vector_graph.py, ADR 0008)."""
+    """The vector leg's HNSW graph for large scans (packs/memory/engine/vector_graph.py, ADR 0008)."""
 
     model_config = ConfigDict(extra="forbid")
     min_rows: int = Field(ge=0)  # scans of fewer rows are exact; 0 = always exact (no graph)

@@ -3,7 +3,7 @@
 Each stage is a plain function over the call's context, which ``memory.recall`` calls directly (one dispatch a
 recall, not six), and a hidden verb that wraps it, callable alone for debugging (``pal call memory.recall_fuse
 --internal``) with the same result. The stages read the index, settings and tunables; the arithmetic that
-orders the results is in ``ranking.py``. The query checks every query-taking verb shares are here too.
+orders the results is in ``ranking/adjusters.py``. The query checks every query-taking verb shares are here too.
 """
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from functools import partial
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import query_time, ranking, recall_cache
-from palimpsest_memory.packs.memory.index_writes import seconds
-from palimpsest_memory.packs.memory.models import (Candidates, CandidatesParams, CandidatesResult, EmbedParams,
+from palimpsest_memory.packs.memory.ranking import query_time, adjusters, recall_cache
+from palimpsest_memory.packs.memory.engine.index_writes import seconds
+from palimpsest_memory.packs.memory.models.notes import (Candidates, CandidatesParams, CandidatesResult, EmbedParams,
                                                    EmbedResult, FuseParams, FuseResult, Leg, RecallFilters,
                                                    RerankParams, Scored, ScoreParams, ScoreResult)
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.settings import MemorySettings
-from palimpsest_memory.packs.memory.text import cjk_ratio, has_content
+from palimpsest_memory.packs.memory.engine.text import cjk_ratio, has_content
 from palimpsest_memory.runtime import Act, Context, Visibility, errors
 
 SUB = {"act": Act.ASSERTIVE, "visibility": Visibility.SUBHANDLER}
@@ -62,7 +62,7 @@ def embed(ctx: Context, query: str) -> EmbedResult:
 
 
 def legs(ctx: Context, query: str, vector: list[float] | np.ndarray, model: str, k: int,
-         filters: RecallFilters) -> tuple[ranking.Leg, ranking.Leg]:
+         filters: RecallFilters) -> tuple[adjusters.Leg, adjusters.Leg]:
     """BM25 leg and exact-cosine vector leg, each top-k ``(ids, scores)``, over this namespace's notes that pass
     the filters (the mask is kept per filter set until the index changes, ``recall_cache.py``). With a scope, BM25
     weighs words by that scope's statistics (``bm25_scope.py``). When the vector leg walks the HNSW graph it runs on
@@ -86,7 +86,7 @@ def legs(ctx: Context, query: str, vector: list[float] | np.ndarray, model: str,
     return _columns(text), _columns(vec.result())
 
 
-def _columns(hits: list[tuple[int, float]]) -> ranking.Leg:
+def _columns(hits: list[tuple[int, float]]) -> adjusters.Leg:
     return ([i for i, _ in hits], [s for _, s in hits])
 
 
@@ -98,28 +98,28 @@ def candidates(ctx: Context, query: str, vector: list[float], model: str, k: int
                                             vector=Leg.model_construct(ids=vec[0], scores=vec[1]))
 
 
-def fuse(ctx: Context, text: ranking.Leg, vector: ranking.Leg, fusion: str, filters: RecallFilters,
+def fuse(ctx: Context, text: adjusters.Leg, vector: adjusters.Leg, fusion: str, filters: RecallFilters,
          query: str = "", now: datetime | None = None) -> Candidates:
     """Fuse the legs, add the context signals, keep the pooled notes that pass the filters, then the time prior
     when ``query`` names a time (relative ones counted back from ``now``, default the clock) (ranking 1–2). The
-    candidates' columns are numpy arrays (``ranking.as_lists`` for a verb's answer)."""
+    candidates' columns are numpy arrays (``adjusters.as_lists`` for a verb's answer)."""
     s: MemorySettings = ctx.settings
-    fused = ranking.fuse_legs(text, vector, fusion, rrf_k=s.rrf_k, weights=s.fusion_weights)
+    fused = adjusters.fuse_legs(text, vector, fusion, rrf_k=s.rrf_k, weights=s.fusion_weights)
     index = ctx.state.index.of(ctx.namespace)
     c = s.context
-    pool = ranking.context(fused, prev=index.column("prev"), nxt=index.column("next"),
+    pool = adjusters.context(fused, prev=index.column("prev"), nxt=index.column("next"),
                            thread=index.column("thread"), alpha=c.neighbour_alpha, beta=c.thread_beta,
                            top=c.thread_top)
     if c.information_prior:
-        pool = ranking.information_prior(pool, information(index, pool))
+        pool = adjusters.information_prior(pool, information(index, pool))
     # neighbours pulled in by the context stage must pass the same namespace and filters as the legs
     keep = recall_cache.allowed(index, ctx.namespace, filters).mask[index.slots(pool.ids)]
-    cand = ranking.candidates(pool, keep, fused)
+    cand = adjusters.candidates(pool, keep, fused)
     if c.time_prior and query:
         named = query_time.spans(query, (now or ctx.now()).replace(tzinfo=None))
         if named:
             occurred = index.column("occurred")[cand.ids]
-            cand = ranking.time_prior(cand, occurred, named_windows(named, occurred), c.time_prior)
+            cand = adjusters.time_prior(cand, occurred, named_windows(named, occurred), c.time_prior)
     return cand
 
 
@@ -135,7 +135,7 @@ def named_windows(named: list[query_time.Span], occurred: np.ndarray) -> np.ndar
                     dtype=np.float64).reshape(-1, 2)
 
 
-def information(index, pool: ranking.PoolScores) -> np.ndarray:
+def information(index, pool: adjusters.PoolScores) -> np.ndarray:
     """The own information of each pooled note a leg matched (0 for the neighbours the context stage added:
     the prior leaves them at factor 1, so their information is never needed); kept per note until the index
     changes (``recall_cache.information``)."""
@@ -158,11 +158,11 @@ def score(ctx: Context, cand: Candidates, now: datetime, weights: dict[str, floa
     s: MemorySettings = ctx.settings
     index = ctx.state.index.of(ctx.namespace)
     ids = np.asarray(cand.ids, dtype=np.int64)
-    feats = ranking.NoteFeatures(salience=index.column("salience")[ids], decay=index.column("decay")[ids],
+    feats = adjusters.NoteFeatures(salience=index.column("salience")[ids], decay=index.column("decay")[ids],
                                  occurred=index.column("occurred")[ids])
-    scored = ranking.score(cand, feats, seconds(now), weights, s.recency_half_life_days)
+    scored = adjusters.score(cand, feats, seconds(now), weights, s.recency_half_life_days)
     rw = s.rerank.model_dump()
-    return ranking.rerank(scored, rw) if rerank and ranking.rerank_enabled(rw) else scored
+    return adjusters.rerank(scored, rw) if rerank and adjusters.rerank_enabled(rw) else scored
 
 
 def demote_near_duplicates(ctx: Context, scored: Scored) -> Scored:
@@ -174,7 +174,7 @@ def demote_near_duplicates(ctx: Context, scored: Scored) -> Scored:
     # the candidates' ids ascending are those the score stage just read columns for (index.slots remembers them)
     asc = np.sort(ids)
     prefixes = ctx.state.index.of(ctx.namespace).column("prefix")[asc][np.searchsorted(asc, ids)]
-    return ranking.demote_near_duplicates(scored, prefixes, s.near_duplicate_penalty)
+    return adjusters.demote_near_duplicates(scored, prefixes, s.near_duplicate_penalty)
 
 
 # -- the same stages as hidden verbs ------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def recall_candidates(params: CandidatesParams, ctx: Context) -> CandidatesResul
 @pack.verb("recall_fuse", **SUB)
 def recall_fuse(params: FuseParams, ctx: Context) -> FuseResult:
     """Fuse the legs (rrf | weighted | union | vector_only | keyword_only), then add the context signals."""
-    return FuseResult.model_construct(candidates=ranking.as_lists(
+    return FuseResult.model_construct(candidates=adjusters.as_lists(
         fuse(ctx, (params.text.ids, params.text.scores), (params.vector.ids, params.vector.scores), params.fusion,
              params.filters, params.query, params.now)))
 
@@ -201,12 +201,12 @@ def recall_fuse(params: FuseParams, ctx: Context) -> FuseResult:
 @pack.verb("recall_score", **SUB)
 def recall_score(params: ScoreParams, ctx: Context) -> ScoreResult:
     """score = (w_rel·relevance + w_sal·salience·e^(−decay·age) + w_temp·2^(−age/half_life)) / Σw."""
-    return ScoreResult.model_construct(results=ranking.as_lists(score(ctx, params.candidates, params.now,
+    return ScoreResult.model_construct(results=adjusters.as_lists(score(ctx, params.candidates, params.now,
                                                                       score_weights(ctx), params.rerank)))
 
 
 @pack.verb("recall_rerank", **SUB)
 def recall_rerank(params: RerankParams, ctx: Context) -> ScoreResult:
     """Replace each score by Σ w·feature / Σ w over relevance, salience, temporal, text_match, vector_match."""
-    return ScoreResult.model_construct(results=ranking.as_lists(
-        ranking.rerank(params.results, ctx.settings.rerank.model_dump())))
+    return ScoreResult.model_construct(results=adjusters.as_lists(
+        adjusters.rerank(params.results, ctx.settings.rerank.model_dump())))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from palimpsest_memory.packs.memory.embedding import Embedders
-from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph
-from palimpsest_memory.packs.memory.index_mirror import IndexMirror
+from palimpsest_memory.packs.memory.mirrors.embedder_registry import Embedders
+from palimpsest_memory.packs.memory.mirrors.graph import MemoryGraph
+from palimpsest_memory.packs.memory.mirrors.index import IndexMirror
 
 
 @dataclass

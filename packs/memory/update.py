@@ -14,10 +14,10 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field, field_validator
 
-from palimpsest_memory.packs.memory.changes import MetadataEdited, record
+from palimpsest_memory.packs.memory.mirrors.changes import MetadataEdited, record
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.models import Kind, Note
-from palimpsest_memory.packs.memory.models_graph import NoteId
+from palimpsest_memory.packs.memory.models.notes import Kind, Note
+from palimpsest_memory.packs.memory.models.graph import NoteId
 from palimpsest_memory.packs.memory.remember import fetch_notes
 from palimpsest_memory.runtime import Act, Context, errors
 from palimpsest_memory.runtime.params import NamespacedParams

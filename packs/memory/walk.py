@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import ranking
-from palimpsest_memory.packs.memory.changes import CentralitySet, record
+from palimpsest_memory.packs.memory.ranking import adjusters
+from palimpsest_memory.packs.memory.mirrors.changes import CentralitySet, record
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.graph import CENTRALITY_SCOPE
-from palimpsest_memory.packs.memory.graph_mirror import MemoryGraph
-from palimpsest_memory.packs.memory.index import Allowed
-from palimpsest_memory.packs.memory.models import Candidates, RecallFilters
-from palimpsest_memory.packs.memory.models_graph import (CentralityParams, CentralityResult, ExpandParams, ExpandResult,
+from palimpsest_memory.packs.memory.mirrors.graph import MemoryGraph
+from palimpsest_memory.packs.memory.engine.index import Allowed
+from palimpsest_memory.packs.memory.models.notes import Candidates, RecallFilters
+from palimpsest_memory.packs.memory.models.graph import (CentralityParams, CentralityResult, ExpandParams, ExpandResult,
                                        NoteCentrality, WalkHit, WalkHop, WalkParams, WalkResult)
 from palimpsest_memory.packs.memory.remember import note_from_index
 from palimpsest_memory.packs.memory.settings import MemorySettings
@@ -116,17 +116,17 @@ def walk(params: WalkParams, ctx: Context) -> WalkResult:
 
 def expand(ctx: Context, c: Candidates, vector: list[float], model: str, filters: RecallFilters
            ) -> tuple[Candidates, list[int]]:
-    """Recall's expand_graph step (``ranking.graph_expansion``): walk from the best fused candidates and add
+    """Recall's expand_graph step (``adjusters.graph_expansion``): walk from the best fused candidates and add
     the notes reached. ``memory.recall`` calls this directly; ``memory.recall_expand`` wraps it."""
     g = ctx.settings.graph
-    seed_relevance = ranking.expansion_seeds(c, g.expand_seeds)
+    seed_relevance = adjusters.expansion_seeds(c, g.expand_seeds)
     if not seed_relevance or not vector:
         return c, []
     q = np.asarray(vector, dtype=np.float32)
     mask = _walk_mask(ctx, False, filters)
     best, _ = run_walk(ctx, q, model, dict.fromkeys(seed_relevance, 1.0), mask, max_depth=g.expand_max_depth,
                        cut=g.walk_min_similarity, relations=None)
-    return ranking.graph_expansion(c, seed_relevance, {n: (f, seed) for n, (f, _, seed, _) in best.items()})
+    return adjusters.graph_expansion(c, seed_relevance, {n: (f, seed) for n, (f, _, seed, _) in best.items()})
 
 
 @pack.verb("recall_expand", act=Act.ASSERTIVE, visibility=Visibility.SUBHANDLER)

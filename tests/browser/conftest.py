@@ -220,7 +220,7 @@ def graph_served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         data = fill_graph(rt)
         if LOCOMO.is_file():
             from palimpsest_memory.packs.memory.commands import import_conversations
-            from palimpsest_memory.packs.memory.importers import parse_locomo
+            from palimpsest_memory.packs.memory.importers.conversations import parse_locomo
 
             conv = parse_locomo(LOCOMO)[0]
             import_conversations(rt, [conv], "locomo", "locomo")

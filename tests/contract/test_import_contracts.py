@@ -52,7 +52,10 @@ BASE = {f"{PKG}/{rel}": "" for rel in (
     "__init__.py", "runtime/__init__.py", "runtime/adapters/__init__.py", "packs/__init__.py",
     "packs/alpha/__init__.py", "packs/beta/__init__.py",
     *(f"runtime/{m}.py" for m in ("engine", "opening", "tunables", "loader", "storage", "dispatch", "registry",
-                                   "config")))}
+                                   "config")),
+    # the memory pack's top modules and wings, which its contracts name (ADR 0043)
+    *(p.relative_to(ROOT).as_posix() for p in (ROOT / "packs" / "memory").glob("*.py")),
+    *(p.relative_to(ROOT).as_posix() for p in (ROOT / "packs" / "memory").glob("*/__init__.py")))}
 
 
 def test_a_pack_importing_another_pack_is_caught(tmp_path: Path) -> None:
@@ -68,3 +71,18 @@ def test_runtime_importing_a_pack_is_caught(tmp_path: Path) -> None:
     _toy_tree(tmp_path, BASE | {f"{PKG}/runtime/engine.py": "import palimpsest_memory.packs.alpha\n"})
     out = run_lint(_write_our_contracts(tmp_path), tmp_path, tmp_path)
     assert out.returncode != 0 and "The runtime never imports packs BROKEN" in out.stdout
+
+
+def test_the_memory_engine_importing_a_verb_module_is_caught(tmp_path: Path) -> None:
+    _toy_tree(tmp_path, BASE | {f"{PKG}/packs/memory/engine/index.py": "from palimpsest_memory.packs.memory import recall\n"})
+    out = run_lint(_write_our_contracts(tmp_path), tmp_path, tmp_path)
+    assert out.returncode != 0
+    text = " ".join(out.stdout.split())  # the report wraps long lines
+    assert "The memory engine imports nothing from the memory pack's verbs" in text
+    assert f"{PKG}.packs.memory.engine.index -> {PKG}.packs.memory.recall" in text
+
+
+def test_the_memory_engine_importing_the_ranking_is_caught(tmp_path: Path) -> None:
+    _toy_tree(tmp_path, BASE | {f"{PKG}/packs/memory/engine/index.py": "import palimpsest_memory.packs.memory.ranking\n"})
+    out = run_lint(_write_our_contracts(tmp_path), tmp_path, tmp_path)
+    assert out.returncode != 0 and "The memory pack's layers: ranking above engine BROKEN" in out.stdout

@@ -17,8 +17,8 @@ import pytest
 from palimpsest_memory.packs.brain.core import pack as brain_pack
 from palimpsest_memory.packs.kg.core import pack as kg_pack
 from palimpsest_memory.packs.memory.core import pack as memory_pack
-from palimpsest_memory.packs.memory.embedders import get_embedder
-from palimpsest_memory.packs.memory.index_writes import index_text
+from palimpsest_memory.packs.memory.engine.embedders import get_embedder
+from palimpsest_memory.packs.memory.engine.index_writes import index_text
 
 pytestmark = pytest.mark.both_backends
 

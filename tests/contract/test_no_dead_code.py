@@ -25,9 +25,9 @@ ALLOWED = {
     # the Runtime's API for host apps and tools that look inside a store (tests and bench/ do)
     ("runtime/engine.py", "pack_state"), ("runtime/engine.py", "held_namespaces"),
     # the exact scan the HNSW graph's recall is measured against (tests, bench/speed.py); a method of the index
-    ("packs/memory/vectors.py", "search_exact"),
+    ("packs/memory/engine/vectors.py", "search_exact"),
     # io.RawIOBase's protocol: the io machinery asks it
-    ("packs/memory/snapshot_files.py", "seekable"),
+    ("packs/memory/engine/snapshot_io.py", "seekable"),
 }
 
 

@@ -39,22 +39,30 @@ def test_no_pack_touches_another_packs_tables(pack: str) -> None:
 
 def _imports(path: Path, package: str) -> set[str]:
     tree = ast.parse(path.read_text())
+    here = _module(path, package).rsplit(".", 1)[0]  # the package (or wing) the file is in, for relative imports
     out = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == package:  # from packs.x import a, b  -> the submodules a, b
-                out |= {f"{package}.{a.name}" for a in node.names}
-            elif node.module.startswith(package + "."):
-                out.add(node.module)
+        if isinstance(node, ast.ImportFrom):
+            base = here.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(x for x in (base, node.module) if x)
+            if module == package or module.startswith(package + "."):
+                out.add(module)  # from packs.x.wing import a, b -> the wing and, if they are modules, a and b
+                out |= {f"{module}.{a.name}" for a in node.names}
         elif isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith(package + ".")}
     return out
 
 
+def _module(path: Path, package: str) -> str:
+    """The dotted module name of a pack's source file (packs/memory/engine/index.py -> <package>.engine.index)."""
+    pack_dir = ROOT / "packs" / package.rsplit(".", 1)[-1]
+    return ".".join([package, *path.relative_to(pack_dir).with_suffix("").parts])
+
+
 @pytest.mark.parametrize("pack", PACKS)
 def test_no_import_circles_inside_a_pack(pack: str) -> None:
     package = f"palimpsest_memory.packs.{pack}"
-    graph = {f"{package}.{p.stem}": _imports(p, package) for p in sources(pack, (".py",)) if p.stem != "__init__"}
+    graph = {_module(p, package): _imports(p, package) for p in sources(pack, (".py",)) if p.stem != "__init__"}
     state: dict[str, int] = {}  # 1 visiting, 2 done
 
     def visit(mod: str, path: list[str]) -> list[str] | None:

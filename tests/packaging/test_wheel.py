@@ -79,7 +79,11 @@ def test_wheel_holds_one_top_level_package_with_its_data(fresh: dict[str, Path])
                    "palimpsest_memory/runtime/adapters/web/static/app.js",
                    "palimpsest_memory/packs/memory/sql/001_notes.sql",
                    # a pack's defaults and its web pages (ADR 0035)
-                   "palimpsest_memory/packs/memory/defaults.toml", "palimpsest_memory/packs/memory/web/recall.js"):
+                   "palimpsest_memory/packs/memory/defaults.toml", "palimpsest_memory/packs/memory/web/recall.js",
+                   # the memory pack's wings (ADR 0043)
+                   "palimpsest_memory/packs/memory/engine/__init__.py",
+                   "palimpsest_memory/packs/memory/engine/index.py",
+                   "palimpsest_memory/packs/memory/ranking/adjusters.py"):
         assert needed in names, needed
     assert not any(n.startswith(("palimpsest_memory/palimpsest_memory", "palimpsest_memory/tests")) for n in names)
 

@@ -170,7 +170,7 @@ def integrity_problems(rt: Any) -> list[str]:
 
 
 def _namespace_problems(rt: Any, index: Any, namespace: str) -> list[str]:
-    from palimpsest_memory.packs.memory.vectors import l2_normalize
+    from palimpsest_memory.packs.memory.engine.vectors import l2_normalize
 
     con = rt.store.con
     rows = con.execute("SELECT id, namespace, archived_at IS NOT NULL FROM memory.notes WHERE namespace = ? "

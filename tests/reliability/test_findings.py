@@ -1,7 +1,7 @@
 """What the reliability work found (issue 9), one regression test per finding.
 
 Fixed ones pass. A finding still open would be a strict xfail: it fails today, documents the bug, and turns into
-an XPASS failure the day it is fixed (the last one, note edges written through kg.link, is fixed: packs/memory/sync.py).
+an XPASS failure the day it is fixed (the last one, note edges written through kg.link, is fixed: packs/memory/mirrors/graph_sync.py).
 """
 import ast
 import re
@@ -76,7 +76,7 @@ def test_the_fuzz_oracle_explains_a_failure_only_by_a_matching_known_issue(monke
     assert rel_support.explain_failure("kg.centrality", boom) is None
 
 
-# -- fixed (packs/memory/models.py, packs/brain/models.py) ---------------------------------------------------
+# -- fixed (packs/memory/models/notes.py, packs/brain/models.py) ---------------------------------------------------
 @pytest.mark.parametrize("when", CAL_EDGE)
 @pytest.mark.parametrize("verb, params", [
     ("memory.remember", lambda w: {"content": "dated at the edge of the calendar", "occurred_at": w}),
@@ -188,7 +188,7 @@ def test_a_full_batch_may_mention_more_entities_than_one_kg_call_takes(make_pal_
     assert n == 3300
 
 
-# -- fixed: packs/memory/sync.py ------------------------------------------------------------------------------
+# -- fixed: packs/memory/mirrors/graph_sync.py ------------------------------------------------------------------------------
 def test_memory_graph_follows_note_edges_written_through_the_kg(rt):
     """An 'm:'-to-'m:' edge written or removed through kg.link / kg.link_many / kg.unlink reaches the live memory
     graph (it used to appear only after a restart rebuilt the graph from kg.edges)."""

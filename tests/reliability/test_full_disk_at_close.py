@@ -7,7 +7,7 @@ import errno
 import logging
 from pathlib import Path
 
-from palimpsest_memory.packs.memory import snapshot_files
+from palimpsest_memory.packs.memory.engine import snapshot_io
 from palimpsest_memory.runtime import Runtime
 
 ENV = {"PALIMPSEST_CONFIG_DISABLED": "1", "PALIMPSEST__packs__memory__index_snapshot_min_notes": "1"}
@@ -21,7 +21,7 @@ def test_a_full_disk_at_close_is_one_warning_and_the_next_open_rebuilds(tmp_path
     def full(src, dst):  # type: ignore[no-untyped-def]
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(snapshot_files.os, "replace", full)
+    monkeypatch.setattr(snapshot_io.os, "replace", full)
     with caplog.at_level(logging.WARNING, logger="palimpsest"):
         rt.close()
     monkeypatch.undo()

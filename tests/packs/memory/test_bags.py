@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from palimpsest_memory.packs.memory.bags import expanded
-from palimpsest_memory.packs.memory.bm25 import BM25Index
-from palimpsest_memory.packs.memory.threads import expand_bag
+from palimpsest_memory.packs.memory.engine.bags import expanded
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
+from palimpsest_memory.packs.memory.engine.threads import expand_bag
 
 WORDS = st.sampled_from(["a", "b", "c", "dd", "e", "f", "g", "hh", "2023", "may"])
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from palimpsest_memory.packs.memory.bm25 import BM25Index
-from palimpsest_memory.packs.memory.context_arrays import PoolScores
-from palimpsest_memory.packs.memory.text import tokenize
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
+from palimpsest_memory.packs.memory.ranking.context_scores import PoolScores
+from palimpsest_memory.packs.memory.engine.text import tokenize
 
 _spec = importlib.util.spec_from_file_location(
     "locomo_coverage", Path(__file__).resolve().parents[3] / "bench" / "locomo_coverage.py")

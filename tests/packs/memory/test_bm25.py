@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from palimpsest_memory.packs.memory.bm25 import BM25Index
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
 
 DOCS = {
     1: "the cat sat on the mat",
@@ -72,7 +72,7 @@ def test_incremental_equals_batch():
 
 
 def test_add_weighted_fractional_tf():
-    from palimpsest_memory.packs.memory.text import tokenize
+    from palimpsest_memory.packs.memory.engine.text import tokenize
 
     apple, pear = tokenize("apple pear")  # bags hold index terms (stemmed)
     idx = BM25Index()
@@ -147,7 +147,7 @@ def test_search_over_many_matches_is_the_exact_top_k_with_its_ties(seed, k, remo
 def test_single_add_is_incremental_not_rebuild():
     """A single add tokenises only its own text and leaves the index equal to one built in one go (counted, not
     timed: a wall-clock threshold flakes on a loaded machine)."""
-    from palimpsest_memory.packs.memory.text import tokenize
+    from palimpsest_memory.packs.memory.engine.text import tokenize
 
     seen: list[str] = []
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from palimpsest_memory.packs.memory.bm25 import BM25Index
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
 from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import HASHING, T0, Clock
 

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from palimpsest_memory.packs.memory.bm25 import BM25Index
-from palimpsest_memory.packs.memory.context import ThreadExpander, ThreadLinks, expand_bag, render_dated
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
+from palimpsest_memory.packs.memory.engine.context_signals import ThreadExpander, ThreadLinks, expand_bag, render_dated
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 from query_signals import date_window_boost, query_date_windows, speaker_boost  # noqa: E402  (bench's, not recall's)
-from palimpsest_memory.packs.memory.text import tokenize
+from palimpsest_memory.packs.memory.engine.text import tokenize
 
 
 def links_for(threads):

@@ -1,4 +1,4 @@
-"""The context signals recall ranks with (ranking.context, numpy columns) equal a readable dict version of the
+"""The context signals recall ranks with (adjusters.context, numpy columns) equal a readable dict version of the
 ADR 0008 formulas, bit for bit, on random pools and threads."""
 from collections.abc import Callable, Hashable, Mapping
 
@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from palimpsest_memory.packs.memory import ranking
-from palimpsest_memory.packs.memory.context import ThreadLinks
+from palimpsest_memory.packs.memory.ranking import adjusters
+from palimpsest_memory.packs.memory.engine.context_signals import ThreadLinks
 
 N = 40  # note ids 0..N-1
 
@@ -83,7 +83,7 @@ def test_columns_equal_the_formulas(case) -> None:  # type: ignore[no-untyped-de
         links.add(i, t or None)
     prev, nxt = columns(links)
     ref, nb, th = reference(dict(zip(ids, scores)), links, alpha, beta, top)
-    got = ranking.context(dict(zip(ids, scores)), prev=prev, nxt=nxt, thread=np.array(threads), alpha=alpha,
+    got = adjusters.context(dict(zip(ids, scores)), prev=prev, nxt=nxt, thread=np.array(threads), alpha=alpha,
                           beta=beta, top=top)
     assert got.ids.tolist() == sorted(ref)
     assert got.scores.tolist() == [ref[i] for i in got.ids.tolist()]  # exact, not approximate
@@ -98,13 +98,13 @@ def test_score_is_base_plus_weighted_features() -> None:
     prev = np.array([-1, -1, 1, -1])
     nxt = np.array([-1, 2, -1, -1])
     thread = np.array([0, 1, 1, 2])
-    got = ranking.context({1: 1.0, 3: 0.4}, prev=prev, nxt=nxt, thread=thread, alpha=0.5, beta=0.5, top=3)
+    got = adjusters.context({1: 1.0, 3: 0.4}, prev=prev, nxt=nxt, thread=thread, alpha=0.5, beta=0.5, top=3)
     assert got.ids.tolist() == [1, 2, 3]
     assert got.scores.tolist() == (got.base + 0.5 * got.neighbour + 0.5 * got.thread).tolist()
     score = dict(zip(got.ids.tolist(), got.scores.tolist()))
     assert score[2] > score[3]  # neighbour of the best hit, in the best thread
     assert score[2] == 0.5 * 1.0 + 0.5 * 1.0  # pulled in through its neighbour, its thread is the best
-    off = ranking.context({1: 1.0, 3: 0.4}, prev=prev, nxt=nxt, thread=thread, alpha=0.0, beta=0.0, top=3)
+    off = adjusters.context({1: 1.0, 3: 0.4}, prev=prev, nxt=nxt, thread=thread, alpha=0.0, beta=0.0, top=3)
     assert dict(zip(off.ids.tolist(), off.scores.tolist())) == {1: 1.0, 3: 0.4}
 
 
@@ -113,7 +113,7 @@ def test_neighbour_smoothing_pulls_in_thread_neighbours() -> None:
     prev = np.full(11, -1)
     nxt = np.full(11, -1)
     prev[2], prev[3], nxt[1], nxt[2] = 1, 2, 2, 3
-    got = ranking.context({1: 1.0, 10: 0.4}, prev=prev, nxt=nxt, thread=np.zeros(11, dtype=np.int64), alpha=0.5,
+    got = adjusters.context({1: 1.0, 10: 0.4}, prev=prev, nxt=nxt, thread=np.zeros(11, dtype=np.int64), alpha=0.5,
                           beta=0.0, top=3)
     out = dict(zip(got.ids.tolist(), got.scores.tolist()))
     assert out == {1: 1.0, 2: 0.5, 10: 0.4}  # 2 pulled in through its neighbour 1; 3 is not adjacent to a hit
@@ -122,11 +122,11 @@ def test_neighbour_smoothing_pulls_in_thread_neighbours() -> None:
 def test_thread_propagation_by_the_mean_of_each_threads_best() -> None:
     none = np.full(5, -1)
     thread = np.array([0, 1, 1, 2, 0])  # notes 1, 2 in thread 1; 3 in thread 2; 4 in none
-    got = ranking.context({1: 1.0, 2: 0.8, 3: 0.9, 4: 0.95}, prev=none, nxt=none, thread=thread, alpha=0.0,
+    got = adjusters.context({1: 1.0, 2: 0.8, 3: 0.9, 4: 0.95}, prev=none, nxt=none, thread=thread, alpha=0.0,
                           beta=0.5, top=3)
     feat = dict(zip(got.ids.tolist(), got.thread.tolist()))
     assert feat[1] == 1.0 and feat[3] == 1.0 and feat[4] == 0.0  # a: mean(1, .8) = .9, b: .9: both the max
-    got = ranking.context({1: 1.0, 2: 1.0, 3: 0.5}, prev=none, nxt=none, thread=thread, alpha=0.0, beta=0.5, top=3)
+    got = adjusters.context({1: 1.0, 2: 1.0, 3: 0.5}, prev=none, nxt=none, thread=thread, alpha=0.0, beta=0.5, top=3)
     feat = dict(zip(got.ids.tolist(), got.thread.tolist()))
     out = dict(zip(got.ids.tolist(), got.scores.tolist()))
     assert feat[3] == 0.5 and out[3] == 0.75 and feat[1] == 1.0 and out[1] == 1.5

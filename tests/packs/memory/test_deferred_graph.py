@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from palimpsest_memory.packs.memory.vector_graph import Ann
-from palimpsest_memory.packs.memory.vectors import VectorIndex, l2_normalize
+from palimpsest_memory.packs.memory.engine.vector_graph import Ann
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex, l2_normalize
 
 ANN = Ann(min_rows=300)
 

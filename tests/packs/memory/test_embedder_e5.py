@@ -10,8 +10,8 @@ import socket
 import numpy as np
 import pytest
 
-from palimpsest_memory.packs.memory import embedders
-from palimpsest_memory.packs.memory.embedding import EmbedderSpec, Embedders
+from palimpsest_memory.packs.memory.engine import embedders
+from palimpsest_memory.packs.memory.mirrors.embedder_registry import EmbedderSpec, Embedders
 from palimpsest_memory.runtime import errors
 from palimpsest_memory.runtime.testing import open_test_runtime
 from store_support import HASHING, NO_EPISODES, T0, Clock, snapshot
@@ -66,7 +66,7 @@ def test_a_missing_e5_extra_is_an_error_that_names_the_extra(monkeypatch):
 
 
 def test_the_e5_embedder_is_registered_and_named_by_get_embedder():
-    from palimpsest_memory.packs.memory.embedding import register_embedders
+    from palimpsest_memory.packs.memory.mirrors.embedder_registry import register_embedders
 
     specs = {s.name: s for s in register_embedders()}
     assert specs["e5"].multilingual and "[e5]" in specs["e5"].note

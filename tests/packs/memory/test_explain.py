@@ -9,7 +9,7 @@ import pytest
 
 from index_support import held_index
 from palimpsest_memory.packs.memory.commands import import_conversations
-from palimpsest_memory.packs.memory.importers import Conversation, Turn
+from palimpsest_memory.packs.memory.importers.conversations import Conversation, Turn
 from palimpsest_memory.runtime import Act, errors
 from store_support import Clock, snapshot
 

@@ -18,12 +18,14 @@ import numpy as np
 import pytest
 from store_support import HASHING, Clock
 
-from palimpsest_memory.packs.memory import changes, index_writes, remember
-from palimpsest_memory.packs.memory.bm25 import BM25Index
-from palimpsest_memory.packs.memory.embedders import HashingEmbedder
-from palimpsest_memory.packs.memory.embedding import EmbedderSpec
-from palimpsest_memory.packs.memory.index_writes import IndexWrites
-from palimpsest_memory.packs.memory.threads import expand_bag
+from palimpsest_memory.packs.memory import remember
+from palimpsest_memory.packs.memory.engine import index_writes
+from palimpsest_memory.packs.memory.mirrors import changes
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
+from palimpsest_memory.packs.memory.engine.embedders import HashingEmbedder
+from palimpsest_memory.packs.memory.mirrors.embedder_registry import EmbedderSpec
+from palimpsest_memory.packs.memory.engine.index_writes import IndexWrites
+from palimpsest_memory.packs.memory.engine.threads import expand_bag
 from palimpsest_memory.runtime import Pack, changelog, hookimpl
 from palimpsest_memory.runtime.testing import POSTGRES_MISSING, open_test_runtime, postgres_available
 

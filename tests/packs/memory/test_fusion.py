@@ -1,6 +1,6 @@
 import pytest
 
-from palimpsest_memory.packs.memory.fusion import minmax, rrf, union, weighted
+from palimpsest_memory.packs.memory.ranking.fusion import minmax, ranked, rrf, union, weighted
 
 
 TEXT = [(1, 10.0), (2, 5.0), (3, 0.0)]
@@ -19,14 +19,14 @@ def test_weighted_is_sum_of_weighted_minmax():
     assert f.scores[3] == pytest.approx(0.3)  # text min (0) + vector max (1)*0.3
     assert f.scores[4] == pytest.approx(0.0)
     assert f.per_leg["text"][4] == 0.0 and f.per_leg["vector"][3] == 1.0
-    assert [i for i, _ in f.ranking()][:2] == [1, 2]
+    assert [i for i, _ in ranked(f.scores)][:2] == [1, 2]
 
 
 def test_rrf_ranks():
     f = rrf({"text": TEXT, "vector": VEC}, k=60)
     assert f.scores[3] == pytest.approx(1 / 63 + 1 / 61)
     assert f.scores[1] == pytest.approx(1 / 61)
-    assert f.ranking(1)[0][0] == 3  # found by both legs
+    assert ranked(f.scores, 1)[0][0] == 3  # found by both legs
 
 
 def test_union_takes_max():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from palimpsest_memory.packs.kg.pack import pack as kg_pack
-from palimpsest_memory.packs.memory.embedding import EmbedderSpec
+from palimpsest_memory.packs.memory.mirrors.embedder_registry import EmbedderSpec
 from palimpsest_memory.packs.memory.pack import pack as memory_pack
 from palimpsest_memory.runtime import Pack, errors, hookimpl
 from palimpsest_memory.runtime.testing import open_test_runtime

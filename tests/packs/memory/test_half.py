@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from palimpsest_memory.packs.memory import half
-from palimpsest_memory.packs.memory.vectors import l2_normalize
+from palimpsest_memory.packs.memory.engine import half
+from palimpsest_memory.packs.memory.engine.vectors import l2_normalize
 
 
 def unit(n: int, dim: int, seed: int) -> np.ndarray:

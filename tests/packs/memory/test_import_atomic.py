@@ -14,9 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from palimpsest_memory.packs.memory import importing
+from palimpsest_memory.packs.memory import import_verbs
 from palimpsest_memory.packs.memory.commands import import_conversations
-from palimpsest_memory.packs.memory.importers import Conversation, Turn, iter_jsonl, line_bound
+from palimpsest_memory.packs.memory.importers.conversations import Conversation, Turn, iter_jsonl, line_bound
 from palimpsest_memory.runtime import errors
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -83,14 +83,14 @@ def test_a_file_rejected_at_line_651_writes_nothing(store, tmp_path, why, bad, e
 def stored(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
     """The size of each batch the import's write pass stored, in order (the real store_notes runs): a test about
     the write pass asserts it was reached, not refused earlier by the check pass (issue 46, item 8)."""
-    real, seen = importing.store_notes, []
+    real, seen = import_verbs.store_notes, []
 
     def counting(ctx, batch, **kw):  # type: ignore[no-untyped-def]
         out = real(ctx, batch, **kw)
         seen.append(len(batch))
         return out
 
-    monkeypatch.setattr(importing, "store_notes", counting)
+    monkeypatch.setattr(import_verbs, "store_notes", counting)
     return seen
 
 
@@ -102,7 +102,7 @@ def test_a_key_already_stored_with_other_content_rolls_the_whole_import_back(sto
     before = counts(store)
     with pytest.raises(errors.Conflict):
         import_file(store, write_lines(tmp_path / "clash.jsonl", rows))
-    assert stored == [importing.BATCH]  # reached: the first batch was written, the second refused by the store
+    assert stored == [import_verbs.BATCH]  # reached: the first batch was written, the second refused by the store
     assert counts(store) == before
     res = import_file(store, write_lines(tmp_path / "fixed.jsonl", rows[:-1]))  # the retry, the clash removed
     assert res.created == 600 and counts(store)["memory.notes"] == before["memory.notes"] + 600
@@ -120,7 +120,7 @@ def test_a_locomo_file_refused_in_its_write_pass_leaves_nothing(store, tmp_path,
     with pytest.raises(errors.Conflict):
         store.call("memory.import_file", {"path": str(path), "format": "locomo", "key_prefix": "jsonl"},
                    internal=True)
-    assert stored == [importing.BATCH]  # reached the write pass
+    assert stored == [import_verbs.BATCH]  # reached the write pass
     assert counts(store) == before
     sample["conversation"]["session_1"] = turns[:-1]
     path.write_text(json.dumps([sample]), encoding="utf-8")
@@ -160,7 +160,7 @@ def test_import_conversations_is_one_transaction_too(make_pal_runtime, stored): 
     clash = Conversation("s0", ["Cy"], [Turn("Cy", "said otherwise", datetime(2026, 1, 1), "a", "D9")])
     with pytest.raises(errors.Conflict):  # the stored key s0/D9 with other content: refused in the write pass
         import_conversations(rt, [good, clash], "t", None)
-    assert stored == [1, importing.BATCH]  # reached: the first 500 were written, the batch holding the clash refused
+    assert stored == [1, import_verbs.BATCH]  # reached: the first 500 were written, the batch holding the clash refused
     assert counts(rt) == before
     res = import_conversations(rt, [good], "t", None)
     assert res["created"] == 700 and len(res["note_ids"]) == 700
@@ -231,7 +231,7 @@ def test_openai_style_and_untimed_chat_lines_import_in_file_order(tmp_path):  # 
     without a time import; a line that is neither is invalid params naming the line, and nothing is written."""
     import json
 
-    from palimpsest_memory.packs.memory.importers import parse_jsonl
+    from palimpsest_memory.packs.memory.importers.conversations import parse_jsonl
 
     good = tmp_path / "chat.jsonl"
     good.write_text("\n".join(json.dumps(x) for x in [

@@ -253,7 +253,7 @@ def test_markdown_needs_a_folder(rt):  # type: ignore[no-untyped-def]
 
 
 def test_front_matter_subset():  # type: ignore[no-untyped-def]
-    from palimpsest_memory.packs.memory.importers_markdown import split_front_matter
+    from palimpsest_memory.packs.memory.importers.markdown import split_front_matter
 
     fm, body = split_front_matter('---\ntitle: "A \\"quoted\\" title"\ntags:\n  - a\n  - \'b c\'\n'
                                   'aliases: [x, "y"]\nnested:\n  deep: 1\n---\ntext')

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from palimpsest_memory.packs.memory.commands import import_conversations
-from palimpsest_memory.packs.memory.importers import parse_jsonl, parse_locomo, parse_locomo_date
+from palimpsest_memory.packs.memory.importers.conversations import parse_jsonl, parse_locomo, parse_locomo_date
 from palimpsest_memory.runtime import errors
 
 ROOT = Path(__file__).resolve().parents[3]

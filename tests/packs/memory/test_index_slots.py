@@ -12,8 +12,8 @@ import numpy as np
 from index_support import held_index
 from store_support import HASHING
 
-from palimpsest_memory.packs.memory.index import MemoryIndex
-from palimpsest_memory.packs.memory.rowstore import NoteRow
+from palimpsest_memory.packs.memory.engine.index import MemoryIndex
+from palimpsest_memory.packs.memory.engine.rowstore import NoteRow
 
 TOPICS = ["coffee in paris", "deadline for orion", "the database migration", "a walk by the river"]
 NOW = "2024-06-01T00:00:00Z"

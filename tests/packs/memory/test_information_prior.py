@@ -10,9 +10,9 @@ from datetime import timedelta
 import numpy as np
 from store_support import HASHING, T0, Clock
 
-from palimpsest_memory.packs.memory import ranking
-from palimpsest_memory.packs.memory.bm25 import BM25Index
-from palimpsest_memory.packs.memory.context_arrays import PoolScores
+from palimpsest_memory.packs.memory.ranking import adjusters
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
+from palimpsest_memory.packs.memory.ranking.context_scores import PoolScores
 from palimpsest_memory.runtime.testing import open_test_runtime
 
 
@@ -39,7 +39,7 @@ def test_information_prior_multiplies_by_log_of_information():
     # note 4 joined the pool only as a thread neighbour (base 0: no leg matched it): factor 1 whatever it says
     pool = PoolScores(ids=np.array([1, 2, 3, 4]), scores=np.array([1.0, 0.9, 0.5, 0.45]),
                       base=np.array([0.6, 0.5, 0.5, 0.0]), neighbour=np.zeros(4), thread=np.zeros(4))
-    got = ranking.information_prior(pool, np.array([0.5, 20.0, 0.0, 50.0]))
+    got = adjusters.information_prior(pool, np.array([0.5, 20.0, 0.0, 50.0]))
     assert np.allclose(got.information, [math.log(math.e + 0.5), math.log(math.e + 20.0), 1.0, 1.0])
     assert np.allclose(got.scores, [1.0 * math.log(math.e + 0.5), 0.9 * math.log(math.e + 20.0), 0.5, 0.45])
     # the greeting-like note 1 had the best score, the informative note 2 now ranks first

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from palimpsest_memory.packs.memory.int8_scan import Int8Rows, quantise
-from palimpsest_memory.packs.memory.vector_graph import Ann
-from palimpsest_memory.packs.memory.vectors import VectorIndex, l2_normalize
+from palimpsest_memory.packs.memory.engine.int8_scan import Int8Rows, quantise
+from palimpsest_memory.packs.memory.engine.vector_graph import Ann
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex, l2_normalize
 
 SCAN = Ann(min_rows=100_000)  # every index below scans (no graph), through the int8 copy
 

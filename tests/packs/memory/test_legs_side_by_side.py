@@ -8,9 +8,9 @@ import pytest
 from store_support import HASHING, T0
 
 from index_support import held_index
-from palimpsest_memory.packs.memory import vector_graph
-from palimpsest_memory.packs.memory.bm25 import BM25Index
-from palimpsest_memory.packs.memory.vectors import VectorIndex
+from palimpsest_memory.packs.memory.engine import vector_graph
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex
 
 GRAPH = copy.deepcopy(HASHING)
 GRAPH["packs"]["memory"]["vector_index"] = {"min_rows": 30}

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from palimpsest_memory.packs.memory.commands import import_conversations
-from palimpsest_memory.packs.memory.importers import parse_locomo
+from palimpsest_memory.packs.memory.importers.conversations import parse_locomo
 
 ROOT = Path(__file__).resolve().parents[3]
 MINI = ROOT / "tests" / "fixtures" / "locomo" / "locomo-mini.json"

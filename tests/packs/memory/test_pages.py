@@ -5,8 +5,8 @@ import mmap
 import numpy as np
 import pytest
 
-from palimpsest_memory.packs.memory import pages
-from palimpsest_memory.packs.memory.vectors import VectorIndex
+from palimpsest_memory.packs.memory.engine import pages
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex
 
 
 def owner(a: np.ndarray):  # type: ignore[no-untyped-def]

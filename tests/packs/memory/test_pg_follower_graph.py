@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from palimpsest_memory.packs.memory import index_mirror
+from palimpsest_memory.packs.memory.mirrors import index as index_mirror
 from palimpsest_memory.runtime import Runtime
 from palimpsest_memory.runtime.testing import POSTGRES_MISSING, postgres_available
 

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_support import HASHING, Clock
 
-from palimpsest_memory.packs.memory import query_time, ranking
-from palimpsest_memory.packs.memory.models import Candidates
-from palimpsest_memory.packs.memory.query_time import spans
+from palimpsest_memory.packs.memory.ranking import query_time, adjusters
+from palimpsest_memory.packs.memory.models.notes import Candidates
+from palimpsest_memory.packs.memory.ranking.query_time import spans
 from palimpsest_memory.runtime.testing import open_test_runtime
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -173,7 +173,7 @@ def test_time_prior_is_the_adr_formula():
         gamma = float(rng.uniform(0.1, 3))
         cand = Candidates.model_construct(ids=np.arange(n), relevance=rel, text_match=np.zeros(n),
                                           vector_match=np.zeros(n), context={"date": np.zeros(n)})
-        got = ranking.time_prior(cand, t, windows, gamma)
+        got = adjusters.time_prior(cand, t, windows, gamma)
         expected_w = []
         for i in range(n):  # the ADR's first line, note by note and window by window
             ws = []
@@ -195,10 +195,10 @@ def test_time_prior_inside_a_window_and_one_length_away():
     cand = Candidates.model_construct(ids=np.arange(4), relevance=np.array([1.0, 1.0, 1.0, 1.0]),
                                       text_match=np.zeros(4), vector_match=np.zeros(4), context={})
     t = np.array([5 * day, 20 * day, 30 * day, np.nan])  # inside [0, 10 d); 10 d after its end; 20 d; no time
-    got = ranking.time_prior(cand, t, np.array([[0.0, 10 * day]]), 1.0)
+    got = adjusters.time_prior(cand, t, np.array([[0.0, 10 * day]]), 1.0)
     assert np.allclose(got.context["date"], [1.0, 0.5, 0.25, 0.0], atol=1e-15)
     assert np.allclose(got.relevance, [1.0, 0.75, 0.625, 0.5], atol=1e-15)
-    same = ranking.time_prior(cand, t, np.array([[0.0, 10 * day]]), 0.0)
+    same = adjusters.time_prior(cand, t, np.array([[0.0, 10 * day]]), 0.0)
     assert same is cand  # γ 0: the prior is off
 
 

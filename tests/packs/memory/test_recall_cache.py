@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_support import T0
 
-from palimpsest_memory.packs.memory import fusion, ranking, recall_cache
-from palimpsest_memory.packs.memory.context_arrays import unique, unique_first
-from palimpsest_memory.packs.memory.models import RecallFilters
+from palimpsest_memory.packs.memory.ranking import fusion, adjusters, recall_cache
+from palimpsest_memory.packs.memory.ranking.context_scores import unique, unique_first
+from palimpsest_memory.packs.memory.models.notes import RecallFilters
 
 WORDS = ["kayak", "harbour", "pier", "lantern", "orchard", "glacier", "violin", "compass", "meadow", "quarry"]
 
@@ -119,7 +119,7 @@ def test_fuse_legs_equals_the_dict_fusions(text, vector, how):
     text = sorted(text, key=lambda t: -t[1])
     vector = sorted(vector, key=lambda t: -t[1])
     w = {"text": 0.4, "vector": 0.6}
-    got = ranking.fuse_legs(([i for i, _ in text], [s for _, s in text]),
+    got = adjusters.fuse_legs(([i for i, _ in text], [s for _, s in text]),
                             ([i for i, _ in vector], [s for _, s in vector]), how, rrf_k=60.0, weights=w)
     named = {"text": text, "vector": vector}
     if how == "rrf":

@@ -9,7 +9,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from palimpsest_memory.packs.memory import grouping
+from palimpsest_memory.packs.memory.ranking import grouping
 from palimpsest_memory.runtime import errors
 from store_support import HASHING, T0
 

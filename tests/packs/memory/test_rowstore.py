@@ -9,11 +9,11 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from palimpsest_memory.packs.memory.idrows import IdRows
-from palimpsest_memory.packs.memory.index import MemoryIndex
-from palimpsest_memory.packs.memory.rowstore import Coded, NoteRow
-from palimpsest_memory.packs.memory.index_mirror import index_digest
-from palimpsest_memory.packs.memory.threads import ThreadLinks
+from palimpsest_memory.packs.memory.engine.idrows import IdRows
+from palimpsest_memory.packs.memory.engine.index import MemoryIndex
+from palimpsest_memory.packs.memory.engine.rowstore import Coded, NoteRow
+from palimpsest_memory.packs.memory.mirrors.index import index_digest
+from palimpsest_memory.packs.memory.engine.threads import ThreadLinks
 
 T0 = datetime(2024, 5, 8, 13, 56, 7, 123456)
 
@@ -164,7 +164,7 @@ def test_a_store_reopened_holds_each_note_as_its_row_reads(tmp_path) -> None:
     from index_support import held_index
     from store_support import HASHING
 
-    from palimpsest_memory.packs.memory.index import FULL_COLUMNS
+    from palimpsest_memory.packs.memory.engine.index import FULL_COLUMNS
     from palimpsest_memory.runtime.testing import open_test_runtime
 
     db = str(tmp_path / "pal.duckdb")

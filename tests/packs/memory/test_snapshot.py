@@ -9,8 +9,8 @@ from store_support import HASHING, T0
 
 from palimpsest_memory.runtime.testing import open_test_runtime
 from index_support import held_index
-from palimpsest_memory.packs.memory import snapshot_files
-from palimpsest_memory.packs.memory.index_mirror import index_digest
+from palimpsest_memory.packs.memory.engine import snapshot_io
+from palimpsest_memory.packs.memory.mirrors.index import index_digest
 
 SNAP = copy.deepcopy(HASHING)
 SNAP["packs"]["memory"]["index_snapshot_min_notes"] = 1
@@ -97,7 +97,7 @@ def test_a_snapshot_that_does_not_match_is_ignored_and_the_index_rebuilt(tmp_pat
         with open_test_runtime(config=NO_SNAP, path=db) as rt:
             rt.store.con.execute("UPDATE memory.index_snapshot SET data = 'not a numpy archive'::BLOB")
     else:  # one bit of a weight in the file beside the store: the archive still parses, its CRC-32 does not match
-        from palimpsest_memory.packs.memory.snapshot_files import HEAD
+        from palimpsest_memory.packs.memory.engine.snapshot_io import HEAD
         (path,) = (tmp_path / "pal.duckdb.index").glob("*-1-*.bin")
         raw = bytearray(path.read_bytes())
         info = zipfile.ZipFile(io.BytesIO(bytes(raw[HEAD:]))).getinfo("tfs.npy")
@@ -131,7 +131,7 @@ def test_one_failing_close_hook_does_not_stop_the_others(tmp_path, monkeypatch, 
     own: a failed snapshot still lets the brain write its buffered serves, and the reverse."""
     import palimpsest_memory.packs.brain.pack  # noqa: F401  # the pack module first: it imports its verb modules in order
     from palimpsest_memory.packs.brain import ledger
-    from palimpsest_memory.packs.memory.bm25 import BM25Index
+    from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
 
     def fail(*args, **kwargs):  # type: ignore[no-untyped-def]  # a fault injected into our own code
         raise OSError("disk full")
@@ -294,7 +294,7 @@ def test_a_snapshot_naming_other_notes_is_detected_and_rebuilt(tmp_path, spoil) 
 
 
 def test_bm25_snapshot_round_trip_keeps_scores_and_allows_removal_after_restore() -> None:
-    from palimpsest_memory.packs.memory.bm25 import BM25Index
+    from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
     texts = [" ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 6)) for i in range(50)]
     a = BM25Index()
     a.add(list(range(1, 51)), texts)
@@ -350,11 +350,11 @@ def test_snapshot_bytes_live_in_files_and_a_file_of_another_write_is_not_used(tm
     files = sorted((tmp_path / "pal.duckdb.index").glob("*.bin"))
     assert len(files) == 3  # BM25, the graph, the vectors; each row names its file
     with open_test_runtime(config=NO_SNAP, path=db) as rt:
-        assert all(bytes(d).startswith(snapshot_files.MARK) for (d,) in
+        assert all(bytes(d).startswith(snapshot_io.MARK) for (d,) in
                    rt.store.con.execute("SELECT data FROM memory.index_snapshot").fetchall())
     for f in files:  # another write's file under the same name: its tag differs
         data = bytearray(f.read_bytes())
-        data[len(snapshot_files.MARK)] ^= 0xFF
+        data[len(snapshot_io.MARK)] ^= 0xFF
         f.write_bytes(bytes(data))
     with open_test_runtime(config=GRAPH, path=db) as rt:
         index = held_index(rt)
@@ -379,8 +379,8 @@ def test_forget_deletes_the_snapshot_files_with_their_rows(tmp_path) -> None:
 
 
 def test_the_graph_search_list_grows_with_the_graph() -> None:
-    from palimpsest_memory.packs.memory.vector_graph import Ann
-    from palimpsest_memory.packs.memory.vectors import VectorIndex
+    from palimpsest_memory.packs.memory.engine.vector_graph import Ann
+    from palimpsest_memory.packs.memory.engine.vectors import VectorIndex
     rng = np.random.default_rng(1)
     vi = VectorIndex(16, ann=Ann(min_rows=50, expansion_search=64, rows_per_expansion=2))
     vi.add(np.arange(1, 401), rng.normal(size=(400, 16)).astype(np.float32))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from store_support import HASHING, T0
 
-from palimpsest_memory.packs.memory.snapshot_files import HEAD
+from palimpsest_memory.packs.memory.engine.snapshot_io import HEAD
 from palimpsest_memory.runtime.testing import open_test_runtime
 
 pytestmark = pytest.mark.duckdb_only  # the files beside a DuckDB store
@@ -132,7 +132,7 @@ def test_files_of_the_first_format_are_used_and_saved_again_with_a_crc(store) ->
     used as before, and the close saves each snapshot again with its CRC-32."""
     import duckdb
 
-    from palimpsest_memory.packs.memory.snapshot_files import LEGACY, MARK
+    from palimpsest_memory.packs.memory.engine.snapshot_io import LEGACY, MARK
 
     db, fresh = store
     con = duckdb.connect(str(db))

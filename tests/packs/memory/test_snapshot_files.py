@@ -13,7 +13,7 @@ from store_support import HASHING, T0
 from index_support import held_index
 import zipfile
 
-from palimpsest_memory.packs.memory.snapshot_files import BufferReader, npz_arrays
+from palimpsest_memory.packs.memory.engine.snapshot_io import BufferReader, npz_arrays
 from palimpsest_memory.runtime.testing import open_test_runtime
 
 GRAPH = copy.deepcopy(HASHING)

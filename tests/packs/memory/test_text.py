@@ -1,6 +1,6 @@
 from hypothesis import given, strategies as st
 
-from palimpsest_memory.packs.memory.text import STOPWORDS, cjk_ratio, is_meaningless_query, tokenize, tokenize_query
+from palimpsest_memory.packs.memory.engine.text import STOPWORDS, cjk_ratio, is_meaningless_query, tokenize, tokenize_query
 
 
 def test_lowercase_stem_and_stopwords():
@@ -67,7 +67,7 @@ def test_tokenize_total_and_lowercase(s):
 
 def test_the_word_cache_gives_what_the_rules_give():
     """tokenize caches each surface word's tokens: the output must be the rules' own, cached or not."""
-    from palimpsest_memory.packs.memory import text
+    from palimpsest_memory.packs.memory.engine import text
     samples = ["Caroline's café naïve it's 2023 the 1 a b", "東京タワーに行った ＡＢＣ",
                "Don’t stop; RUNNING runs ran", "x y z 7 8 9 q's", "Ünïcödé wörds and the words"]
     for s in samples:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from tokenizers import Tokenizer, normalizers
 
-from palimpsest_memory.packs.memory.embedders import WordLlamaEmbedder
-from palimpsest_memory.packs.memory.token_pieces import PieceIds
+from palimpsest_memory.packs.memory.engine.embedders import WordLlamaEmbedder
+from palimpsest_memory.packs.memory.engine.token_pieces import PieceIds
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,9 @@ import threading
 import numpy as np
 import pytest
 
-from palimpsest_memory.packs.memory import vector_graph
-from palimpsest_memory.packs.memory.vector_graph import Ann
-from palimpsest_memory.packs.memory.vectors import VectorIndex, l2_normalize
+from palimpsest_memory.packs.memory.engine import vector_graph
+from palimpsest_memory.packs.memory.engine.vector_graph import Ann
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex, l2_normalize
 
 
 def rand(n, d, seed=0):

@@ -28,7 +28,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from palimpsest_memory.packs.memory.dates import MONTH_NAMES
+from palimpsest_memory.packs.memory.engine.dates import MONTH_NAMES
 
 __all__ = ["Span", "spans", "instances", "REFERENCE_YEAR"]
 

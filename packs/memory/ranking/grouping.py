@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.context_arrays import unique_first
+from palimpsest_memory.packs.memory.ranking.context_scores import unique_first
 
 RULES = ("max", "softor", "sum", "mean", "rrf", "lse")
 RULE = "max"  # ADR 0036: no rule beat the best turn on the dev file with an interval above 0

@@ -12,14 +12,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import half, snapshot, snapshot_files
-from palimpsest_memory.packs.memory.changes import (Archived, MetadataEdited, NotesAdded, NotesErased, SnapshotSaved,
-                                                    SupersededSet, VectorsReplaced)
-from palimpsest_memory.packs.memory.index import FULL_COLUMNS, MemoryIndex
-from palimpsest_memory.packs.memory.rowstore import Coded
+from palimpsest_memory.packs.memory.engine import half, snapshot, snapshot_io
+from palimpsest_memory.packs.memory.mirrors.changes import (Archived, MetadataEdited, NotesAdded, NotesErased,
+                                                            SnapshotSaved, SupersededSet, VectorsReplaced)
+from palimpsest_memory.packs.memory.engine.index import FULL_COLUMNS, MemoryIndex
+from palimpsest_memory.packs.memory.engine.rowstore import Coded
 from palimpsest_memory.packs.memory.settings import MemorySettings
-from palimpsest_memory.packs.memory.vector_graph import Ann
-from palimpsest_memory.packs.memory.vectors import l2_normalize
+from palimpsest_memory.packs.memory.engine.vector_graph import Ann
+from palimpsest_memory.packs.memory.engine.vectors import l2_normalize
 from palimpsest_memory.runtime import Context
 from palimpsest_memory.runtime.errors import InternalError
 from palimpsest_memory.runtime.mirror import Change, Mirror
@@ -179,7 +179,7 @@ class IndexMirror(Mirror):
                 # kept unless read from rows where a file could be mapped (saved before files were used)
                 vi.vectors_saved = restored
                 vi.vectors_appended = restored > 0 and (isinstance(matrix, np.memmap)
-                                                        or snapshot_files.folder(ctx) is None)
+                                                        or snapshot_io.folder(ctx) is None)
                 index.dirty = index.dirty or (saved and not snapshot.keeps(restored, len(ids)))
                 if not snapshot.restore_graph(ctx, vi, model):  # a saved HNSW graph, else build it now
                     vi.build_graph()

@@ -32,10 +32,6 @@ class Fused:
     scores: dict[int, float]
     per_leg: dict[str, dict[int, float]] = field(default_factory=dict)
 
-    def ranking(self, k: int | None = None) -> list[tuple[int, float]]:
-        """``(id, score)`` best first; ties broken by id for determinism."""
-        return ranked(self.scores, k)
-
 
 def ranked(scores: Mapping[int, float], k: int | None = None) -> list[tuple[int, float]]:
     out = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -28,14 +28,14 @@ from contextlib import suppress
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.bm25 import BM25Index
-from palimpsest_memory.packs.memory.index import MemoryIndex
-from palimpsest_memory.packs.memory import half
-from palimpsest_memory.packs.memory import snapshot_files as files
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
+from palimpsest_memory.packs.memory.engine.index import MemoryIndex
+from palimpsest_memory.packs.memory.engine import half
+from palimpsest_memory.packs.memory.engine import snapshot_io as files
 from palimpsest_memory.packs.memory.settings import MemorySettings
-from palimpsest_memory.packs.memory.text import TOKENIZER_VERSION
-from palimpsest_memory.packs.memory.vector_graph import TAIL_MAX, keeps
-from palimpsest_memory.packs.memory.vectors import VectorIndex
+from palimpsest_memory.packs.memory.engine.text import TOKENIZER_VERSION
+from palimpsest_memory.packs.memory.engine.vector_graph import TAIL_MAX, keeps
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex
 from palimpsest_memory.runtime import Context
 
 FORMAT = 4  # of the full-text snapshot: 2 stores the postings grouped by term (restored without sorting); 3: bags

@@ -13,13 +13,13 @@ from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.bags import expanded
-from palimpsest_memory.packs.memory.context import render_dated
-from palimpsest_memory.packs.memory.rowstore import (NAT, TYPES, Coded, NoteRow, from_micros, objects, per_value,
+from palimpsest_memory.packs.memory.engine.bags import expanded
+from palimpsest_memory.packs.memory.engine.context_signals import render_dated
+from palimpsest_memory.packs.memory.engine.rowstore import (NAT, TYPES, Coded, NoteRow, from_micros, objects, per_value,
                                                     seconds_of, to_micros)
-from palimpsest_memory.packs.memory.text import tokenize
-from palimpsest_memory.packs.memory.threads import Episodes
-from palimpsest_memory.packs.memory.vectors import VectorIndex
+from palimpsest_memory.packs.memory.engine.text import tokenize
+from palimpsest_memory.packs.memory.engine.threads import Episodes
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex
 
 EPOCH = datetime(1970, 1, 1)
 KINDS = ("decision", "milestone", "problem", "preference", "emotional")

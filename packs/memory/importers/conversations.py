@@ -1,5 +1,5 @@
 """Importers: conversations → notes (one note per turn). Pure parsing, bounded and streaming; the import verbs
-(``packs/memory/importing.py``) write what they yield in one transaction.
+(``packs/memory/import_verbs.py``) write what they yield in one transaction.
 
 LoCoMo format (a list of samples with ``conversation.session_N`` turn lists and ``session_N_date_time``) and a
 generic JSONL chat format, one JSON object per line::
@@ -20,8 +20,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from palimpsest_memory.packs.memory.dates import MONTH_NAMES
-from palimpsest_memory.packs.memory.models import utc_naive
+from palimpsest_memory.packs.memory.engine.dates import MONTH_NAMES
+from palimpsest_memory.packs.memory.models.notes import utc_naive
 from palimpsest_memory.runtime import errors
 
 LOCOMO_DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)

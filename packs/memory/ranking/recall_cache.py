@@ -11,7 +11,7 @@ What a recall used to recompute every time, though it changes only when the inde
 
 All are valid while ``MemoryIndex.version`` holds: every write to the index (``add``, ``forget``, the
 ``set_*`` edits, new vectors, a re-inferred episode) bumps it, and the index changes only through the mirror seam
-(ADR 0015: ``index_mirror.take`` applies each committed change), so a cached value never outlives the state it
+(ADR 0015: ``mirrors/index.py``: ``take`` applies each committed change), so a cached value never outlives the state it
 was derived from. ``I`` depends on every note (``idf`` reads the document count and each term's document
 frequency), so any write forgets all of it; a recall right after a write computes its pooled notes' ``I`` as
 before, and only the notes later recalls pool again are read from the cache. The numbers are the same either
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.bm25_scope import Collection
-from palimpsest_memory.packs.memory.index import Allowed, MemoryIndex
+from palimpsest_memory.packs.memory.engine.bm25_scope import Collection
+from palimpsest_memory.packs.memory.engine.index import Allowed, MemoryIndex
 
 MASKS = 8  # distinct filter sets kept per index (a session's recalls mostly share one or two)
 

@@ -35,8 +35,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from palimpsest_memory.packs.memory.importers import DEFAULT_CONTENT_CHARS, _bad, file_bound
-from palimpsest_memory.packs.memory.models import utc_naive
+from palimpsest_memory.packs.memory.importers.conversations import DEFAULT_CONTENT_CHARS, _bad, file_bound
+from palimpsest_memory.packs.memory.models.notes import utc_naive
 from palimpsest_memory.runtime import errors
 
 SPLIT_CHARS = 4000  # longer files with headings are cut into sections (about a page of text)

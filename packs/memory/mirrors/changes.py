@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.index_writes import IndexWrites
-from palimpsest_memory.packs.memory.rowstore import to_micros
+from palimpsest_memory.packs.memory.engine.index_writes import IndexWrites
+from palimpsest_memory.packs.memory.engine.rowstore import to_micros
 
 if TYPE_CHECKING:
     from palimpsest_memory.runtime import Context
 
-    from palimpsest_memory.packs.memory.rowstore import NoteRow
+    from palimpsest_memory.packs.memory.engine.rowstore import NoteRow
 
 
 # What ``tokens`` of a NotesAdded were made with (text.tokenize of index_writes.index_text): bump it whenever either
@@ -31,7 +31,7 @@ TOKENIZER = 1
 class NotesAdded:
     """New notes (as stored), their vectors per model, and what the writer already computed for its own index.
 
-    A writer records it with :func:`notes_added`; every process's index applies it (``index_mirror.take``): the
+    A writer records it with :func:`notes_added`; every process's index applies it (``mirrors/index.py``: ``take``): the
     writer's from memory, the others' decoded from the change log, so what the writer computes here once is not
     computed again by every follower (issue 41, item 7):
 

@@ -1,4 +1,4 @@
-"""ChatGPT and Claude.ai data exports → chat turns (issue 42, item 5). Pure parsing; ``importing.py`` writes.
+"""ChatGPT and Claude.ai data exports → chat turns (issue 42, item 5). Pure parsing; ``import_verbs.py`` writes.
 
 Both services export a zip whose ``conversations.json`` is a JSON list of conversations; the argument may be
 that file, the unzipped folder or the zip itself. Each conversation becomes one thread (``"<title> (<first 8
@@ -25,8 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from palimpsest_memory.packs.memory.importers import Turn, _bad, file_bound, DEFAULT_CONTENT_CHARS
-from palimpsest_memory.packs.memory.models import utc_naive
+from palimpsest_memory.packs.memory.importers.conversations import Turn, _bad, file_bound, DEFAULT_CONTENT_CHARS
+from palimpsest_memory.packs.memory.models.notes import utc_naive
 from palimpsest_memory.runtime import errors
 
 EXPORT_FILE = "conversations.json"

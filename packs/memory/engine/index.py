@@ -15,14 +15,14 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from palimpsest_memory.packs.memory.bm25 import BM25Index
-from palimpsest_memory.packs.memory.context import ThreadExpander
-from palimpsest_memory.packs.memory.idrows import IdRows
-from palimpsest_memory.packs.memory.index_writes import KINDS, IndexWrites, seconds
-from palimpsest_memory.packs.memory.rowstore import TYPES, Codes, NoteRows, SlotLinks
-from palimpsest_memory.packs.memory.threads import Episodes
-from palimpsest_memory.packs.memory.vector_graph import Ann
-from palimpsest_memory.packs.memory.vectors import VectorIndex
+from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
+from palimpsest_memory.packs.memory.engine.context_signals import ThreadExpander
+from palimpsest_memory.packs.memory.engine.idrows import IdRows
+from palimpsest_memory.packs.memory.engine.index_writes import KINDS, IndexWrites, seconds
+from palimpsest_memory.packs.memory.engine.rowstore import TYPES, Codes, NoteRows, SlotLinks
+from palimpsest_memory.packs.memory.engine.threads import Episodes
+from palimpsest_memory.packs.memory.engine.vector_graph import Ann
+from palimpsest_memory.packs.memory.engine.vectors import VectorIndex
 
 # the columns of a note, in NoteRow's field order
 FULL_COLUMNS = ("id, namespace, content, memory_type, kind, scope, thread, tags, salience, decay_factor, "

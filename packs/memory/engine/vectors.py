@@ -249,7 +249,7 @@ class VectorIndex:
     ) -> list[tuple[int, float]]:
         """Top-``k`` ``(id, cosine)`` best first, dropping cosines below ``min_cosine``.
 
-        ``allowed`` as in :func:`palimpsest_memory.packs.memory.bm25.BM25Index.search`.
+        ``allowed`` as in :func:`palimpsest_memory.packs.memory.engine.bm25.BM25Index.search`.
         """
         if k <= 0 or self.rows.n == 0:
             return []

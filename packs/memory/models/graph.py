@@ -10,7 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field, field_validator
 
-from palimpsest_memory.packs.memory.models import Candidates, Kind, MemoryType, Note, RecallFilters, UtcDateTime
+from palimpsest_memory.packs.memory.models.notes import Candidates, Kind, MemoryType, Note, RecallFilters, UtcDateTime
 from palimpsest_memory.runtime.events import NoteRelation
 from palimpsest_memory.runtime.params import NamespacedParams, Params
 NoteId = int

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
 
-from palimpsest_memory.packs.memory.models_episodes import EpisodeHit
+from palimpsest_memory.packs.memory.models.episodes import EpisodeHit
 from palimpsest_memory.runtime.params import NamespacedParams, Params
 
 MemoryType = Literal["episodic", "semantic"]
@@ -200,7 +200,7 @@ class RecallParams(RecallFilters, NamespacedParams):
 
 
 class Breakdown(BaseModel):
-    """Exactly the numbers the ranking used (ADR 0008; the adjusters are in ``ranking.py``): ``score`` is the
+    """Exactly the numbers the ranking used (ADR 0008; the adjusters are in ``ranking/adjusters.py``): ``score`` is the
     value results are sorted by."""
 
     formula: Literal["score", "rerank"] = Field(description="score: the ADR 0008 formula; rerank: the rerank stage")

@@ -2,7 +2,7 @@
 
 The edges live in the kg pack (``kg.edges`` rows between ``m:<note id>`` nodes). A namespace is loaded at its first
 call (ADR 0016): the graph pages its edges through the kg's public ``kg.list_edges`` (it never reads the kg's table);
-afterwards it follows ``kg.edges_changed`` (sync.py records each change, whoever linked: memory.link or a bare
+afterwards it follows ``kg.edges_changed`` (graph_sync.py records each change, whoever linked: memory.link or a bare
 kg.link) and the ``memory.centrality`` verb. A walk never goes back to SQL (ADR 0012).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from collections import defaultdict
 from typing import Any, Sequence
 
-from palimpsest_memory.packs.memory.changes import CentralitySet, EdgesLinked, EdgesRemoved
+from palimpsest_memory.packs.memory.mirrors.changes import CentralitySet, EdgesLinked, EdgesRemoved
 from palimpsest_memory.runtime import Context
 from palimpsest_memory.runtime.events import NOTE_RELATIONS
 from palimpsest_memory.runtime.mirror import Change, Mirror

@@ -3,7 +3,7 @@
 A recall runs them in this order, each over columns (one list or array per feature, aligned by position):
 
 1. ``fuse_legs`` — the BM25 and vector legs fused (rrf | weighted | union | vector_only | keyword_only);
-2. ``context`` — neighbour smoothing and thread propagation (``context_arrays.context_scores``), then
+2. ``context`` — neighbour smoothing and thread propagation (``context_scores.context_scores``), then
    ``information_prior`` — each matched note's score × ``ln(e + I)``, ``I`` the information of its own words;
    then ``relevance = score / max(score)``; then ``time_prior`` — when the query names a time, each note's
    relevance × ``(1 + γ·w)``, ``w`` how near its time lies to the named one (ADR 0041), over its new maximum;
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from palimpsest_memory.packs.memory import fusion as fusion_fns
-from palimpsest_memory.packs.memory.context_arrays import PoolScores, context_scores, unique_first
-from palimpsest_memory.packs.memory.models import Candidates, Scored
+from palimpsest_memory.packs.memory.ranking import fusion as fusion_fns
+from palimpsest_memory.packs.memory.ranking.context_scores import PoolScores, context_scores, unique_first
+from palimpsest_memory.packs.memory.models.notes import Candidates, Scored
 
 RERANK_FEATURES = {"relevance": "relevance", "salience": "effective_salience", "temporal": "recency",
                    "text_match": "text_match", "vector_match": "vector_match"}  # rerank weight → Scored column

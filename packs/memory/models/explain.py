@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field, field_validator
 
-from palimpsest_memory.packs.memory.models import Breakdown, Kind, Note, UtcDateTime
+from palimpsest_memory.packs.memory.models.notes import Breakdown, Kind, Note, UtcDateTime
 from palimpsest_memory.runtime.params import NamespacedParams
 
 

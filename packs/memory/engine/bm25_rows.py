@@ -1,5 +1,6 @@
-"""The term lists of the rows a restore brought back into a :class:`~palimpsest_memory.packs.memory.bm25.BM25Index`,
-and the snapshot arrays an index is saved as and restored from.
+"""The term lists of the rows a restore brought back into a
+:class:`~palimpsest_memory.packs.memory.engine.bm25.BM25Index`, and the snapshot arrays an index is saved as and
+restored from.
 
 A snapshot holds the postings grouped by term (``bm25_postings.py``), not each row's terms. A restored index keeps its
 rows' term lists as slices of flat arrays (a pair of numpy views per row cost ~400 bytes a note) and derives them

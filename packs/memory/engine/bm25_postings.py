@@ -1,5 +1,5 @@
-"""The postings of a :class:`~palimpsest_memory.packs.memory.bm25.BM25Index`: its vocabulary and, per term, the rows
-that hold it, their term frequencies and the term's document frequency.
+"""The postings of a :class:`~palimpsest_memory.packs.memory.engine.bm25.BM25Index`: its vocabulary and, per term,
+the rows that hold it, their term frequencies and the term's document frequency.
 
 Per term the postings are two buffers, rows ascending (int32) and frequencies (float32): an ``array`` appended to
 in amortised O(1), or after a restore a read-only numpy view of the snapshot (of its mapped file, which stays mapped

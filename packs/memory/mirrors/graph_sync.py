@@ -8,9 +8,9 @@ of a note (its ``superseded_by``, which recall suppresses) is set by ``memory.li
 """
 from __future__ import annotations
 
-from palimpsest_memory.packs.memory.changes import EdgesLinked, EdgesRemoved, NoteEdge, record
+from palimpsest_memory.packs.memory.mirrors.changes import EdgesLinked, EdgesRemoved, NoteEdge, record
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.graph_mirror import note_of
+from palimpsest_memory.packs.memory.mirrors.graph import note_of
 from palimpsest_memory.runtime import Context
 from palimpsest_memory.runtime.events import NOTE_RELATIONS, EdgesChanged
 

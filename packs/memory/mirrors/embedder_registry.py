@@ -26,7 +26,7 @@ class EmbedderSpec:
 @hookimpl
 def register_embedders() -> list[EmbedderSpec]:
     """The built-ins, registered exactly as a third-party pack would register its own."""
-    from palimpsest_memory.packs.memory import embedders as e
+    from palimpsest_memory.packs.memory.engine import embedders as e
 
     return [
         EmbedderSpec("wordllama", e.WordLlamaEmbedder, note="fast: WordLlama l2_supercat 256-d (installed)"),

@@ -3,8 +3,8 @@
 Generic over *threads* (a chat session, a meeting, a work episode) - nothing here knows about LoCoMo. A note
 remembered without a ``thread`` is in an inferred episode of its scope (``threads.Episodes``: consecutive notes
 within ``episode_gap_minutes``), so every signal below works without the caller's thread.
-The query-time formulas recall ranks with are in ``ranking.py`` (``ranking.context``, over numpy columns,
-``context_arrays.py``); this module holds the write-time side and the experimental signals.
+The query-time formulas recall ranks with are in ``ranking/adjusters.py`` (``adjusters.context``, over numpy columns,
+``ranking/context_scores.py``); this module holds the write-time side and the experimental signals.
 
 Signals and their measured effect (LoCoMo dev5, 999 questions, dialog-level
 R@10, WordLlama; see ``bench/results/locomo.md`` for the full ablation):
@@ -35,7 +35,7 @@ live in ``bench/query_signals.py``.
 
 from __future__ import annotations
 
-from palimpsest_memory.packs.memory.dates import render_dated
-from palimpsest_memory.packs.memory.threads import ThreadExpander, ThreadLinks, expand_bag
+from palimpsest_memory.packs.memory.engine.dates import render_dated
+from palimpsest_memory.packs.memory.engine.threads import ThreadExpander, ThreadLinks, expand_bag
 
 __all__ = ["ThreadExpander", "ThreadLinks", "expand_bag", "render_dated"]

@@ -26,7 +26,7 @@ from functools import lru_cache
 import Stemmer
 
 # Bump when tokenize() would split, drop or stem any text differently: stored full-text index snapshots
-# (packs/memory/snapshot.py) carry it and are rebuilt when it changes.
+# (packs/memory/engine/snapshot.py) carry it and are rebuilt when it changes.
 TOKENIZER_VERSION = 1
 
 __all__ = [

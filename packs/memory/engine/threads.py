@@ -1,6 +1,6 @@
 """Threads: which notes sit next to which (a chat session, a meeting), and write-time document expansion.
 
-See ``packs/memory/context.py`` for how the signals are used and what they measured.
+See ``packs/memory/engine/context_signals.py`` for how the signals are used and what they measured.
 """
 
 from __future__ import annotations

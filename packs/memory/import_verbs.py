@@ -19,10 +19,11 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Optional
 from pydantic import BaseModel, Field, ValidationError
 
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.importers import Turn, file_bound, iter_jsonl, line_bound, parse_locomo
-from palimpsest_memory.packs.memory.importers_chat import PARSERS, load_export
-from palimpsest_memory.packs.memory.importers_markdown import Vault, parse_vault
-from palimpsest_memory.packs.memory.models import DUPLICATES, Duplicates, NoteIn
+from palimpsest_memory.packs.memory.importers.conversations import (Turn, file_bound, iter_jsonl, line_bound,
+                                                                    parse_locomo)
+from palimpsest_memory.packs.memory.importers.chat_exports import PARSERS, load_export
+from palimpsest_memory.packs.memory.importers.markdown import Vault, parse_vault
+from palimpsest_memory.packs.memory.models.notes import DUPLICATES, Duplicates, NoteIn
 from palimpsest_memory.packs.memory.remember import check_note_limits, store_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.runtime import Act, Context, Visibility, errors
