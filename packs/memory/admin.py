@@ -11,7 +11,7 @@ from palimpsest_memory.packs.memory.mirrors.changes import SnapshotSaved, Vector
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.engine.index_writes import index_text
 from palimpsest_memory.packs.memory.models.notes import GetParams, GetResult, ReembedParams, ReembedResult
-from palimpsest_memory.packs.memory.remember import fetch_notes
+from palimpsest_memory.packs.memory.note_store import fetch_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.runtime import Act, Context, Visibility, errors
 from palimpsest_memory.runtime.params import Params

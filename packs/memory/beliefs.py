@@ -13,7 +13,7 @@ from palimpsest_memory.packs.memory.models.notes import NoteIn
 from palimpsest_memory.packs.memory.models.graph import (BeliefHistoryParams, BeliefHistoryResult, BeliefParams,
                                                          BeliefResult, BeliefVersion)
 from palimpsest_memory.packs.memory.core import pack
-from palimpsest_memory.packs.memory.remember import fetch_notes, store_notes
+from palimpsest_memory.packs.memory.note_store import fetch_notes, store_notes
 from palimpsest_memory.runtime import Act, Context, errors
 
 

@@ -18,7 +18,7 @@ from palimpsest_memory.packs.memory import duplicates
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.engine.index import FULL_COLUMNS
 from palimpsest_memory.packs.memory.models.notes import Kind, MemoryType, Note, UtcDateTime
-from palimpsest_memory.packs.memory.remember import note_from_row
+from palimpsest_memory.packs.memory.note_store import note_from_row
 from palimpsest_memory.runtime import Act, Context, errors
 from palimpsest_memory.runtime.params import NamespacedParams
 
@@ -55,7 +55,9 @@ class CountResult(BaseModel):
     count: int
 
 
-def _where(p: BrowseFilters, ctx: Context) -> tuple[list[str], list[Any]]:
+def where_sql(p: BrowseFilters, ctx: Context) -> tuple[list[str], list[Any]]:
+    """The SQL conditions (and their arguments) of a notes filter, in the call's namespace: memory.list pages
+    through what they select, memory.forget erases it (one meaning of a filter for both)."""
     where, args = ["namespace = ?"], [ctx.namespace]
     for column in ("memory_type", "kind", "scope", "thread"):
         value = getattr(p, column)
@@ -112,7 +114,7 @@ def _after(p: ListParams) -> tuple[datetime | None, int] | None:
 @pack.verb("list", act=Act.ASSERTIVE)
 def list_notes(params: ListParams, ctx: Context) -> ListResult:
     """List the namespace's notes page by page (filters like recall's; archived and superseded on request)."""
-    where, args = _where(params, ctx)
+    where, args = where_sql(params, ctx)
     after = _after(params)
     cmp, direction = ("<", "DESC") if params.descending else (">", "ASC")
     if after is not None:
@@ -134,6 +136,6 @@ def list_notes(params: ListParams, ctx: Context) -> ListResult:
 @pack.verb("count", act=Act.ASSERTIVE)
 def count_notes(params: BrowseFilters, ctx: Context) -> CountResult:
     """Count the namespace's notes that pass the filters (those of memory.list)."""
-    where, args = _where(params, ctx)
+    where, args = where_sql(params, ctx)
     (n,) = ctx.db.query(f"SELECT count(*) FROM memory.notes WHERE {' AND '.join(where)}", args)[0]
     return CountResult(count=int(n))

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from palimpsest_memory.packs.memory import duplicates
 from palimpsest_memory.packs.memory.engine import snapshot
-from palimpsest_memory.packs.memory.browse import BrowseFilters, _where
+from palimpsest_memory.packs.memory.browse import BrowseFilters, where_sql
 from palimpsest_memory.packs.memory.mirrors.changes import CentralitySet, NotesErased, record
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.models.graph import NoteId
@@ -73,7 +73,7 @@ def _selected(params: ForgetParams, ctx: Context) -> list[int]:
     if params.everything:
         return [r[0] for r in ctx.db.query("SELECT id FROM memory.notes WHERE namespace = ? ORDER BY id",
                                            [ctx.namespace])]
-    where, args = _where(params, ctx)
+    where, args = where_sql(params, ctx)
     return [r[0] for r in ctx.db.query(f"SELECT id FROM memory.notes WHERE {' AND '.join(where)} ORDER BY id", args)]
 
 

@@ -24,7 +24,7 @@ from palimpsest_memory.packs.memory.importers.conversations import (Turn, file_b
 from palimpsest_memory.packs.memory.importers.chat_exports import PARSERS, load_export
 from palimpsest_memory.packs.memory.importers.markdown import Vault, parse_vault
 from palimpsest_memory.packs.memory.models.notes import DUPLICATES, Duplicates, NoteIn
-from palimpsest_memory.packs.memory.remember import check_note_limits, store_notes
+from palimpsest_memory.packs.memory.note_store import check_note_limits, store_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.runtime import Act, Context, Visibility, errors
 from palimpsest_memory.runtime.params import NamespacedParams, Params

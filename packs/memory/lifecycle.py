@@ -17,7 +17,7 @@ from palimpsest_memory.packs.memory.models.graph import (ArchiveParams, ArchiveR
                                                          CandidatesGroupParams, CandidatesGroupResult,
                                                          ConsolidateParams, ConsolidateResult, LinkIn, PruneParams,
                                                          PruneResult)
-from palimpsest_memory.packs.memory.remember import fetch_notes, store_notes
+from palimpsest_memory.packs.memory.note_store import fetch_notes, store_notes
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.runtime import Act, Context, errors
 

@@ -16,7 +16,7 @@ from palimpsest_memory.packs.memory import recall_episodes, stages
 from palimpsest_memory.packs.memory.ranking import adjusters
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.models.notes import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
-from palimpsest_memory.packs.memory.remember import note_from_index
+from palimpsest_memory.packs.memory.note_store import note_from_index
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.walk import expand
 from palimpsest_memory.runtime import Act, Context

@@ -18,7 +18,7 @@ from palimpsest_memory.packs.memory.ranking import grouping, adjusters, recall_c
 from palimpsest_memory.packs.memory.engine.index_writes import EPOCH, seconds
 from palimpsest_memory.packs.memory.models.notes import RecallFilters, RecallHit, RecallParams, RecallResult, Scored
 from palimpsest_memory.packs.memory.models.episodes import EpisodeHit, EpisodeSpan, EpisodeTurn
-from palimpsest_memory.packs.memory.remember import note_from_index
+from palimpsest_memory.packs.memory.note_store import note_from_index
 from palimpsest_memory.runtime import Context
 
 

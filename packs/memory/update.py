@@ -18,7 +18,7 @@ from palimpsest_memory.packs.memory.mirrors.changes import MetadataEdited, recor
 from palimpsest_memory.packs.memory.core import pack
 from palimpsest_memory.packs.memory.models.notes import Kind, Note
 from palimpsest_memory.packs.memory.models.graph import NoteId
-from palimpsest_memory.packs.memory.remember import fetch_notes
+from palimpsest_memory.packs.memory.note_store import fetch_notes
 from palimpsest_memory.runtime import Act, Context, errors
 from palimpsest_memory.runtime.params import NamespacedParams
 

@@ -15,7 +15,7 @@ from palimpsest_memory.packs.memory.engine.index import Allowed
 from palimpsest_memory.packs.memory.models.notes import Candidates, RecallFilters
 from palimpsest_memory.packs.memory.models.graph import (CentralityParams, CentralityResult, ExpandParams, ExpandResult,
                                        NoteCentrality, WalkHit, WalkHop, WalkParams, WalkResult)
-from palimpsest_memory.packs.memory.remember import note_from_index
+from palimpsest_memory.packs.memory.note_store import note_from_index
 from palimpsest_memory.packs.memory.settings import MemorySettings
 from palimpsest_memory.packs.memory.stages import check_query, embed_array
 from palimpsest_memory.runtime import Act, Context, Visibility, errors

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from store_support import HASHING, Clock
 
-from palimpsest_memory.packs.memory import remember
+from palimpsest_memory.packs.memory import note_store
 from palimpsest_memory.packs.memory.engine import index_writes
 from palimpsest_memory.packs.memory.mirrors import changes
 from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
@@ -152,12 +152,12 @@ def test_a_notes_added_change_carries_columns_tokens_and_vectors() -> None:
     rt = open_test_runtime(config=HASHING)
     try:
         seen: list[Any] = []
-        real = remember.notes_added
-        remember.notes_added = lambda rows, vectors: seen.append(real(rows, vectors)) or seen[-1]  # type: ignore
+        real = note_store.notes_added
+        note_store.notes_added = lambda rows, vectors: seen.append(real(rows, vectors)) or seen[-1]  # type: ignore
         try:
             rt.call("memory.remember_many", {"notes": batch(0, 5)}, namespace=NS)
         finally:
-            remember.notes_added = real  # type: ignore[assignment]
+            note_store.notes_added = real  # type: ignore[assignment]
         (c,) = seen
         assert c.rows == [] and c.tokenizer == changes.TOKENIZER
         assert isinstance(c.columns["id"], np.ndarray) and c.columns["occurred_at"].dtype.kind == "M"
@@ -274,7 +274,7 @@ def test_a_change_without_usable_tokens_is_tokenised_by_the_follower(url, monkey
     try:
         writer.call("memory.remember", {"content": "first note"}, namespace=NS)
         follower.hold(NS)
-        monkeypatch.setattr(remember, "notes_added", logged)
+        monkeypatch.setattr(note_store, "notes_added", logged)
         tokenised, embedded = follow(writer, follower, monkeypatch)
         assert tokenised >= 61 and embedded == 0  # every note, and never embedded
         live, live_answers = index_digest(follower), answers(follower)
