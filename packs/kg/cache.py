@@ -30,7 +30,7 @@ from palimpsest_memory.runtime.mirror import Change, Mirror
 
 from palimpsest_memory.packs.kg.cache_columns import Columns, Subjects
 from palimpsest_memory.packs.kg.models import FactOut
-from palimpsest_memory.packs.kg.rows import (FACT_ID, OBJECT_ID, OBJECT_VALUE, PREDICATE, VALID_FROM, VALID_TO,
+from palimpsest_memory.packs.kg.fact_rows import (FACT_ID, OBJECT_ID, OBJECT_VALUE, PREDICATE, VALID_FROM, VALID_TO,
                                              as_fact_row)
 from palimpsest_memory.packs.kg.timeline import Fact
 
@@ -49,7 +49,7 @@ class KgChange:
     kinds: dict[int, str] = field(default_factory=dict)                  # entity id → its new kind
     cards: dict[str, str] = field(default_factory=dict)                  # predicate → declared cardinality
     # (subject id, predicate) → every current version once the call's SQL is written, as stored rows (plain
-    # tuples in FactRow order, packs/kg/rows.py), not Fact copies: a batch's copies then die when the call returns
+    # tuples in FactRow order, packs/kg/fact_rows.py), not Fact copies: a batch's copies then die when the call returns
     # instead of living, walked by the cycle collector, until commit
     timelines: dict[tuple[int, str], tuple[tuple, ...]] = field(default_factory=dict)
     dropped: set[int] = field(default_factory=set)  # entity ids erased (kg.forget): their keys and names go

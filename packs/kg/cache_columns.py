@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
-from palimpsest_memory.packs.kg.rows import ROW_COLUMNS, FactRow, as_fact_row, intern_times
+from palimpsest_memory.packs.kg.fact_rows import ROW_COLUMNS, FactRow, as_fact_row, intern_times
 
 if TYPE_CHECKING:
     from palimpsest_memory.runtime.storage import Database
@@ -121,7 +121,7 @@ class Subjects(MutableMapping):
     """subject id → its current versions: the override dict (rows written since the build) over the columns.
 
     The override dict keeps plain tuples, which the cycle collector stops tracking
-    (:mod:`palimpsest_memory.packs.kg.rows`); they are handed out as :class:`FactRow`."""
+    (:mod:`palimpsest_memory.packs.kg.fact_rows`); they are handed out as :class:`FactRow`."""
 
     def __init__(self, base: Columns | None = None) -> None:
         self.base = base if base is not None and len(base) else None
@@ -140,8 +140,8 @@ class Subjects(MutableMapping):
         return rows
 
     def stored(self, sid: int) -> tuple[tuple, ...]:
-        """The subject's rows in their stored form (plain tuples, see :mod:`palimpsest_memory.packs.kg.rows`); () if
-        none."""
+        """The subject's rows in their stored form (plain tuples, see :mod:`palimpsest_memory.packs.kg.fact_rows`);
+        () if none."""
         rows = self.over.get(sid)
         if rows is None:
             rows = self.base.subject(sid) if self.base is not None else None

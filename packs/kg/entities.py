@@ -9,7 +9,7 @@ from palimpsest_memory.runtime.params import NamespacedParams
 from palimpsest_memory.packs.kg.core import pack
 from palimpsest_memory.packs.kg.detect import Detector
 from palimpsest_memory.packs.kg.models import EntityOut, FactOut, Kind, Name, name_key
-from palimpsest_memory.packs.kg.reads import (check_length, entity_by_ref, lookup_keys, read_facts, tx_filter,
+from palimpsest_memory.packs.kg.sql_reads import (check_length, entity_by_ref, lookup_keys, read_facts, tx_filter,
                                               valid_filter)
 from palimpsest_memory.packs.kg.store import KgStore
 

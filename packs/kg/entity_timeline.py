@@ -24,7 +24,7 @@ from palimpsest_memory.runtime.params import NamespacedParams
 
 from palimpsest_memory.packs.kg.core import pack
 from palimpsest_memory.packs.kg.models import EntityRef, FactOut, Name, Predicate, When
-from palimpsest_memory.packs.kg.reads import entity_by_ref
+from palimpsest_memory.packs.kg.sql_reads import entity_by_ref
 
 Status = Literal["current", "superseded", "retracted", "ended", "upcoming"]
 

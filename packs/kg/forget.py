@@ -25,9 +25,9 @@ from palimpsest_memory.runtime.events import EdgesChanged
 from palimpsest_memory.runtime.params import NamespacedParams
 
 from palimpsest_memory.packs.kg.core import pack
-from palimpsest_memory.packs.kg.facts import persist
+from palimpsest_memory.packs.kg.fact_writes import persist
 from palimpsest_memory.packs.kg.models import Name, NodeId
-from palimpsest_memory.packs.kg.reads import entity_by_ref
+from palimpsest_memory.packs.kg.sql_reads import entity_by_ref
 from palimpsest_memory.packs.kg.store import KgStore
 from palimpsest_memory.packs.kg.timeline import rebuild, retract_claims
 

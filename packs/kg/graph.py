@@ -15,7 +15,7 @@ from palimpsest_memory.packs.kg.core import pack
 from palimpsest_memory.packs.kg.edges import EDGE_COLUMNS, EdgeOut, edge_out
 from palimpsest_memory.packs.kg.models import EntityOut, FactOut, NodeId, When, name_key
 from palimpsest_memory.packs.kg.pagerank import pagerank_scores
-from palimpsest_memory.packs.kg.reads import entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
+from palimpsest_memory.packs.kg.sql_reads import entity_by_ref, lookup_keys, read_facts, tx_filter, valid_filter
 from palimpsest_memory.packs.kg.store import KgStore
 
 

@@ -1,8 +1,8 @@
 """The kg pack: entry point ``kg = "palimpsest_memory.packs.kg.pack:pack"``. Importing it registers every verb."""
 from __future__ import annotations
 
-from palimpsest_memory.packs.kg import (commands, edges, entities, entity_timeline, facts, forget, graph,  # noqa: F401
-                                        neighbourhood, overview, portable, queries, views)
+from palimpsest_memory.packs.kg import (commands, edges, entities, entity_timeline, fact_reads,  # noqa: F401
+                                        fact_writes, forget, graph, neighbourhood, overview, portable, views)
 from palimpsest_memory.packs.kg.core import pack
 
 pack.add_hooks(commands)  # `pal kg history SUBJECT PREDICATE`

@@ -17,8 +17,8 @@ from palimpsest_memory.packs.kg.cache import WRITE, KgChange, NsCache
 from palimpsest_memory.packs.kg.cache_columns import LOAD_COLUMNS
 from palimpsest_memory.packs.kg.detect import Detector
 from palimpsest_memory.packs.kg.models import FactOut, name_key
-from palimpsest_memory.packs.kg.reads import lookup_keys, read_facts, tx_filter, valid_filter
-from palimpsest_memory.packs.kg.rows import stored_row, subject_rows
+from palimpsest_memory.packs.kg.sql_reads import lookup_keys, read_facts, tx_filter, valid_filter
+from palimpsest_memory.packs.kg.fact_rows import stored_row, subject_rows
 from palimpsest_memory.packs.kg.timeline import Claim, Fact
 
 EntityIds = dict[str, tuple[int, str]]  # name key → (entity id, canonical name)

@@ -20,6 +20,9 @@ MIN = datetime.min
 
 @dataclass(slots=True)
 class Fact:
+    """The mutable copy of a stored ``fact_rows.FactRow`` that supersession edits: the row's fields but its
+    predicate, in the same order (a test keeps them so), then the algorithm's bookkeeping."""
+
     fact_id: int                  # negative = provisional id of a fact created in this batch
     version_id: int | None        # the stored version this was read from; None for a new fact
     object_key: str               # 'e:<id>' or 'v:<literal>'

@@ -15,7 +15,7 @@ from palimpsest_memory.packs.kg.models import (
     AssertFactParams, AssertFactResult, AssertFactsParams, AssertFactsResult, AssertOutcome, DefinePredicateParams,
     FactInput, PredicateOut, PredicatesParams, PredicatesResult, RetractFactParams, RetractFactResult, name_key,
 )
-from palimpsest_memory.packs.kg.reads import check_length, facts_by_id
+from palimpsest_memory.packs.kg.sql_reads import check_length, facts_by_id
 from palimpsest_memory.packs.kg.store import KgStore
 from palimpsest_memory.packs.kg.timeline import Assertion, Claim, Fact, Outcome, apply, rebuild, retract_claims
 

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 from palimpsest_memory.runtime import Context, errors
 
 from palimpsest_memory.packs.kg.models import EntityOut, FactOut, name_key
-from palimpsest_memory.packs.kg.rows import ROW_COLUMNS, as_fact_row
+from palimpsest_memory.packs.kg.fact_rows import ROW_COLUMNS, as_fact_row
 
 # subject, the retraction time of a retracted version, then the FactRow columns
 FACT_SELECT = (

@@ -14,7 +14,7 @@ from palimpsest_memory.runtime.params import NamespacedParams
 
 from palimpsest_memory.packs.kg.core import pack
 from palimpsest_memory.packs.kg.models import FactOut, Name, Predicate, When
-from palimpsest_memory.packs.kg.reads import entity_by_ref, read_facts, tx_filter, valid_filter
+from palimpsest_memory.packs.kg.sql_reads import entity_by_ref, read_facts, tx_filter, valid_filter
 from palimpsest_memory.packs.kg.store import KgStore
 
 AS_OF_DOC = ("The facts true at this time, e.g. '2021-06-01', '2021-06' or '2021'. Default: now (or known_at, "

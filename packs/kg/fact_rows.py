@@ -23,7 +23,8 @@ ROW_COLUMNS = ("predicate, fact_id, version_id, object_id, object_value, object_
 
 
 class FactRow(NamedTuple):
-    """One transaction-time version of a fact, as stored (without its subject, which groups the rows)."""
+    """One transaction-time version of a fact, as stored (without its subject, which groups the rows). Its fields
+    after ``predicate`` are ``timeline.Fact``'s, in order (tests/packs/kg/test_fact_fields_in_step.py)."""
 
     predicate: str
     fact_id: int
