@@ -305,7 +305,7 @@ def held_bytes(obj: Any) -> int:
 def index_bytes(index: MemoryIndex) -> int:
     """About how many bytes one namespace's index holds: its columns and maps, its BM25 arrays and postings, its
     vectors and HNSW graphs, each note's row and text. An estimate for the budget, not an exact count."""
-    total = held_bytes(index) + held_bytes(index.bm25) + held_bytes(index.rows)
+    total = held_bytes(index) + held_bytes(index.space) + held_bytes(index.bm25) + held_bytes(index.rows)
     total += ROW_BYTES * len(index.rows) + index.rows.text_chars
     for vi in index.vectors.values():
         total += held_bytes(vi)

@@ -40,7 +40,7 @@ class Slots:
     """Note ids <-> slots, and the room the columns over them have; see the module doc."""
 
     def __init__(self, columns: Sequence[Grows], room: int = 64) -> None:
-        self.columns = list(columns)
+        self.columns = tuple(columns)
         self.cap = 0
         self.slot_id = np.zeros(0, dtype=np.int64)  # slot -> note id (-1: slot 0, no note)
         self.used = 1  # slots in use, slot 0 included
