@@ -1,6 +1,6 @@
 """The in-memory search state of the memory pack: note metadata as columns, BM25, vectors, thread links.
 
-This module is the data structure only; :mod:`palimpsest_memory.packs.memory.index_mirror` makes it a mirror of the
+This module is the data structure only; :mod:`palimpsest_memory.packs.memory.mirrors.index` makes it a mirror of the
 store (rebuilt when a runtime opens, kept in step with each committed write through the runtime's mirror seam), so
 it never holds a note that was rolled back and never needs a full rebuild per insert. Arrays are indexed by
 slot: a dense per-index position given to each note when it is added (``slot_id`` maps slots back to note ids,
@@ -11,15 +11,16 @@ mask before any leg ranks a note. Slot 0 holds no note: an id the index does not
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from datetime import datetime
+from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 
 from palimpsest_memory.packs.memory.engine.bm25 import BM25Index
 from palimpsest_memory.packs.memory.engine.context_signals import ThreadExpander
-from palimpsest_memory.packs.memory.engine.idrows import IdRows
 from palimpsest_memory.packs.memory.engine.index_writes import KINDS, IndexWrites, seconds
-from palimpsest_memory.packs.memory.engine.rowstore import TYPES, Codes, NoteRows, SlotLinks
+from palimpsest_memory.packs.memory.engine.rowstore import TYPES, Codes, NoteRow, NoteRows, SlotLinks
+from palimpsest_memory.packs.memory.engine.slots import Columns, Slots
 from palimpsest_memory.packs.memory.engine.threads import Episodes
 from palimpsest_memory.packs.memory.engine.vector_graph import Ann
 from palimpsest_memory.packs.memory.engine.vectors import VectorIndex
@@ -82,13 +83,20 @@ class Column:
         return self.index.cols[self.name][self.index.slots(ids)]
 
 
-class MemoryIndex(IndexWrites):
-    """The columns, the legs and the links of one namespace's notes; the writes are in :class:`IndexWrites`."""
+class MemoryIndex:
+    """The columns, the legs and the links of one namespace's notes. It has its parts: its ``space`` (the slots every
+    column is indexed by, slots.py), its own filter columns (``cols``), its note rows (``rows``, rowstore.py), the
+    BM25 and vector legs, the thread links and episodes, and its ``writes`` (index_writes.py), through which every
+    committed change comes; the write methods below are the writes part's."""
 
     COLUMNS = {"alive": bool, "ns": np.int32, "mtype": np.int8, "kind": np.int8, "scope": np.int32,
                "thread": np.int32, "salience": np.float64, "decay": np.float64, "occurred": np.float64,
                "created": np.float64, "superseded": np.float64, "archived": bool, "prefix": np.int64,
                "prev": np.int64, "next": np.int64}  # prev/next: thread neighbours, -1 for none
+    DEFAULTS = {"superseded": np.nan, "prev": -1, "next": -1}  # never superseded, no neighbour; the rest 0
+    FIELDS = IndexWrites.FIELDS  # NoteRow's fields; a batch for add_columns holds one sequence per field
+    tokens_of = staticmethod(IndexWrites.tokens_of)
+    scope_group = staticmethod(IndexWrites.scope_group)
 
     def __init__(self, *, k1: float, b: float, max_query_terms: int, expansion_weight: float,
                  prefix_chars: int = 0, ann: Ann = Ann(), episode_gap_seconds: float = 0.0) -> None:
@@ -99,7 +107,7 @@ class MemoryIndex(IndexWrites):
         self.expander.links = SlotLinks(self)  # the links live in the prev/next/thread columns (rowstore.py)
         self.episodes = Episodes(episode_gap_seconds)  # the thread of a note remembered without one (ADR 0008)
         self.dirty = False  # changed since it was loaded: a snapshot (snapshot.py) is worth writing
-        # +1 on every write below; what recall derives from the index and keeps (recall_cache.py: the notes' own
+        # +1 on every write; what recall derives from the index and keeps (recall_cache.py: the notes' own
         # information, the filter masks) is valid while it holds
         self.version = 0
         self.derived: dict[str, Any] = {}
@@ -109,96 +117,22 @@ class MemoryIndex(IndexWrites):
         self.namespaces, self.scopes, self.threads = Codes(), Codes(), Codes()
         self.tags: dict[int, frozenset[str]] = {}
         self.rows = NoteRows(self)  # every note, as columns, for answers without a SQL round trip
-        self._cap = 0
-        self.cols: dict[str, np.ndarray] = {}  # indexed by slot
-        self.slot_id = np.zeros(0, dtype=np.int64)  # slot -> note id (-1: slot 0, no note)
-        self._n = 1  # slots in use, slot 0 included
-        self._ascending = True  # slot_id[1:_n] increases: ids_of needs no sort
-        self._slot_of = IdRows()  # note id -> slot (idrows.py: the BM25 and vector indexes' id -> row map)
-        self._row_cache: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # see row_slots
-        self._grow(64)
+        own = Columns(self.COLUMNS, self.DEFAULTS)
+        self.cols = own.cols  # indexed by slot (the dict stays; its arrays are replaced as the slots grow)
+        self.space = Slots([own, self.rows])
+        # note ids <-> slots are the space's (bound here: a recall asks for them often, through no extra call)
+        self.slots, self.slot, self.row_slots, self.ids_of = (self.space.slots, self.space.slot,
+                                                              self.space.row_slots, self.space.ids_of)
+        self.writes = IndexWrites(self)
+
+    @property
+    def slot_id(self) -> np.ndarray:
+        """Slot -> note id (-1: slot 0, and slots not used yet)."""
+        return self.space.slot_id
 
     def reserve(self, notes: int) -> None:
         """Room for ``notes`` more notes (a load: one allocation instead of doubling)."""
-        self._grow(self._n + notes)
-
-    def _grow(self, need: int) -> None:
-        if need <= self._cap:
-            return
-        cap = max(need, self._cap * 2)
-        for name, dtype in self.COLUMNS.items():
-            new = np.zeros(cap, dtype=dtype)
-            if name == "superseded":
-                new[:] = np.nan  # never superseded
-            elif name in ("prev", "next"):
-                new[:] = -1
-            if name in self.cols:
-                new[: self._cap] = self.cols[name]
-            self.cols[name] = new
-        sid = np.full(cap, -1, dtype=np.int64)
-        sid[: self._cap] = self.slot_id
-        self.slot_id = sid
-        self.rows.grow(self._cap, cap)
-        self._cap = cap
-
-    # -- note ids <-> slots ----------------------------------------------------------------------------------
-    def slots(self, ids: Any) -> np.ndarray:
-        """The slots of note ids (an array of any shape, or an iterable); 0 for an id this index does not hold.
-        One gather from an array indexed by id (a recall asks ~10 times for its few hundred pooled ids: a binary
-        search over the held ids cost ~0.8 ms a recall at 1M notes)."""
-        if not isinstance(ids, (np.ndarray, list, tuple)):
-            ids = list(ids)
-        ids = np.asarray(ids, dtype=np.int64)
-        return np.maximum(self._slot_of.rows_of(ids), 0)
-
-    def slot(self, note_id: int) -> int:
-        """``slots`` of one id, without arrays: a served recall asks for each of its notes' rows."""
-        return self._slot_of.get(int(note_id), 0)
-
-    def row_slots(self, ids: np.ndarray) -> np.ndarray:
-        """``slots(ids)`` for the row-id arrays of the BM25 and vector indexes (``x._ids[:n]``), which a recall
-        asks for whole: remembered per array and extended when rows were only appended, so a recall does not
-        look up 100k ids again."""
-        base = ids.base
-        if base is None or ids.size < 4096:
-            return self.slots(ids)
-        hit = self._row_cache.get(id(base))
-        if hit is not None:
-            n, old, slots = hit
-            m = old.size
-            if m <= ids.size and np.array_equal(ids[:m], old):
-                if n != self._n:  # ids unknown before may have slots now
-                    miss = np.flatnonzero(slots == 0)
-                    if miss.size:
-                        slots = slots.copy()
-                        slots[miss] = self.slots(old[miss])
-                if m < ids.size:
-                    slots = np.concatenate([slots, self.slots(ids[m:])])
-                if m < ids.size or n != self._n:
-                    self._row_cache[id(base)] = (self._n, ids.copy(), slots)
-                return slots
-        slots = self.slots(ids)
-        if len(self._row_cache) >= 8:
-            self._row_cache.clear()
-        self._row_cache[id(base)] = (self._n, ids.copy(), slots)
-        return slots
-
-    def _assign(self, ids: np.ndarray) -> np.ndarray:
-        """The slots of ``ids``, giving the ids this index does not hold yet new slots (in id order)."""
-        s = self.slots(ids)
-        new = ids[s == 0]
-        if new.size > 1 and not bool(np.all(new[1:] > new[:-1])):  # (a load's batches ascend: no sort needed)
-            new = np.unique(new)
-        if new.size:
-            n = self._n
-            self._grow(n + new.size)
-            if self._ascending and n > 1 and new[0] < self.slot_id[n - 1]:
-                self._ascending = False
-            self.slot_id[n: n + new.size] = new
-            self._n = n + new.size
-            self._slot_of.set_many(new, np.arange(n, n + new.size))
-            s = self.slots(ids)
-        return s
+        self.space.reserve(notes)
 
     def prefixes(self, slots: np.ndarray) -> np.ndarray:
         """The near-duplicate hashes (of each note's opening ``prefix_chars`` characters, stripped and lower-cased)
@@ -210,11 +144,6 @@ class MemoryIndex(IndexWrites):
                 text = self.rows.cols["content"]
                 col[todo] = [hash(text[s][:p].strip().lower()) if text[s] is not None else 0 for s in todo.tolist()]
         return col[slots]
-
-    def ids_of(self, mask: np.ndarray) -> np.ndarray:
-        """The note ids of a mask over slots, ascending."""
-        ids = self.slot_id[np.flatnonzero(mask)]
-        return ids if self._ascending else np.sort(ids)
 
     def column(self, name: str) -> Column:
         return Column(self, name)
@@ -233,7 +162,7 @@ class MemoryIndex(IndexWrites):
         With ``ids`` the mask covers just those notes (``mask[j]`` is about ``ids[j]``): the fuse stage checks
         a few hundred pooled notes instead of re-masking the whole store.
         """
-        n = self._n
+        n = self.space.used
         if ids is None:
             c = {k: v[:n] for k, v in self.cols.items()}
         else:
@@ -281,3 +210,39 @@ class MemoryIndex(IndexWrites):
     def features(self, ids: Iterable[int]) -> dict[str, np.ndarray]:
         idx = self.slots(np.fromiter(ids, dtype=np.int64))
         return {k: self.cols[k][idx] for k in ("salience", "decay", "occurred")}
+
+    # -- writes (committed changes only: index_writes.py) ------------------------------------------------------
+    def add(self, rows: Sequence[NoteRow], vectors: dict[str, np.ndarray], *, text_index: bool = True) -> None:
+        self.writes.add(rows, vectors, text_index=text_index)
+
+    def add_columns(self, b: dict[str, Any], vectors: dict[str, np.ndarray] | None = None, *,
+                    text_index: bool = True, tokens: list[list[str]] | None = None, defer_graph: bool = False) -> None:
+        self.writes.add_columns(b, vectors, text_index=text_index, tokens=tokens, defer_graph=defer_graph)
+
+    def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True,
+                    defer: bool = False) -> None:
+        self.writes.add_vectors(model, ids, matrix, build=build, defer=defer)
+
+    def adopt_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
+        self.writes.adopt_vectors(model, ids, matrix)
+
+    def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
+        self.writes.set_superseded(note_id, when, by)
+
+    def set_metadata(self, note_id: int, fields: Iterable[tuple[str, Any]]) -> None:
+        self.writes.set_metadata(note_id, fields)
+
+    def set_archived(self, note_id: int, when: datetime | None) -> None:
+        self.writes.set_archived(note_id, when)
+
+    def forget(self, note_ids: Iterable[int]) -> None:
+        self.writes.forget(note_ids)
+
+    def reinfer_episodes(self) -> None:
+        self.writes.reinfer_episodes()
+
+    def thread_key(self, r: NoteRow) -> Hashable | None:
+        return self.writes.thread_key(r)
+
+    def group_of(self, at: np.ndarray) -> np.ndarray:
+        return self.writes.group_of(at)

@@ -1,9 +1,10 @@
-"""The writes of a memory index (:class:`palimpsest_memory.packs.memory.index.MemoryIndex`): committed notes added as
-columns, thread links and episodes, vectors, in-place edits and forgetting. Each bumps ``version``, which is what
-recall's kept values (recall_cache.py) are checked against.
+"""The writes of a memory index (:class:`palimpsest_memory.packs.memory.engine.index.MemoryIndex`): committed notes
+added as columns, thread links and episodes, vectors, in-place edits and forgetting. Each bumps the index's
+``version``, which is what recall's kept values (recall_cache.py) are checked against.
 
-Split from index.py by what the code does to the index (write here, read there), not by data: both halves work on
-the same columns, set up by ``MemoryIndex.__init__``.
+A part of the index, not a half of it: :class:`IndexWrites` is given its index and changes it through what the index
+and its parts offer in the open (the slots' ``assign``, the columns, the rows, the links, the legs), and keeps only
+its own helpers; the index's write methods call it.
 """
 from __future__ import annotations
 
@@ -36,14 +37,17 @@ def index_text(content: str, occurred_at: datetime) -> str:
 
 
 class IndexWrites:
-    """The writes of MemoryIndex (committed changes only): the columns, links, legs and ``version`` it sets up."""
+    """The writes of a MemoryIndex (committed changes only), to its columns, rows, links, legs and ``version``."""
 
     FIELDS = ("id", "namespace", "content", "memory_type", "kind", "scope", "thread", "tags", "salience",
               "decay_factor", "occurred_at", "created_at", "superseded_at", "archived_at", "kind_source", "source_id",
               "key", "superseded_by")  # NoteRow's fields; a batch for add_columns holds one sequence per field
 
+    def __init__(self, index: Any) -> None:
+        self.index = index  # the MemoryIndex this part writes to (index.py imports this module, not the reverse)
+
     def add(self, rows: Sequence[NoteRow], vectors: dict[str, np.ndarray], *, text_index: bool = True) -> None:
-        """Index committed notes. ``text_index=False``: their BM25 rows are already in ``self.bm25`` (restored
+        """Index committed notes. ``text_index=False``: their BM25 rows are already in the index's ``bm25`` (restored
         from a snapshot), so only the columns and thread links are built — no tokenising."""
         if not rows:
             return
@@ -57,6 +61,7 @@ class IndexWrites:
         masked): a load fills the index from whole batches without a Python object per note (rowstore.py).
         ``tokens``: each note's own BM25 tokens when the caller has them; ``defer_graph``: their vectors' graph
         work waits (``VectorIndex.add(defer=True)``)."""
+        ix = self.index
         ids = np.asarray(b["id"], dtype=np.int64)
         if not ids.size:
             return
@@ -66,17 +71,17 @@ class IndexWrites:
                                                    else [v[j] for j in order])) for k, v in b.items()}
             tokens = None if tokens is None else [tokens[j] for j in order]
             ids = ids[order]
-        self.version += 1
-        self.dirty = True
-        c, rc, rows = self.cols, self.rows.cols, self.rows
-        at = self._assign(ids)
+        ix.version += 1
+        ix.dirty = True
+        c, rc, rows = ix.cols, ix.rows.cols, ix.rows
+        at = ix.space.assign(ids)
         again = np.flatnonzero(rc["held"][at])
         for j in again.tolist():  # an id held already (a re-add): unlink it first, as the links did
-            self.expander.links.remove(int(ids[j]))
+            ix.expander.links.remove(int(ids[j]))
         rows.count += ids.size - again.size
         ns = b["namespace"]
-        ns_codes = np.full(ids.size, self.namespaces.get(ns), dtype=np.int32) if isinstance(ns, str) else \
-            self.namespaces.many(ns)
+        ns_codes = np.full(ids.size, ix.namespaces.get(ns), dtype=np.int32) if isinstance(ns, str) else \
+            ix.namespaces.many(ns)
         content, scope, thread = objects(b["content"]), objects(b["scope"]), objects(b["thread"])
         kind = b["kind"]
         occ, cre = to_micros(b["occurred_at"]), to_micros(b["created_at"])
@@ -102,7 +107,7 @@ class IndexWrites:
         c["ns"][at] = ns_codes
         c["mtype"][at] = per_value(b["memory_type"], lambda t: TYPES.index(t) + 1)
         c["kind"][at] = per_value(kind, lambda k: KIND_CODE.get(k, 0) if k is not None else 0)
-        c["scope"][at] = scope_codes = self.scopes.many(scope)
+        c["scope"][at] = scope_codes = ix.scopes.many(scope)
         c["salience"][at] = np.asarray(b["salience"], dtype=np.float64)
         c["decay"][at] = np.asarray(b["decay_factor"], dtype=np.float64)
         c["occurred"][at], c["created"][at], c["superseded"][at] = seconds_of(occ), seconds_of(cre), seconds_of(sup)
@@ -118,14 +123,14 @@ class IndexWrites:
                 continue
             t = tuple(tags[j])
             i = int(ids[j])
-            rows.tags[i], self.tags[i] = t, frozenset(t)
+            rows.tags[i], ix.tags[i] = t, frozenset(t)
         # thread keys: the caller's thread in its scope, else the inferred episode (codes in id order of first use)
         keys = self._thread_codes(ids, raw, ns_codes, scope_codes, c["occurred"][at])
-        changed_old = self.expander.links.add_sorted(at, ids, keys)
+        changed_old = ix.expander.links.add_sorted(at, ids, keys)
         if text_index:
             if tokens is None:
                 tokens = [self._tokens(x, from_micros(int(o))) for x, o in zip(content, occ.tolist())]
-            self.expander.keep_tokens(zip(ids.tolist(), tokens))
+            ix.expander.keep_tokens(zip(ids.tolist(), tokens))
             prev = c["prev"][at]
             changed: dict[int, None] = {}
             for i, p_ in zip(ids.tolist(), prev.tolist()):
@@ -135,19 +140,19 @@ class IndexWrites:
             for j in changed_old.tolist():
                 changed[j] = None
             notes = np.fromiter(changed, dtype=np.int64, count=len(changed))
-            at_notes = self.slots(notes)
-            bags = expanded(notes, c["prev"][at_notes], c["next"][at_notes], self.expander.tokens,
-                            self.expander.weight)
+            at_notes = ix.slots(notes)
+            bags = expanded(notes, c["prev"][at_notes], c["next"][at_notes], ix.expander.tokens,
+                            ix.expander.weight)
             # The token lists are cached for this batch only: a later bag that needs one (the next batch's first
             # note's predecessor, an older note arriving, a forget or an edit) re-tokenises that note from its row,
             # about one note per thread per batch. Kept for every note they were a list per note (~300 B) held for
             # the process's life, and most of what the cyclic GC walked: 3-4 s of GC per 100k notes ingested at
             # 100k-400k (bench/RESULTS.md, issue 18).
-            self.expander.forget_tokens()
-            self.bm25.add_flat(notes, bags)
-            self.bm25.set_groups(notes, self.group_of(at_notes))
+            ix.expander.forget_tokens()
+            ix.bm25.add_flat(notes, bags)
+            ix.bm25.set_groups(notes, self.group_of(at_notes))
         else:  # restored rows: their scope groups are not in the snapshot
-            self.bm25.set_groups(ids, self.group_of(at))
+            ix.bm25.set_groups(ids, self.group_of(at))
         for model, matrix in (vectors or {}).items():
             self.add_vectors(model, ids, matrix, defer=defer_graph)
 
@@ -157,7 +162,8 @@ class IndexWrites:
         codes: the caller's thread in its scope, else the inferred episode. A key is made once per distinct
         (namespace, scope, thread) of the batch and once per episode, not once a note (a load passes a million),
         and the codes are created in id order of first use, as a live index makes them."""
-        nsv, scv, tv = self.namespaces.values, self.scopes.values, self.rows.threads.values
+        ix = self.index
+        nsv, scv, tv = ix.namespaces.values, ix.scopes.values, ix.rows.threads.values
         firsts: list[tuple[int, Any]] = []  # (row of first use, key): the threaded rows' groups, then the episodes
         has = np.flatnonzero(raw)
         group = np.zeros(ids.size, dtype=np.int64)
@@ -169,12 +175,12 @@ class IndexWrites:
                        for j in order[new].tolist()]
         groups = len(firsts)
         bare = np.flatnonzero(raw == 0)
-        episode, episodes, begins = self.episodes.batch(
+        episode, episodes, begins = ix.episodes.batch(
             ids[bare], self.scope_group(ns[bare], scope[bare]), lambda g: (nsv[g >> 32], scv[g & 0xFFFFFFFF]),
             occurred[bare])
         firsts += zip(bare[begins].tolist(), episodes)
         code = np.zeros(len(firsts), dtype=np.int32)  # per group, then per episode
-        get = self.threads.get
+        get = ix.threads.get
         for f in sorted(range(len(firsts)), key=lambda f: firsts[f][0]):
             code[f] = get(firsts[f][1])
         out = np.zeros(ids.size, dtype=np.int32)
@@ -186,23 +192,25 @@ class IndexWrites:
     def reinfer_episodes(self) -> None:
         """Infer every thread-less note's episode again, in id order (what a rebuild does), and re-link and
         re-index the notes whose neighbours changed. Run when a thread-less note's scope is edited; O(notes)."""
-        self.version += 1
-        self.episodes = Episodes(self.episodes.gap)
-        c, rc = self.cols, self.rows.cols
-        n = self._n
+        ix = self.index
+        ix.version += 1
+        ix.episodes = Episodes(ix.episodes.gap)
+        c, rc = ix.cols, ix.rows.cols
+        n = ix.space.used
         slots = np.flatnonzero(rc["held"][:n] & (rc["thread"][:n] == 0))  # held notes without a thread
-        slots = slots[np.argsort(self.slot_id[slots], kind="stable")]  # in id order
+        slots = slots[np.argsort(ix.slot_id[slots], kind="stable")]  # in id order
         keys: dict[int, Hashable] = {}
         for at in slots.tolist():
-            i = int(self.slot_id[at])
-            keys[i] = self.episodes.key(i, self.namespaces.values[int(c["ns"][at])],
-                                        self.scopes.values[int(c["scope"][at])], float(rc["occurred"][at]) / 1e6)
+            i = int(ix.slot_id[at])
+            keys[i] = ix.episodes.key(i, ix.namespaces.values[int(c["ns"][at])],
+                                        ix.scopes.values[int(c["scope"][at])], float(rc["occurred"][at]) / 1e6)
         self._relink(keys)
 
     def _relink(self, keys: dict[int, Hashable]) -> None:
         """Move each note to its thread key's thread, where that changed, and re-index the notes whose neighbours
         changed (their bags hold their neighbours' words)."""
-        links, c = self.expander.links, self.cols
+        ix = self.index
+        links, c = ix.expander.links, ix.cols
         changed: set[int] = set()
         for i, key in keys.items():
             if links.thread_of(i) == key:
@@ -210,12 +218,12 @@ class IndexWrites:
             changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
             links.remove(i)
             links.add(i, key)
-            c["thread"][self.slot(i)] = self.threads.get(key)
+            c["thread"][ix.slot(i)] = ix.threads.get(key)
             changed.update(j for j in (i, *links.neighbours(i)) if j is not None)
         if not changed:
             return
-        self.dirty, self.appended_only = True, False
-        self._index_bags({j: self.expander.bag(j) for j in changed})
+        ix.dirty, ix.appended_only = True, False
+        self._index_bags({j: ix.expander.bag(j) for j in changed})
         self._link(changed)
 
     @staticmethod
@@ -225,17 +233,20 @@ class IndexWrites:
 
     def group_of(self, at: np.ndarray) -> np.ndarray:
         """The BM25 group of each slot's note: its namespace and scope."""
-        return self.scope_group(self.cols["ns"][at], self.cols["scope"][at])
+        ix = self.index
+        return self.scope_group(ix.cols["ns"][at], ix.cols["scope"][at])
 
     def _index_bags(self, bags: dict[int, Any]) -> None:
         """(Re-)index notes' BM25 bags, each row in its note's scope group."""
+        ix = self.index
         ids = np.fromiter(bags, dtype=np.int64, count=len(bags))
-        self.bm25.add_weighted(ids, list(bags.values()))
-        self.bm25.set_groups(ids, self.group_of(self.slots(ids)))
+        ix.bm25.add_weighted(ids, list(bags.values()))
+        ix.bm25.set_groups(ids, self.group_of(ix.slots(ids)))
 
     def _link(self, notes: Iterable[int]) -> None:
         """Write the prev/next columns (thread neighbours, as note ids) of ``notes``."""
-        links = self.expander.links
+        ix = self.index
+        links = ix.expander.links
         js, ps, ns = [], [], []
         for j in notes:
             p, n = links.neighbours(j)
@@ -243,18 +254,19 @@ class IndexWrites:
             ps.append(-1 if p is None else p)
             ns.append(-1 if n is None else n)
         if js:
-            at = self.slots(np.array(js, dtype=np.int64))
+            at = ix.slots(np.array(js, dtype=np.int64))
             keep = at > 0  # never write slot 0
-            self.cols["prev"][at[keep]] = np.array(ps, dtype=np.int64)[keep]
-            self.cols["next"][at[keep]] = np.array(ns, dtype=np.int64)[keep]
+            ix.cols["prev"][at[keep]] = np.array(ps, dtype=np.int64)[keep]
+            ix.cols["next"][at[keep]] = np.array(ns, dtype=np.int64)[keep]
 
     def thread_key(self, r: NoteRow) -> Hashable | None:
         """A note's thread as the index links it: the caller's ``thread`` in the note's scope (the same name in
         two scopes is two threads: importers and agents reuse names like ``session_1`` or ``main``), else the
         inferred episode of its scope (``threads.Episodes``; None when inference is off)."""
+        ix = self.index
         if r.thread is not None:
             return (r.namespace, r.scope, r.thread)
-        return self.episodes.key(r.id, r.namespace, r.scope, seconds(r.occurred_at))
+        return ix.episodes.key(r.id, r.namespace, r.scope, seconds(r.occurred_at))
 
     @staticmethod
     def tokens_of(r: NoteRow) -> list[str]:
@@ -267,41 +279,45 @@ class IndexWrites:
 
     def add_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray, *, build: bool = True,
                     defer: bool = False) -> None:
-        self.version += 1
-        index = self.vectors.get(model)
+        ix = self.index
+        ix.version += 1
+        index = ix.vectors.get(model)
         if index is None:
-            index = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
+            index = ix.vectors[model] = VectorIndex(matrix.shape[1], ann=ix.ann)
         index.add(ids, matrix, build=build, defer=defer)
 
     def adopt_vectors(self, model: str, ids: np.ndarray, matrix: np.ndarray) -> None:
         """A load's vectors: ``matrix`` (normalised; its first ``len(ids)`` rows, maybe mapped from a file, with spare
         rows after them) becomes the model's matrix as it is, with no copy."""
-        self.version += 1
-        self.vectors.pop(model, None)
-        vi = self.vectors[model] = VectorIndex(matrix.shape[1], ann=self.ann)
+        ix = self.index
+        ix.version += 1
+        ix.vectors.pop(model, None)
+        vi = ix.vectors[model] = VectorIndex(matrix.shape[1], ann=ix.ann)
         vi.adopt(ids, matrix)
 
     def set_superseded(self, note_id: int, when: datetime | None, by: int | None = None) -> None:
-        self.version += 1
-        at = self.slot(note_id)
+        ix = self.index
+        ix.version += 1
+        at = ix.slot(note_id)
         if at:
-            self.cols["superseded"][at] = seconds(when)
-        self.rows.set(note_id, "superseded_at", when)
-        self.rows.set(note_id, "superseded_by", by)
+            ix.cols["superseded"][at] = seconds(when)
+        ix.rows.set(note_id, "superseded_at", when)
+        ix.rows.set(note_id, "superseded_by", by)
 
     def set_metadata(self, note_id: int, fields: Iterable[tuple[str, Any]]) -> None:
         """Apply memory.update's in-place edits (tags, salience, decay_factor, kind, scope) to the row and columns."""
-        self.version += 1
-        if note_id not in self.rows:
+        ix = self.index
+        ix.version += 1
+        if note_id not in ix.rows:
             return
-        c, at = self.cols, self.slot(note_id)
+        c, at = ix.cols, ix.slot(note_id)
         for name, value in fields:
-            self.rows.set(note_id, name, value)
+            ix.rows.set(note_id, name, value)
             if name == "tags":
                 if value:
-                    self.tags[note_id] = frozenset(value)
+                    ix.tags[note_id] = frozenset(value)
                 else:
-                    self.tags.pop(note_id, None)
+                    ix.tags.pop(note_id, None)
             elif name == "salience":
                 c["salience"][at] = value
             elif name == "decay_factor":
@@ -309,43 +325,45 @@ class IndexWrites:
             elif name == "kind":
                 c["kind"][at] = KINDS.index(value) + 1 if value in KINDS else 0
             elif name == "scope":
-                c["scope"][at] = self.scopes.get(value)
-                self.bm25.set_groups([note_id], self.group_of(np.array([at])))
-                raw = int(self.rows.cols["thread"][at])
+                c["scope"][at] = ix.scopes.get(value)
+                ix.bm25.set_groups([note_id], self.group_of(np.array([at])))
+                raw = int(ix.rows.cols["thread"][at])
                 if raw:  # its thread is the caller's thread in its scope: now the new scope's
-                    self._relink({note_id: self.thread_key(self.rows[note_id])})
-                elif self.episodes.gap > 0:
+                    self._relink({note_id: self.thread_key(ix.rows[note_id])})
+                elif ix.episodes.gap > 0:
                     self.reinfer_episodes()  # its episode came from its scope: infer as a rebuild would
 
     def set_archived(self, note_id: int, when: datetime | None) -> None:
-        self.version += 1
-        at = self.slot(note_id)
+        ix = self.index
+        ix.version += 1
+        at = ix.slot(note_id)
         if at:
-            self.cols["archived"][at] = when is not None
-            self.cols["alive"][at] = when is None
-        self.rows.set(note_id, "archived_at", when)
+            ix.cols["archived"][at] = when is not None
+            ix.cols["alive"][at] = when is None
+        ix.rows.set(note_id, "archived_at", when)
 
     def forget(self, note_ids: Iterable[int]) -> None:
         """Erase notes (memory.forget): their rows, columns, tags, BM25 postings and vectors go, and their thread
         neighbours are linked and re-expanded as if the notes had never been (what a fresh load builds)."""
-        gone = [int(i) for i in note_ids if int(i) in self.rows]
+        ix = self.index
+        gone = [int(i) for i in note_ids if int(i) in ix.rows]
         if not gone:
             return
-        self.version += 1
-        self.dirty, self.appended_only = True, False
-        c, rc = self.cols, self.rows.cols
-        gone_at = self.slots(np.array(gone, dtype=np.int64))
+        ix.version += 1
+        ix.dirty, ix.appended_only = True, False
+        c, rc = ix.cols, ix.rows.cols
+        gone_at = ix.slots(np.array(gone, dtype=np.int64))
         threadless = bool(np.any(rc["thread"][gone_at] == 0))  # their episodes are inferred (threads.py)
         rebag: dict[int, Any] = {}
         for i, at in zip(gone, gone_at.tolist()):
-            self.rows.text_chars -= len(rc["content"][at])
+            ix.rows.text_chars -= len(rc["content"][at])
             rc["held"][at] = False
             rc["content"][at] = rc["source_id"][at] = rc["key"][at] = None
-            self.rows.count -= 1
-            self.tags.pop(i, None)
-            self.rows.tags.pop(i, None)
+            ix.rows.count -= 1
+            ix.tags.pop(i, None)
+            ix.rows.tags.pop(i, None)
             rebag.pop(i, None)
-            for j, bag in self.expander.remove(i).items():
+            for j, bag in ix.expander.remove(i).items():
                 rebag[j] = bag
             # its slot stays, dead, with the defaults slot 0 holds (an id keeps its slot)
             c["alive"][at] = c["archived"][at] = False
@@ -354,16 +372,16 @@ class IndexWrites:
                 c[name][at] = 0
             c["superseded"][at] = math.nan
             c["prev"][at] = c["next"][at] = -1
-        self.bm25.remove(gone)
-        self.bm25.own_postings()  # memory.forget deletes the snapshot files: none may stay mapped (ADR 0018)
-        rebag = {j: b for j, b in rebag.items() if j in self.rows}
+        ix.bm25.remove(gone)
+        ix.bm25.own_postings()  # memory.forget deletes the snapshot files: none may stay mapped (ADR 0018)
+        rebag = {j: b for j, b in rebag.items() if j in ix.rows}
         if rebag:  # neighbours' bags held the forgotten notes' words: re-index them without
             self._index_bags(rebag)
         self._link(rebag)
-        for model, index in list(self.vectors.items()):
+        for model, index in list(ix.vectors.items()):
             index.remove(gone)
             index.own_rows()
             if not len(index):  # a fresh load holds no index for a model without vectors
-                del self.vectors[model]
+                del ix.vectors[model]
         if threadless:  # a fresh load infers the episodes without the forgotten notes: so must the live index
             self.reinfer_episodes()

@@ -222,7 +222,7 @@ class NoteRows(Mapping):
 
     def ids(self) -> np.ndarray:
         """The held note ids, ascending."""
-        n = self.index._n
+        n = self.index.space.used
         return self.index.ids_of(self.cols["held"][:n])
 
     def __iter__(self) -> Iterator[int]:
@@ -268,7 +268,7 @@ class SlotLinks:
 
     def _members(self, code: int) -> np.ndarray:
         ix = self.index
-        n = ix._n
+        n = ix.space.used
         return np.sort(ix.slot_id[1:n][ix.cols["thread"][1:n] == code])
 
     def _set(self, note_id: int | None, field: str, value: int | None) -> None:

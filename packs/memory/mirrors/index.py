@@ -305,11 +305,13 @@ def held_bytes(obj: Any) -> int:
 def index_bytes(index: MemoryIndex) -> int:
     """About how many bytes one namespace's index holds: its columns and maps, its BM25 arrays and postings, its
     vectors and HNSW graphs, each note's row and text. An estimate for the budget, not an exact count."""
-    total = held_bytes(index) + held_bytes(index.bm25) + held_bytes(index.rows)
+    bm25 = index.bm25  # a composition (ADR 0043): count its parts, which held_bytes does not follow
+    total = held_bytes(index) + held_bytes(index.space) + held_bytes(index.rows) + sum(
+        held_bytes(part) for part in (bm25, bm25.postings, bm25.restored, bm25.groups))
     total += ROW_BYTES * len(index.rows) + index.rows.text_chars
     for vi in index.vectors.values():
-        total += held_bytes(vi)
-        graph = getattr(vi, "_graph", None)
+        total += held_bytes(vi) + held_bytes(vi.rows) + held_bytes(vi.graph)
+        graph = vi.graph.current  # (not waiting for queued inserts: an estimate)
         total += int(getattr(graph, "memory_usage", 0) or 0) if graph is not None else 0
     return total
 
