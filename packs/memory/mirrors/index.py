@@ -285,7 +285,9 @@ ENTRY_BYTES = 100  # one entry of a dict of small objects (ids → rows of a pos
 def held_bytes(obj: Any) -> int:
     """The numpy arrays, ``array.array`` posting lists and dicts directly held by ``obj``'s attributes."""
     total = 0
-    for v in (vars(obj).values() if hasattr(obj, "__dict__") else ()):
+    slots = [n for c in type(obj).__mro__ for n in getattr(c, "__slots__", ())]  # (a part with __slots__: Rows)
+    values = list(vars(obj).values()) if hasattr(obj, "__dict__") else []
+    for v in values + [getattr(obj, n, None) for n in slots]:
         if isinstance(v, np.ndarray):
             total += v.nbytes
         elif isinstance(v, dict):
