@@ -5,6 +5,7 @@ Runs on a fresh machine with nothing beside the repository (no network, no ../sh
 """
 from __future__ import annotations
 
+import importlib.util
 import sys
 import tempfile
 from pathlib import Path
@@ -69,7 +70,9 @@ def main() -> int:
             state = "current" if f.current else f"no longer current (now: {', '.join(f.current_objects)})"
             print(f"  fact: {f.subject} {f.predicate} {f.object} — {state}; source note {f.source_note_id}")
     rule("look at it")
-    print(f"pal --db {db} serve      # then open the printed URL: recall, timelines, graph, brain, namespaces")
+    if importlib.util.find_spec("uvicorn") is None:  # `make demo` installs the core only; the web view is an extra
+        print(f"{Path(sys.executable).parent / 'pip'} install -e '.[http]'   # the web view's extra (make test has it)")
+    print(f"pal --db {db} serve      # then open the printed URL: recall, notes, timelines, graph, brain, namespaces")
     return 0
 
 
