@@ -72,7 +72,8 @@ def main() -> int:
     rule("look at it")
     if importlib.util.find_spec("uvicorn") is None:  # `make demo` installs the core only; the web view is an extra
         print(f"{Path(sys.executable).parent / 'pip'} install -e '.[http]'   # the web view's extra (make test has it)")
-    print(f"pal --db {db} serve      # then open the printed URL: recall, notes, timelines, graph, brain, namespaces")
+    pal = Path(sys.executable).parent / "pal"  # the venv's: `pal` is on PATH only once the venv is (README)
+    print(f"{pal} --db {db} serve      # then open the printed URL: recall, notes, timelines, graph, brain, namespaces")
     return 0
 
 
