@@ -5,7 +5,7 @@ Usage: python bench/house_compare.py --base DIR [--sizes 10000,100000] [--out be
 DIR is a checkout of the commit to compare with (e.g. ``git worktree add --detach /tmp/base 675a480``). For each
 tree, in this order: the dispatches and Python function calls of one ``memory.recall`` (2,000 notes, hashing
 embedder, 50 recalls under cProfile), ``bench/memory_perf.py`` (recall latency side by side with plain BM25 and
-exact dense in the same process) and ``bench/locomo.py --embedder wordllama --perf 0`` (the LoCoMo tables, which
+exact dense in the same process) and ``bench/locomo.py --embedder wordllama --compare wordllama --speed 0`` (the LoCoMo tables, which
 must be identical). Each tree runs in its own interpreter with its own code first on ``sys.path``.
 """
 from __future__ import annotations
@@ -79,7 +79,8 @@ def main() -> None:
         run(tree, ["bench/memory_perf.py", "--sizes", args.sizes, "--out", str(out)])
         perf[name] = out.read_text()
         out = work / f"locomo-{rev[name]}.md"
-        run(tree, ["bench/locomo.py", "--embedder", "wordllama", "--perf", "0", "--out", str(out)])
+        run(tree, ["bench/locomo.py", "--embedder", "wordllama", "--compare", "wordllama", "--speed", "0",
+                   "--out", str(out)])
         locomo[name] = out.read_text()
     load = os.getloadavg()
     same = table_rows(locomo["base"], "|") == table_rows(locomo["this tree"], "|")
@@ -107,7 +108,7 @@ def main() -> None:
         for row in table_rows(md, "| 1"):
             if re.match(r"\| [\d,]+ \| [\d,]+ /", row):
                 lines.append(f"| {name} {row}")
-    lines += ["", "## LoCoMo (`bench/locomo.py --embedder wordllama --perf 0`)", "",
+    lines += ["", "## LoCoMo (`bench/locomo.py --embedder wordllama --compare wordllama --speed 0`)", "",
               f"Every table identical between the trees: **{'yes' if same else 'NO'}**. The product row "
               "(`memory.recall`, now = clock):", ""]
     for name, rows in product.items():
