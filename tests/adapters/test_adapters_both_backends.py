@@ -20,6 +20,7 @@ pytest.importorskip("fastapi", reason="the 'http' extra is not installed")
 pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 from mcp import Client, StdioServerParameters  # noqa: E402
 
+import processes  # noqa: E402 (tests/helpers)
 from conftest import REPO, STARTUP_LIMIT, child_env, run_cli  # noqa: E402
 from test_adapters_mcp import call_ok, run  # noqa: E402
 
@@ -60,17 +61,7 @@ class Served:
         raise AssertionError(f"`pal {' '.join(args)}` did not announce itself within {STARTUP_LIMIT} s")
 
     def stop(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
-        err = self.proc.stderr.read() if self.proc.stderr else ""
-        if self.proc.stderr:
-            self.proc.stderr.close()
-        return err
+        return processes.stop(self.proc)
 
 
 def pal(target: str, *args: str, server: str | None = None) -> subprocess.CompletedProcess:

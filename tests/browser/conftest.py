@@ -184,11 +184,20 @@ def tidy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     """A `pal serve` process over a store filled by ``served.fill`` (DuckDB file or fresh PostgreSQL database);
     ``tidy.data`` holds the note ids and recall ids the tests look for."""
     pytest.importorskip("uvicorn", reason="the 'http' extra is not installed")
-    from served import PalServe, fill
+    from served import fill
 
-    folder = tmp_path_factory.mktemp(f"tidy-{request.param}")
+    yield from served_store(request, tmp_path_factory, "tidy", fill)
+
+
+def served_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str,
+                 fill: Any) -> Iterator[Any]:
+    """A store of the fixture's backend, filled by ``fill(target)`` (its result becomes ``.data``), served by a
+    `pal serve` process until the module's tests are done; the server must then exit cleanly."""
+    from served import PalServe
+
+    folder = tmp_path_factory.mktemp(f"{name}-{request.param}")
     pg = request.getfixturevalue("pal_postgres") if request.param == "postgres" else None
-    target = pg.fresh() if pg else str(folder / "tidy.duckdb")
+    target = pg.fresh() if pg else str(folder / f"{name}.duckdb")
     data = fill(target)
     srv = PalServe(target)
     srv.data, srv.backend = data, request.param
@@ -211,27 +220,21 @@ def graph_served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     the LoCoMo file is present, its first conversation in the namespace ``locomo``; ``.data`` holds the node ids."""
     pytest.importorskip("uvicorn", reason="the 'http' extra is not installed")
     from conversation_graph import fill_graph
-    from served import PalServe, open_store
+    from served import open_store
 
-    folder = tmp_path_factory.mktemp(f"graph-{request.param}")
-    pg = request.getfixturevalue("pal_postgres") if request.param == "postgres" else None
-    target = pg.fresh() if pg else str(folder / "graph.duckdb")
-    with open_store(target) as rt:
-        data = fill_graph(rt)
-        if LOCOMO.is_file():
-            from palimpsest_memory.packs.memory.commands import import_conversations
-            from palimpsest_memory.packs.memory.importers.conversations import parse_locomo
+    def fill(target: str) -> dict[str, Any]:
+        with open_store(target) as rt:
+            data = fill_graph(rt)
+            if LOCOMO.is_file():
+                from palimpsest_memory.packs.memory.commands import import_conversations
+                from palimpsest_memory.packs.memory.importers.conversations import parse_locomo
 
-            conv = parse_locomo(LOCOMO)[0]
-            import_conversations(rt, [conv], "locomo", "locomo")
-            data["locomo_speaker"] = conv.speakers[0]
-    srv = PalServe(target)
-    srv.data, srv.backend = data, request.param
-    yield srv
-    err = srv.stop()
-    if pg:
-        pg.drop(target)
-    assert srv.proc.returncode == 0, err
+                conv = parse_locomo(LOCOMO)[0]
+                import_conversations(rt, [conv], "locomo", "locomo")
+                data["locomo_speaker"] = conv.speakers[0]
+        return data
+
+    yield from served_store(request, tmp_path_factory, "graph", fill)
 
 
 @pytest.fixture

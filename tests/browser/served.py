@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import processes  # tests/helpers
+
 from palimpsest_memory.runtime import Runtime, storage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,14 +89,4 @@ class PalServe:
             return {v["verb"]: v["act"] for v in json.loads(res.read())["result"]["verbs"]}
 
     def stop(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
-        err = self.proc.stderr.read() if self.proc.stderr else ""
-        if self.proc.stderr:
-            self.proc.stderr.close()
-        return err
+        return processes.stop(self.proc)
